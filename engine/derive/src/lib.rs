@@ -1,0 +1,104 @@
+//! `#[derive(Component)]`: gives a Rust type an ecsdb component schema.
+//!
+//! - A struct with named fields of schema types (`bool`, integers, `f32`, `f64`, `String`,
+//!   `Entity`, `[f32; 2]`, `[f32; 3]`) gets a schema: each field's name, type and byte offset.
+//! - A unit struct is a tag.
+//! - `#[component(opaque)]` (required when a field has another type) makes the type storable
+//!   and queryable by presence, without a schema.
+//! - `#[component(storage = "sparse")]` selects sparse-set storage.
+//! - `#[component(name = "Other")]` sets the catalog name (default: the type's name).
+
+use proc_macro::TokenStream;
+use quote::quote;
+use syn::{parse_macro_input, Data, DeriveInput, Fields, LitStr};
+
+/// Derives `ecsdb_engine::Component`. See the crate docs for the attributes.
+#[proc_macro_derive(Component, attributes(component))]
+pub fn derive_component(input: TokenStream) -> TokenStream {
+    let input = parse_macro_input!(input as DeriveInput);
+    match expand(&input) {
+        Ok(ts) => ts.into(),
+        Err(e) => e.to_compile_error().into(),
+    }
+}
+
+fn expand(input: &DeriveInput) -> syn::Result<proc_macro2::TokenStream> {
+    let mut opaque = false;
+    let mut sparse = false;
+    let mut name = input.ident.to_string();
+    for attr in input.attrs.iter().filter(|a| a.path().is_ident("component")) {
+        attr.parse_nested_meta(|meta| {
+            if meta.path.is_ident("opaque") {
+                opaque = true;
+                Ok(())
+            } else if meta.path.is_ident("storage") {
+                let v: LitStr = meta.value()?.parse()?;
+                match v.value().as_str() {
+                    "sparse" => sparse = true,
+                    "table" => sparse = false,
+                    other => return Err(meta.error(format!("unknown storage '{other}': use \"table\" or \"sparse\""))),
+                }
+                Ok(())
+            } else if meta.path.is_ident("name") {
+                let v: LitStr = meta.value()?.parse()?;
+                name = v.value();
+                Ok(())
+            } else {
+                Err(meta.error("expected `opaque`, `storage = \"table\"|\"sparse\"` or `name = \"...\"`"))
+            }
+        })?;
+    }
+    let ident = &input.ident;
+    let (impl_generics, ty_generics, where_clause) = input.generics.split_for_impl();
+    let fields = if opaque {
+        Vec::new()
+    } else {
+        match &input.data {
+            Data::Struct(s) => match &s.fields {
+                Fields::Named(named) => named
+                    .named
+                    .iter()
+                    .map(|f| {
+                        let fname = f.ident.as_ref().expect("named field");
+                        let fty = &f.ty;
+                        let sname = fname.to_string();
+                        quote! {
+                            ::ecsdb_engine::FieldInfo {
+                                name: ::std::string::String::from(#sname),
+                                ty: <#fty as ::ecsdb_engine::SchemaField>::FIELD_TYPE,
+                                offset: ::ecsdb_engine::__private::offset_of!(#ident #ty_generics, #fname),
+                            }
+                        }
+                    })
+                    .collect(),
+                Fields::Unit => Vec::new(),
+                Fields::Unnamed(_) => {
+                    return Err(syn::Error::new_spanned(
+                        ident,
+                        "tuple structs have no field names for a schema: use named fields, or #[component(opaque)]",
+                    ))
+                }
+            },
+            _ => {
+                return Err(syn::Error::new_spanned(
+                    ident,
+                    "only structs get a schema: mark enums and unions #[component(opaque)]",
+                ))
+            }
+        }
+    };
+    let storage =
+        if sparse { quote!(::ecsdb_engine::StorageKind::Sparse) } else { quote!(::ecsdb_engine::StorageKind::Table) };
+    Ok(quote! {
+        impl #impl_generics ::ecsdb_engine::Component for #ident #ty_generics #where_clause {
+            const STORAGE: ::ecsdb_engine::StorageKind = #storage;
+            fn schema() -> ::ecsdb_engine::ComponentSchema {
+                ::ecsdb_engine::ComponentSchema {
+                    name: #name,
+                    fields: ::std::vec![#(#fields),*],
+                    opaque: #opaque,
+                }
+            }
+        }
+    })
+}

@@ -1,0 +1,624 @@
+//! Components and their schemas: the catalog the query engine reads.
+//!
+//! Every component, whether it comes from a Rust type (`#[derive(Component)]`) or is defined
+//! at run time from a name and a field list, is described by one [`ComponentInfo`]: name,
+//! layout, drop function, storage kind, and its schema (fields with name, type and byte
+//! offset). A field of a row lives at `column + row * size + offset` for both kinds.
+
+use std::alloc::Layout;
+use std::any::TypeId;
+use std::collections::HashMap;
+use std::fmt;
+
+use crate::entity::Entity;
+use crate::error::{EngineError, Result};
+
+/// A component's id in one world's registry: a dense index.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Debug)]
+pub struct ComponentId(pub(crate) u32);
+
+impl ComponentId {
+    /// The dense index of this id.
+    #[inline]
+    pub fn index(self) -> usize {
+        self.0 as usize
+    }
+}
+
+/// Where a component's values live.
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Default, serde::Serialize, serde::Deserialize)]
+pub enum StorageKind {
+    /// In the columns of archetype tables: fastest iteration; adding or removing the component
+    /// moves the entity to another table.
+    #[default]
+    Table,
+    /// In a sparse set keyed by entity index: adding or removing never moves the entity.
+    Sparse,
+}
+
+impl fmt::Display for StorageKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            StorageKind::Table => "table",
+            StorageKind::Sparse => "sparse",
+        })
+    }
+}
+
+/// The field types a schema can describe.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, serde::Serialize, serde::Deserialize)]
+pub enum FieldType {
+    /// `bool`
+    Bool,
+    /// `i8`
+    I8,
+    /// `i16`
+    I16,
+    /// `i32`
+    I32,
+    /// `i64`
+    I64,
+    /// `u8`
+    U8,
+    /// `u16`
+    U16,
+    /// `u32`
+    U32,
+    /// `u64`
+    U64,
+    /// `f32`
+    F32,
+    /// `f64`
+    F64,
+    /// `String`
+    String,
+    /// [`Entity`]
+    Entity,
+    /// `[f32; 2]`
+    Vec2,
+    /// `[f32; 3]`
+    Vec3,
+}
+
+impl FieldType {
+    /// Every field type, in a fixed order.
+    pub const ALL: [FieldType; 15] = [
+        FieldType::Bool,
+        FieldType::I8,
+        FieldType::I16,
+        FieldType::I32,
+        FieldType::I64,
+        FieldType::U8,
+        FieldType::U16,
+        FieldType::U32,
+        FieldType::U64,
+        FieldType::F32,
+        FieldType::F64,
+        FieldType::String,
+        FieldType::Entity,
+        FieldType::Vec2,
+        FieldType::Vec3,
+    ];
+
+    /// The name used in the query language (`f32`, `string`, `vec3`, …).
+    pub fn name(self) -> &'static str {
+        match self {
+            FieldType::Bool => "bool",
+            FieldType::I8 => "i8",
+            FieldType::I16 => "i16",
+            FieldType::I32 => "i32",
+            FieldType::I64 => "i64",
+            FieldType::U8 => "u8",
+            FieldType::U16 => "u16",
+            FieldType::U32 => "u32",
+            FieldType::U64 => "u64",
+            FieldType::F32 => "f32",
+            FieldType::F64 => "f64",
+            FieldType::String => "string",
+            FieldType::Entity => "entity",
+            FieldType::Vec2 => "vec2",
+            FieldType::Vec3 => "vec3",
+        }
+    }
+
+    /// Parses a language type name (case-insensitive).
+    pub fn from_name(name: &str) -> Option<FieldType> {
+        FieldType::ALL.into_iter().find(|t| t.name().eq_ignore_ascii_case(name))
+    }
+
+    /// The in-memory layout of a value of this type.
+    pub fn layout(self) -> Layout {
+        match self {
+            FieldType::Bool | FieldType::I8 | FieldType::U8 => Layout::new::<u8>(),
+            FieldType::I16 | FieldType::U16 => Layout::new::<u16>(),
+            FieldType::I32 | FieldType::U32 | FieldType::F32 => Layout::new::<u32>(),
+            FieldType::I64 | FieldType::U64 | FieldType::F64 => Layout::new::<u64>(),
+            FieldType::String => Layout::new::<String>(),
+            FieldType::Entity => Layout::new::<Entity>(),
+            FieldType::Vec2 => Layout::new::<[f32; 2]>(),
+            FieldType::Vec3 => Layout::new::<[f32; 3]>(),
+        }
+    }
+
+    /// Whether values are integers (any width or sign).
+    pub fn is_integer(self) -> bool {
+        matches!(
+            self,
+            FieldType::I8
+                | FieldType::I16
+                | FieldType::I32
+                | FieldType::I64
+                | FieldType::U8
+                | FieldType::U16
+                | FieldType::U32
+                | FieldType::U64
+        )
+    }
+
+    /// Whether values are numbers (integers or floats).
+    pub fn is_numeric(self) -> bool {
+        self.is_integer() || matches!(self, FieldType::F32 | FieldType::F64)
+    }
+
+    /// Whether a column of this type is plain bytes (no heap pointers), so it can be copied
+    /// and saved as a byte run.
+    pub fn is_plain(self) -> bool {
+        !matches!(self, FieldType::String)
+    }
+}
+
+impl fmt::Display for FieldType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Rust types that are schema field types. Implemented by the engine for the types listed in
+/// [`FieldType`]; `#[derive(Component)]` uses it to build schemas.
+pub trait SchemaField: 'static {
+    /// The schema type of `Self`.
+    const FIELD_TYPE: FieldType;
+}
+
+macro_rules! schema_fields {
+    ($($t:ty => $v:ident),* $(,)?) => {
+        $(impl SchemaField for $t { const FIELD_TYPE: FieldType = FieldType::$v; })*
+    };
+}
+schema_fields!(
+    bool => Bool, i8 => I8, i16 => I16, i32 => I32, i64 => I64,
+    u8 => U8, u16 => U16, u32 => U32, u64 => U64, f32 => F32, f64 => F64,
+    String => String, Entity => Entity, [f32; 2] => Vec2, [f32; 3] => Vec3,
+);
+
+/// One field of a component's schema.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FieldInfo {
+    /// The field's name.
+    pub name: String,
+    /// Its type.
+    pub ty: FieldType,
+    /// Byte offset within the component value.
+    pub offset: usize,
+}
+
+/// How a component's values are dropped.
+#[derive(Clone, Debug)]
+pub(crate) enum DropFn {
+    /// A Rust type's `drop_in_place`.
+    Rust(unsafe fn(*mut u8)),
+    /// A run-time component: drop the `String`s at these offsets.
+    Strings(Box<[usize]>),
+}
+
+impl DropFn {
+    /// Drops one value in place.
+    ///
+    /// # Safety
+    /// `ptr` must point to a valid, initialised value of the component this was made for.
+    #[inline]
+    pub(crate) unsafe fn call(&self, ptr: *mut u8) {
+        match self {
+            // SAFETY: forwarded from the caller's contract.
+            DropFn::Rust(f) => unsafe { f(ptr) },
+            DropFn::Strings(offsets) => {
+                for &off in offsets.iter() {
+                    // SAFETY: run-time layouts put an initialised String at each listed offset.
+                    unsafe { std::ptr::drop_in_place(ptr.add(off) as *mut String) };
+                }
+            }
+        }
+    }
+}
+
+/// `drop_in_place` for a Rust type behind an untyped pointer.
+///
+/// # Safety
+/// `ptr` must point to a valid, initialised `T`.
+pub(crate) unsafe fn drop_ptr<T>(ptr: *mut u8) {
+    // SAFETY: forwarded from the caller's contract.
+    unsafe { std::ptr::drop_in_place(ptr as *mut T) }
+}
+
+/// What `#[derive(Component)]` (or a hand-written impl) says about a Rust type.
+#[derive(Clone, Debug)]
+pub struct ComponentSchema {
+    /// The component's name in the catalog and the query language.
+    pub name: &'static str,
+    /// Fields in declaration order (empty for tags and opaque components).
+    pub fields: Vec<FieldInfo>,
+    /// No schema: storable and queryable by presence only.
+    pub opaque: bool,
+}
+
+/// A Rust type that can be stored as a component. Use `#[derive(Component)]`.
+///
+/// ```
+/// use ecsdb_engine::{Component, FieldType};
+/// #[derive(Component)]
+/// struct Health { hp: f32, max: f32 }
+/// let s = Health::schema();
+/// assert_eq!(s.name, "Health");
+/// assert_eq!(s.fields[1].name, "max");
+/// assert_eq!(s.fields[1].ty, FieldType::F32);
+/// ```
+pub trait Component: Send + Sync + 'static {
+    /// Table or sparse storage.
+    const STORAGE: StorageKind = StorageKind::Table;
+    /// The schema of this type.
+    fn schema() -> ComponentSchema;
+}
+
+/// A component definition for run-time components (no Rust type).
+#[derive(Clone, Debug, PartialEq)]
+pub struct ComponentDef {
+    /// Name, unique in the world.
+    pub name: String,
+    /// Fields in declaration order.
+    pub fields: Vec<(String, FieldType)>,
+    /// Table or sparse storage.
+    pub storage: StorageKind,
+}
+
+impl ComponentDef {
+    /// A table-stored component with the given fields.
+    pub fn new(name: impl Into<String>, fields: &[(&str, FieldType)]) -> ComponentDef {
+        ComponentDef {
+            name: name.into(),
+            fields: fields.iter().map(|(n, t)| (n.to_string(), *t)).collect(),
+            storage: StorageKind::Table,
+        }
+    }
+
+    /// The same definition with sparse storage.
+    pub fn sparse(mut self) -> ComponentDef {
+        self.storage = StorageKind::Sparse;
+        self
+    }
+}
+
+/// Everything the engine and the query engine know about a component.
+#[derive(Clone, Debug)]
+pub struct ComponentInfo {
+    id: ComponentId,
+    name: String,
+    layout: Layout,
+    drop: Option<DropFn>,
+    storage: StorageKind,
+    fields: Vec<FieldInfo>,
+    opaque: bool,
+    type_id: Option<TypeId>,
+}
+
+impl ComponentInfo {
+    /// The component's id.
+    pub fn id(&self) -> ComponentId {
+        self.id
+    }
+    /// Its name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+    /// Size and alignment of one value.
+    pub fn layout(&self) -> Layout {
+        self.layout
+    }
+    /// Table or sparse.
+    pub fn storage(&self) -> StorageKind {
+        self.storage
+    }
+    /// Fields in declaration order (empty for tags and opaque components).
+    pub fn fields(&self) -> &[FieldInfo] {
+        &self.fields
+    }
+    /// The field with this name.
+    pub fn field(&self, name: &str) -> Option<&FieldInfo> {
+        self.fields.iter().find(|f| f.name == name)
+    }
+    /// The position of the field with this name.
+    pub fn field_index(&self, name: &str) -> Option<usize> {
+        self.fields.iter().position(|f| f.name == name)
+    }
+    /// No schema: fields not readable by name.
+    pub fn is_opaque(&self) -> bool {
+        self.opaque
+    }
+    /// A tag: no fields and no data.
+    pub fn is_tag(&self) -> bool {
+        !self.opaque && self.fields.is_empty()
+    }
+    /// Defined at run time rather than by a Rust type.
+    pub fn is_dynamic(&self) -> bool {
+        self.type_id.is_none()
+    }
+    /// The Rust type, for components registered from one.
+    pub fn type_id(&self) -> Option<TypeId> {
+        self.type_id
+    }
+    pub(crate) fn drop_fn(&self) -> Option<&DropFn> {
+        self.drop.as_ref()
+    }
+    /// Whether every byte of a value is plain data (no heap pointers): such columns are saved
+    /// and copied as byte runs.
+    pub fn is_plain(&self) -> bool {
+        !self.opaque && self.fields.iter().all(|f| f.ty.is_plain())
+    }
+    /// When all fields are numeric and there are 2 or 3 of them, the component reads as a
+    /// vector in the query language.
+    pub fn is_vector_like(&self) -> bool {
+        !self.opaque && (2..=3).contains(&self.fields.len()) && self.fields.iter().all(|f| f.ty.is_numeric())
+    }
+
+    /// Writes the zero value (every field its type's zero; strings empty; entities null) at `dst`.
+    ///
+    /// # Safety
+    /// `dst` must be valid for writes of `layout().size()` bytes, aligned, and uninitialised or
+    /// holding nothing that needs dropping. The component must not be opaque.
+    pub(crate) unsafe fn write_zero(&self, dst: *mut u8) {
+        debug_assert!(!self.opaque);
+        // SAFETY: the caller guarantees `dst` is valid for `size` bytes.
+        unsafe { std::ptr::write_bytes(dst, 0, self.layout.size()) };
+        for f in &self.fields {
+            // SAFETY: offsets come from the layout and are aligned for the field type.
+            unsafe {
+                match f.ty {
+                    FieldType::String => std::ptr::write(dst.add(f.offset) as *mut String, String::new()),
+                    FieldType::Entity => std::ptr::write(dst.add(f.offset) as *mut Entity, Entity::NULL),
+                    _ => {}
+                }
+            }
+        }
+    }
+
+    /// The definition that would recreate this component at run time.
+    pub fn to_def(&self) -> ComponentDef {
+        ComponentDef {
+            name: self.name.clone(),
+            fields: self.fields.iter().map(|f| (f.name.clone(), f.ty)).collect(),
+            storage: self.storage,
+        }
+    }
+}
+
+/// Computes a C-like layout for run-time fields: declaration order is kept in the schema,
+/// while fields are placed by decreasing alignment so no padding is wasted between them.
+fn layout_fields(fields: &[(String, FieldType)]) -> (Layout, Vec<FieldInfo>) {
+    let mut order: Vec<usize> = (0..fields.len()).collect();
+    order.sort_by_key(|&i| std::cmp::Reverse(fields[i].1.layout().align()));
+    let mut offsets = vec![0usize; fields.len()];
+    let mut layout = Layout::from_size_align(0, 1).expect("empty layout is valid");
+    for i in order {
+        let (next, offset) = layout.extend(fields[i].1.layout()).expect("field layouts are small");
+        layout = next;
+        offsets[i] = offset;
+    }
+    let infos = fields
+        .iter()
+        .zip(offsets)
+        .map(|((name, ty), offset)| FieldInfo { name: name.clone(), ty: *ty, offset })
+        .collect();
+    (layout.pad_to_align(), infos)
+}
+
+/// Whether a name is a valid identifier of the query language.
+pub fn is_identifier(name: &str) -> bool {
+    let mut chars = name.chars();
+    matches!(chars.next(), Some(c) if c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+/// The component registry: every component the world knows, by id, name and Rust type.
+#[derive(Clone, Debug, Default)]
+pub struct Components {
+    infos: Vec<ComponentInfo>,
+    by_name: HashMap<String, ComponentId>,
+    by_type: HashMap<TypeId, ComponentId>,
+}
+
+impl Components {
+    /// All components, in id order.
+    pub fn iter(&self) -> impl Iterator<Item = &ComponentInfo> {
+        self.infos.iter()
+    }
+    /// Number of registered components.
+    pub fn len(&self) -> usize {
+        self.infos.len()
+    }
+    /// Whether none are registered.
+    pub fn is_empty(&self) -> bool {
+        self.infos.is_empty()
+    }
+    /// The info of a component.
+    #[inline]
+    pub fn info(&self, id: ComponentId) -> &ComponentInfo {
+        &self.infos[id.index()]
+    }
+    /// The id of the component with this name.
+    pub fn id_by_name(&self, name: &str) -> Option<ComponentId> {
+        self.by_name.get(name).copied()
+    }
+    /// The info of the component with this name.
+    pub fn by_name(&self, name: &str) -> Option<&ComponentInfo> {
+        self.id_by_name(name).map(|id| self.info(id))
+    }
+    /// The id of a Rust component type, if registered.
+    #[inline]
+    pub fn id_of<T: Component>(&self) -> Option<ComponentId> {
+        self.by_type.get(&TypeId::of::<T>()).copied()
+    }
+    /// The names of all components (for "did you mean" suggestions).
+    pub fn names(&self) -> impl Iterator<Item = &str> {
+        self.infos.iter().map(|i| i.name.as_str())
+    }
+
+    /// Registers a Rust component type (idempotent). If a run-time component of the same name
+    /// exists with the same schema (for example loaded from a snapshot), the Rust type adopts
+    /// it; a different schema is an error.
+    pub fn register<T: Component>(&mut self) -> Result<ComponentId> {
+        if let Some(id) = self.id_of::<T>() {
+            return Ok(id);
+        }
+        let schema = T::schema();
+        let layout = Layout::new::<T>();
+        let drop = std::mem::needs_drop::<T>().then_some(DropFn::Rust(drop_ptr::<T>));
+        if let Some(id) = self.id_by_name(schema.name) {
+            let existing = &self.infos[id.index()];
+            if existing.type_id.is_some() {
+                return Err(EngineError::SchemaMismatch {
+                    component: schema.name.to_string(),
+                    reason: "another Rust type is registered under this name".into(),
+                });
+            }
+            check_schema_agrees(existing, &schema, layout, T::STORAGE)?;
+            let info = &mut self.infos[id.index()];
+            info.type_id = Some(TypeId::of::<T>());
+            info.drop = drop;
+            info.layout = layout;
+            info.fields = schema.fields;
+            self.by_type.insert(TypeId::of::<T>(), id);
+            return Ok(id);
+        }
+        let id = ComponentId(self.infos.len() as u32);
+        self.infos.push(ComponentInfo {
+            id,
+            name: schema.name.to_string(),
+            layout,
+            drop,
+            storage: T::STORAGE,
+            fields: schema.fields,
+            opaque: schema.opaque,
+            type_id: Some(TypeId::of::<T>()),
+        });
+        self.by_name.insert(schema.name.to_string(), id);
+        self.by_type.insert(TypeId::of::<T>(), id);
+        Ok(id)
+    }
+
+    /// Defines a run-time component. Names must be identifiers and unique; field names too.
+    pub fn define(&mut self, def: &ComponentDef) -> Result<ComponentId> {
+        if !is_identifier(&def.name) {
+            return Err(EngineError::InvalidDefinition(format!("'{}' is not a valid component name", def.name)));
+        }
+        if self.by_name.contains_key(&def.name) {
+            return Err(EngineError::DuplicateComponent(def.name.clone()));
+        }
+        for (i, (name, _)) in def.fields.iter().enumerate() {
+            if !is_identifier(name) {
+                return Err(EngineError::InvalidDefinition(format!("'{name}' is not a valid field name")));
+            }
+            if def.fields[..i].iter().any(|(n, _)| n == name) {
+                return Err(EngineError::DuplicateField { component: def.name.clone(), field: name.clone() });
+            }
+        }
+        let (layout, fields) = layout_fields(&def.fields);
+        let strings: Box<[usize]> = fields.iter().filter(|f| f.ty == FieldType::String).map(|f| f.offset).collect();
+        let id = ComponentId(self.infos.len() as u32);
+        self.infos.push(ComponentInfo {
+            id,
+            name: def.name.clone(),
+            layout,
+            drop: (!strings.is_empty()).then_some(DropFn::Strings(strings)),
+            storage: def.storage,
+            fields,
+            opaque: false,
+            type_id: None,
+        });
+        self.by_name.insert(def.name.clone(), id);
+        Ok(id)
+    }
+}
+
+fn check_schema_agrees(
+    existing: &ComponentInfo,
+    schema: &ComponentSchema,
+    layout: Layout,
+    storage: StorageKind,
+) -> Result<()> {
+    let mismatch = |reason: String| EngineError::SchemaMismatch { component: schema.name.to_string(), reason };
+    if schema.opaque {
+        return Err(mismatch("the Rust type is opaque but the stored component has a schema".into()));
+    }
+    if existing.storage != storage {
+        return Err(mismatch(format!("storage is {} here but {} in the Rust type", existing.storage, storage)));
+    }
+    for f in &schema.fields {
+        match existing.field(&f.name) {
+            None => return Err(mismatch(format!("field '{}' is missing from the stored component", f.name))),
+            Some(g) if g.ty != f.ty => {
+                return Err(mismatch(format!("field '{}' is {} in the Rust type but {} stored", f.name, f.ty, g.ty)))
+            }
+            Some(_) => {}
+        }
+    }
+    if let Some(extra) = existing.fields.iter().find(|g| schema.fields.iter().all(|f| f.name != g.name)) {
+        return Err(mismatch(format!("field '{}' is stored but not in the Rust type", extra.name)));
+    }
+    // Stored values are reinterpreted as the Rust type, so every byte must mean the same.
+    let same_offsets = schema.fields.iter().all(|f| existing.field(&f.name).is_some_and(|g| g.offset == f.offset));
+    if layout != existing.layout || !same_offsets {
+        return Err(mismatch(
+            "the Rust type lays its fields out differently from the stored component; \
+             register Rust types before loading data that uses them"
+                .into(),
+        ));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn runtime_layout_is_aligned_and_compact() {
+        let def = ComponentDef::new(
+            "Mixed",
+            &[("a", FieldType::U8), ("name", FieldType::String), ("b", FieldType::F64), ("c", FieldType::Bool)],
+        );
+        let mut reg = Components::default();
+        let id = reg.define(&def).unwrap();
+        let info = reg.info(id);
+        assert_eq!(info.fields().iter().map(|f| f.name.as_str()).collect::<Vec<_>>(), ["a", "name", "b", "c"]);
+        for f in info.fields() {
+            assert_eq!(f.offset % f.ty.layout().align(), 0, "{} misaligned", f.name);
+        }
+        assert_eq!(info.layout().size(), 24 + 8 + 8);
+        assert!(!info.is_plain());
+    }
+
+    #[test]
+    fn definitions_are_validated() {
+        let mut reg = Components::default();
+        assert!(reg.define(&ComponentDef::new("1bad", &[])).is_err());
+        assert!(reg.define(&ComponentDef::new("A", &[("x", FieldType::F32), ("x", FieldType::F32)])).is_err());
+        reg.define(&ComponentDef::new("A", &[])).unwrap();
+        assert_eq!(reg.define(&ComponentDef::new("A", &[])), Err(EngineError::DuplicateComponent("A".into())));
+    }
+
+    #[test]
+    fn type_names_round_trip() {
+        for t in FieldType::ALL {
+            assert_eq!(FieldType::from_name(t.name()), Some(t));
+        }
+    }
+}

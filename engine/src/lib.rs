@@ -1,0 +1,59 @@
+//! # ecsdb-engine
+//!
+//! The storage engine of ecsdb: an archetype ECS laid out like a column store.
+//!
+//! What it optimises, in order: fast column-at-a-time traversal of components; exact
+//! bookkeeping (generational ids, change ticks, atomic operations); one representation that
+//! both typed Rust code and the text query engine read; a small dependency closure.
+//!
+//! ```
+//! use ecsdb_engine::{Component, Entity, World, Without};
+//! #[derive(Component)] struct Position { x: f32, y: f32 }
+//! #[derive(Component)] struct Velocity { x: f32, y: f32 }
+//! #[derive(Component)] struct Frozen;
+//!
+//! let mut world = World::new();
+//! let a = world.spawn((Position { x: 0.0, y: 0.0 }, Velocity { x: 1.0, y: 0.5 }));
+//! world.spawn((Position { x: 5.0, y: 5.0 }, Velocity { x: 1.0, y: 1.0 }, Frozen));
+//! for (mut p, v) in world.query_filtered_mut::<(&mut Position, &Velocity), Without<Frozen>>() {
+//!     p.x += v.x;
+//!     p.y += v.y;
+//! }
+//! assert_eq!(world.get::<Position>(a).unwrap().x, 1.0);
+//! assert_eq!(world.get_field(a, "Position", "y").unwrap(), ecsdb_engine::Value::Float(0.5));
+//! ```
+#![warn(missing_docs)]
+
+// Lets `#[derive(Component)]` refer to `::ecsdb_engine` from inside this crate too.
+extern crate self as ecsdb_engine;
+
+mod bundle;
+mod command;
+mod component;
+mod entity;
+mod error;
+pub mod query;
+pub mod storage;
+mod tick;
+mod value;
+mod world;
+
+pub use bundle::Bundle;
+pub use command::{ApplyReport, CommandBuffer};
+pub use component::{
+    is_identifier, Component, ComponentDef, ComponentId, ComponentInfo, ComponentSchema, Components, FieldInfo,
+    FieldType, SchemaField, StorageKind,
+};
+pub use ecsdb_derive::Component;
+pub use entity::{Entities, EntitiesState, Entity, EntityLocation, ParseEntityError};
+pub use error::{EngineError, Result};
+pub use query::{Added, Changed, Or, Query, QueryData, QueryFilter, QueryState, ReadOnlyQueryData, With, Without};
+pub use tick::{is_newer, Mut, Tick};
+pub use value::{convert_value, read_field, read_object, FieldValue, Value, ValueType};
+pub use world::{MemoryUsage, World};
+
+#[doc(hidden)]
+pub mod __private {
+    //! Items used by `#[derive(Component)]`'s expansion.
+    pub use std::mem::offset_of;
+}

@@ -1,0 +1,309 @@
+//! What a query yields per row: `Entity`, `&T`, `&mut T` (as [`Mut<T>`]), `Option<Q>`, tuples.
+
+use crate::component::{Component, ComponentId, Components, StorageKind};
+use crate::entity::Entity;
+use crate::query::{Access, FetchContext};
+use crate::storage::{ArchetypeTable, SparseSet};
+use crate::tick::{Mut, Tick};
+
+/// The data half of a query.
+///
+/// # Safety
+/// Implementations must report every component they touch through [`QueryData::access`],
+/// write only to components they report as writes, and return items that borrow only the
+/// rows they were asked for.
+pub unsafe trait QueryData {
+    /// What one row yields.
+    type Item<'w>;
+    /// Per-query state: component ids.
+    type State: Clone + Send + Sync + 'static;
+    /// Per-table state: column pointers.
+    type Fetch<'w>: Clone;
+
+    /// Resolves (registering if needed) the components.
+    fn init_state(components: &mut Components) -> crate::Result<Self::State>;
+    /// Resolves the components without registering; `None` if one is unknown (the query
+    /// then matches nothing).
+    fn get_state(components: &Components) -> Option<Self::State>;
+    /// Reports reads and writes.
+    fn access(state: &Self::State, components: &Components, access: &mut Access);
+    /// Whether rows of this table can yield items.
+    fn matches_table(state: &Self::State, table: &ArchetypeTable) -> bool;
+    /// Prepares to read rows of `table`.
+    ///
+    /// # Safety
+    /// `table` must point to a table of `ctx.world` that matches; if the query writes, the
+    /// caller must hold exclusive access to the world for `'w`.
+    unsafe fn fetch<'w>(state: &Self::State, ctx: &FetchContext, table: *mut ArchetypeTable) -> Self::Fetch<'w>;
+    /// The item of row `row` (whose entity is `entity`), or `None` if a sparse component is
+    /// absent for it.
+    ///
+    /// # Safety
+    /// `row` must be in bounds and each row fetched at most once per run for writing queries.
+    unsafe fn item<'w>(fetch: &mut Self::Fetch<'w>, row: usize, entity: Entity) -> Option<Self::Item<'w>>;
+}
+
+/// Queries that only read, so they can run on a shared `&World`.
+///
+/// # Safety
+/// Implementations must not write.
+pub unsafe trait ReadOnlyQueryData: QueryData {}
+
+// SAFETY: reads nothing but the entity column.
+unsafe impl QueryData for Entity {
+    type Item<'w> = Entity;
+    type State = ();
+    type Fetch<'w> = ();
+    fn init_state(_: &mut Components) -> crate::Result<()> {
+        Ok(())
+    }
+    fn get_state(_: &Components) -> Option<()> {
+        Some(())
+    }
+    fn access(_: &(), _: &Components, _: &mut Access) {}
+    fn matches_table(_: &(), _: &ArchetypeTable) -> bool {
+        true
+    }
+    unsafe fn fetch<'w>(_: &(), _: &FetchContext, _: *mut ArchetypeTable) -> Self::Fetch<'w> {}
+    #[inline(always)]
+    unsafe fn item<'w>(_: &mut Self::Fetch<'w>, _: usize, entity: Entity) -> Option<Self::Item<'w>> {
+        Some(entity)
+    }
+}
+// SAFETY: never writes.
+unsafe impl ReadOnlyQueryData for Entity {}
+
+/// Per-table fetch of one component: a column pointer, or the sparse set.
+pub enum ComponentFetch<T> {
+    /// Table storage: the column's first value and its changed ticks.
+    Dense(*mut T, *mut Tick),
+    /// Sparse storage.
+    Sparse(*mut SparseSet),
+}
+
+impl<T> Clone for ComponentFetch<T> {
+    fn clone(&self) -> Self {
+        match *self {
+            ComponentFetch::Dense(a, b) => ComponentFetch::Dense(a, b),
+            ComponentFetch::Sparse(s) => ComponentFetch::Sparse(s),
+        }
+    }
+}
+
+/// Builds the fetch of component `id` (type `T`) for a table.
+///
+/// # Safety
+/// As [`QueryData::fetch`]. For writers, `&mut` is taken briefly to the table (one at a time,
+/// single-threaded) to obtain pointers with write provenance.
+unsafe fn component_fetch<T: Component>(
+    id: ComponentId,
+    ctx: &FetchContext,
+    table: *mut ArchetypeTable,
+) -> ComponentFetch<T> {
+    match T::STORAGE {
+        StorageKind::Table => {
+            // SAFETY: the caller guarantees `table` is valid and (for writers) exclusive.
+            let t = unsafe { &mut *table };
+            let i = t.column_index(id).expect("matched tables have the column");
+            let col = t.column_at_mut(i);
+            let ticks = col.changed_ticks_mut().as_mut_ptr();
+            ComponentFetch::Dense(col.data_ptr_mut() as *mut T, ticks)
+        }
+        StorageKind::Sparse => {
+            // SAFETY: the world outlives the run; the set is only read through this pointer
+            // except by the single writer of this component (access checking forbids two).
+            let world = unsafe { &*ctx.world };
+            match world.sparse_set(id) {
+                Some(s) => ComponentFetch::Sparse(s as *const SparseSet as *mut SparseSet),
+                None => ComponentFetch::Sparse(std::ptr::null_mut()),
+            }
+        }
+    }
+}
+
+/// The sparse set's row for `entity`, if it has the component.
+///
+/// # Safety
+/// `set` is null or a valid sparse set.
+#[inline]
+unsafe fn sparse_row(set: *mut SparseSet, entity: Entity) -> Option<usize> {
+    if set.is_null() {
+        return None;
+    }
+    // SAFETY: non-null sets are valid for the run.
+    unsafe { (*set).row(entity) }
+}
+
+fn component_matches<T: Component>(id: ComponentId, table: &ArchetypeTable) -> bool {
+    match T::STORAGE {
+        StorageKind::Table => table.has(id),
+        // Sparse membership is checked per row.
+        StorageKind::Sparse => true,
+    }
+}
+
+// SAFETY: reports a read of T; only reads.
+unsafe impl<T: Component> QueryData for &T {
+    type Item<'w> = &'w T;
+    type State = ComponentId;
+    type Fetch<'w> = ComponentFetch<T>;
+    fn init_state(components: &mut Components) -> crate::Result<ComponentId> {
+        components.register::<T>()
+    }
+    fn get_state(components: &Components) -> Option<ComponentId> {
+        components.id_of::<T>()
+    }
+    fn access(id: &ComponentId, _: &Components, access: &mut Access) {
+        access.add_read(*id);
+    }
+    fn matches_table(id: &ComponentId, table: &ArchetypeTable) -> bool {
+        component_matches::<T>(*id, table)
+    }
+    unsafe fn fetch<'w>(id: &ComponentId, ctx: &FetchContext, table: *mut ArchetypeTable) -> Self::Fetch<'w> {
+        match T::STORAGE {
+            StorageKind::Table => {
+                // SAFETY: `table` is valid; shared access only.
+                let t = unsafe { &*table };
+                let col = t.column(*id).expect("matched tables have the column");
+                ComponentFetch::Dense(col.data_ptr() as *mut T, std::ptr::null_mut())
+            }
+            // SAFETY: forwarded.
+            StorageKind::Sparse => unsafe { component_fetch::<T>(*id, ctx, table) },
+        }
+    }
+    #[inline(always)]
+    unsafe fn item<'w>(fetch: &mut Self::Fetch<'w>, row: usize, entity: Entity) -> Option<Self::Item<'w>> {
+        match *fetch {
+            // SAFETY: row < table length; the column holds `T`s.
+            ComponentFetch::Dense(p, _) => Some(unsafe { &*p.add(row) }),
+            ComponentFetch::Sparse(set) => {
+                // SAFETY: `set` is valid for the run.
+                let r = unsafe { sparse_row(set, entity) }?;
+                // SAFETY: dense row `r` of the set holds a `T`.
+                Some(unsafe { &*((*set).column().get_ptr(r) as *const T) })
+            }
+        }
+    }
+}
+// SAFETY: only reads.
+unsafe impl<T: Component> ReadOnlyQueryData for &T {}
+
+// SAFETY: reports a write of T; writes only T's value and changed tick of the fetched row.
+unsafe impl<T: Component> QueryData for &mut T {
+    type Item<'w> = Mut<'w, T>;
+    type State = ComponentId;
+    type Fetch<'w> = (ComponentFetch<T>, Tick);
+    fn init_state(components: &mut Components) -> crate::Result<ComponentId> {
+        components.register::<T>()
+    }
+    fn get_state(components: &Components) -> Option<ComponentId> {
+        components.id_of::<T>()
+    }
+    fn access(id: &ComponentId, _: &Components, access: &mut Access) {
+        access.add_write(*id, T::STORAGE == StorageKind::Sparse);
+    }
+    fn matches_table(id: &ComponentId, table: &ArchetypeTable) -> bool {
+        component_matches::<T>(*id, table)
+    }
+    unsafe fn fetch<'w>(id: &ComponentId, ctx: &FetchContext, table: *mut ArchetypeTable) -> Self::Fetch<'w> {
+        // SAFETY: forwarded.
+        (unsafe { component_fetch::<T>(*id, ctx, table) }, ctx.this_run)
+    }
+    #[inline(always)]
+    unsafe fn item<'w>(fetch: &mut Self::Fetch<'w>, row: usize, entity: Entity) -> Option<Mut<'w, T>> {
+        let tick = fetch.1;
+        match fetch.0 {
+            // SAFETY: row < table length; each row is yielded once per run, so the `&mut`s
+            // never alias; value and tick are in different allocations.
+            ComponentFetch::Dense(p, t) => {
+                Some(unsafe { Mut { value: &mut *p.add(row), changed: &mut *t.add(row), tick } })
+            }
+            ComponentFetch::Sparse(set) => {
+                // SAFETY: `set` is valid; this query is its only writer.
+                let r = unsafe { sparse_row(set, entity) }?;
+                // SAFETY: as above, for the set's dense column.
+                unsafe {
+                    let col = (*set).column_mut();
+                    let ticks = col.changed_ticks_mut().as_mut_ptr();
+                    let p = col.get_ptr_mut(r) as *mut T;
+                    Some(Mut { value: &mut *p, changed: &mut *ticks.add(r), tick })
+                }
+            }
+        }
+    }
+}
+
+// SAFETY: delegates to Q; matches every table.
+unsafe impl<Q: QueryData> QueryData for Option<Q> {
+    type Item<'w> = Option<Q::Item<'w>>;
+    type State = Q::State;
+    type Fetch<'w> = Option<Q::Fetch<'w>>;
+    fn init_state(components: &mut Components) -> crate::Result<Q::State> {
+        Q::init_state(components)
+    }
+    fn get_state(components: &Components) -> Option<Q::State> {
+        Q::get_state(components)
+    }
+    fn access(state: &Q::State, components: &Components, access: &mut Access) {
+        Q::access(state, components, access)
+    }
+    fn matches_table(_: &Q::State, _: &ArchetypeTable) -> bool {
+        true
+    }
+    unsafe fn fetch<'w>(state: &Q::State, ctx: &FetchContext, table: *mut ArchetypeTable) -> Self::Fetch<'w> {
+        // SAFETY: `table` is valid.
+        let matches = Q::matches_table(state, unsafe { &*table });
+        // SAFETY: forwarded; only fetched when the table matches.
+        matches.then(|| unsafe { Q::fetch(state, ctx, table) })
+    }
+    #[inline(always)]
+    unsafe fn item<'w>(fetch: &mut Self::Fetch<'w>, row: usize, entity: Entity) -> Option<Self::Item<'w>> {
+        // SAFETY: forwarded.
+        Some(fetch.as_mut().and_then(|f| unsafe { Q::item(f, row, entity) }))
+    }
+}
+// SAFETY: delegates.
+unsafe impl<Q: ReadOnlyQueryData> ReadOnlyQueryData for Option<Q> {}
+
+macro_rules! tuple_query {
+    ($($name:ident $idx:tt),*) => {
+        // SAFETY: the union of the elements' accesses.
+        unsafe impl<$($name: QueryData),*> QueryData for ($($name,)*) {
+            type Item<'w> = ($($name::Item<'w>,)*);
+            type State = ($($name::State,)*);
+            type Fetch<'w> = ($($name::Fetch<'w>,)*);
+            fn init_state(components: &mut Components) -> crate::Result<Self::State> {
+                Ok(($($name::init_state(components)?,)*))
+            }
+            fn get_state(components: &Components) -> Option<Self::State> {
+                Some(($($name::get_state(components)?,)*))
+            }
+            fn access(state: &Self::State, components: &Components, access: &mut Access) {
+                $($name::access(&state.$idx, components, access);)*
+            }
+            fn matches_table(state: &Self::State, table: &ArchetypeTable) -> bool {
+                true $(&& $name::matches_table(&state.$idx, table))*
+            }
+            unsafe fn fetch<'w>(state: &Self::State, ctx: &FetchContext, table: *mut ArchetypeTable) -> Self::Fetch<'w> {
+                // SAFETY: forwarded.
+                unsafe { ($($name::fetch(&state.$idx, ctx, table),)*) }
+            }
+            #[inline(always)]
+            unsafe fn item<'w>(fetch: &mut Self::Fetch<'w>, row: usize, entity: Entity) -> Option<Self::Item<'w>> {
+                // SAFETY: forwarded.
+                unsafe { Some(($($name::item(&mut fetch.$idx, row, entity)?,)*)) }
+            }
+        }
+        // SAFETY: all elements only read.
+        unsafe impl<$($name: ReadOnlyQueryData),*> ReadOnlyQueryData for ($($name,)*) {}
+    };
+}
+
+tuple_query!(A 0);
+tuple_query!(A 0, B 1);
+tuple_query!(A 0, B 1, C 2);
+tuple_query!(A 0, B 1, C 2, D 3);
+tuple_query!(A 0, B 1, C 2, D 3, E 4);
+tuple_query!(A 0, B 1, C 2, D 3, E 4, F 5);
+tuple_query!(A 0, B 1, C 2, D 3, E 4, F 5, G 6);
+tuple_query!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7);

@@ -1,0 +1,425 @@
+//! Prepared queries and their iterators.
+
+use std::marker::PhantomData;
+
+use rayon::prelude::*;
+
+use crate::entity::Entity;
+use crate::error::{EngineError, Result};
+use crate::query::{Access, FetchContext, QueryData, QueryFilter, ReadOnlyQueryData};
+use crate::storage::{ArchetypeTable, TableId};
+use crate::tick::Tick;
+use crate::world::World;
+
+/// A prepared query: component ids resolved, matched tables cached (and extended with tables
+/// created since the last run), and the tick of its last run for `Added`/`Changed`.
+///
+/// ```
+/// use ecsdb_engine::{Changed, Component, QueryState, World};
+/// #[derive(Component)] struct Hp { v: f32 }
+/// let mut world = World::new();
+/// let e = world.spawn(Hp { v: 1.0 });
+/// let mut changed: QueryState<&Hp, Changed<Hp>> = world.query_state();
+/// assert_eq!(changed.iter(&world).count(), 1); // new rows count as changed
+/// assert_eq!(changed.iter(&world).count(), 0);
+/// world.get_mut::<Hp>(e).unwrap().v = 2.0;
+/// assert_eq!(changed.iter(&world).count(), 1);
+/// ```
+pub struct QueryState<Q: QueryData, F: QueryFilter = ()> {
+    world_id: u64,
+    data: Option<Q::State>,
+    filter: F::State,
+    tables: Vec<TableId>,
+    tables_seen: usize,
+    last_run: Tick,
+    sparse_write: bool,
+    _marker: PhantomData<fn() -> (Q, F)>,
+}
+
+impl<Q: QueryData, F: QueryFilter> QueryState<Q, F> {
+    /// Prepares the query, registering its component types. Fails if two parts of the query
+    /// would access one component mutably together.
+    pub fn try_new(world: &mut World) -> Result<Self> {
+        let data = Q::init_state(&mut world.components)?;
+        let filter = F::init_state(&mut world.components)?;
+        let mut access = Access::default();
+        Q::access(&data, &world.components, &mut access);
+        if let Some(c) = access.conflict() {
+            return Err(EngineError::AliasedAccess(world.components.info(c).name().to_string()));
+        }
+        let mut state = QueryState {
+            world_id: world.id(),
+            data: Some(data),
+            filter,
+            tables: Vec::new(),
+            tables_seen: 0,
+            last_run: 0,
+            sparse_write: access.sparse_write,
+            _marker: PhantomData,
+        };
+        state.update_tables(world);
+        Ok(state)
+    }
+
+    /// Prepares the query.
+    ///
+    /// # Panics
+    /// If the query aliases `&mut` access (see [`QueryState::try_new`]).
+    pub fn new(world: &mut World) -> Self {
+        Self::try_new(world).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    /// A one-shot state on a shared world: unknown component types match nothing.
+    fn new_readonly(world: &World) -> Result<Self> {
+        let data = Q::get_state(&world.components);
+        let filter = F::get_state(&world.components);
+        let mut sparse_write = false;
+        if let Some(d) = &data {
+            let mut access = Access::default();
+            Q::access(d, &world.components, &mut access);
+            if let Some(c) = access.conflict() {
+                return Err(EngineError::AliasedAccess(world.components.info(c).name().to_string()));
+            }
+            sparse_write = access.sparse_write;
+        }
+        let mut state = QueryState {
+            world_id: world.id(),
+            data,
+            filter,
+            tables: Vec::new(),
+            tables_seen: 0,
+            last_run: 0,
+            sparse_write,
+            _marker: PhantomData,
+        };
+        state.update_tables(world);
+        Ok(state)
+    }
+
+    /// Matches tables created since the last call.
+    fn update_tables(&mut self, world: &World) {
+        assert_eq!(self.world_id, world.id(), "QueryState used with a different world");
+        let Some(data) = &self.data else { return };
+        let tables = world.tables();
+        for t in &tables[self.tables_seen..] {
+            if Q::matches_table(data, t) && F::matches_table(&self.filter, t) {
+                self.tables.push(t.id());
+            }
+        }
+        self.tables_seen = tables.len();
+    }
+
+    /// The tables this query matched so far.
+    pub fn matched_tables(&self) -> &[TableId] {
+        &self.tables
+    }
+
+    fn begin(&mut self, world: &World) -> FetchContext {
+        self.update_tables(world);
+        let this_run = world.read_change_tick();
+        let ctx = FetchContext { world: world as *const World, last_run: self.last_run, this_run };
+        self.last_run = this_run;
+        ctx
+    }
+
+    /// Iterates on a shared world (read-only queries).
+    pub fn iter<'w, 's>(&'s mut self, world: &'w World) -> QueryIter<'w, 's, Q, F>
+    where
+        Q: ReadOnlyQueryData,
+    {
+        let ctx = self.begin(world);
+        QueryIter::new(self, world.tables().as_ptr() as *mut ArchetypeTable, ctx)
+    }
+
+    /// Iterates with mutable access.
+    pub fn iter_mut<'w, 's>(&'s mut self, world: &'w mut World) -> QueryIter<'w, 's, Q, F> {
+        let ctx = self.begin(world);
+        QueryIter::new(self, world.storage.tables.as_mut_ptr(), ctx)
+    }
+
+    /// Calls `f` for every item (read-only queries).
+    pub fn for_each<'w>(&mut self, world: &'w World, f: impl FnMut(Q::Item<'w>))
+    where
+        Q: ReadOnlyQueryData,
+    {
+        let ctx = self.begin(world);
+        // SAFETY: read-only query on a shared world.
+        unsafe { self.run(world.tables().as_ptr() as *mut ArchetypeTable, ctx, f) }
+    }
+
+    /// Calls `f` for every item with mutable access.
+    pub fn for_each_mut<'w>(&mut self, world: &'w mut World, f: impl FnMut(Q::Item<'w>)) {
+        let ctx = self.begin(world);
+        // SAFETY: `&mut World` gives exclusive access for 'w.
+        unsafe { self.run(world.storage.tables.as_mut_ptr(), ctx, f) }
+    }
+
+    /// # Safety
+    /// `tables` points at the world's tables with the access the query needs.
+    unsafe fn run<'w>(&self, tables: *mut ArchetypeTable, ctx: FetchContext, mut f: impl FnMut(Q::Item<'w>)) {
+        let Some(data) = &self.data else { return };
+        for &tid in &self.tables {
+            // SAFETY: matched table ids are in bounds of the world's tables.
+            let table = unsafe { tables.add(tid.index()) };
+            // SAFETY: valid table.
+            let (len, entities) = unsafe { ((*table).len(), (*table).entities().as_ptr()) };
+            if len == 0 {
+                continue;
+            }
+            // SAFETY: forwarded from the caller.
+            let mut fetch = unsafe { Q::fetch(data, &ctx, table) };
+            // SAFETY: valid table.
+            let filter = unsafe { F::fetch(&self.filter, &ctx, table) };
+            for row in 0..len {
+                // SAFETY: row < len; each row visited once.
+                unsafe {
+                    let e = *entities.add(row);
+                    if F::ROW_FILTER && !F::filter_row(&filter, row, e) {
+                        continue;
+                    }
+                    if let Some(item) = Q::item(&mut fetch, row, e) {
+                        f(item);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Calls `f` for every item in parallel (rayon), splitting tables into chunks of rows.
+    /// Queries that write a sparse component run sequentially (their writes share one set).
+    pub fn par_for_each_mut<'w>(&mut self, world: &'w mut World, f: impl Fn(Q::Item<'w>) + Send + Sync) {
+        if self.sparse_write {
+            return self.for_each_mut(world, f);
+        }
+        let ctx = self.begin(world);
+        let Some(data) = &self.data else { return };
+        let tables = world.storage.tables.as_mut_ptr();
+        // Fetches are built once per table on this thread; chunks share copies of them.
+        const CHUNK: usize = 64;
+        let mut jobs = Vec::new();
+        for &tid in &self.tables {
+            // SAFETY: matched ids are in bounds; `&mut World` gives exclusive access.
+            let table = unsafe { tables.add(tid.index()) };
+            // SAFETY: valid table.
+            let (len, entities) = unsafe { ((*table).len(), (*table).entities().as_ptr()) };
+            if len == 0 {
+                continue;
+            }
+            // SAFETY: exclusive access to the world.
+            let fetch = unsafe { Q::fetch(data, &ctx, table) };
+            // SAFETY: valid table.
+            let filter = unsafe { F::fetch(&self.filter, &ctx, table) };
+            for start in (0..len).step_by(CHUNK) {
+                jobs.push(SendJob {
+                    fetch: fetch.clone(),
+                    filter: filter.clone(),
+                    entities,
+                    start,
+                    end: (start + CHUNK).min(len),
+                });
+            }
+        }
+        jobs.into_par_iter().for_each(|job| {
+            let SendJob { mut fetch, filter, entities, start, end } = job;
+            for row in start..end {
+                // SAFETY: chunks are disjoint row ranges, so no two threads touch one row;
+                // the fetches only hold pointers into storage that outlives the call.
+                unsafe {
+                    let e = *entities.add(row);
+                    if F::ROW_FILTER && !F::filter_row(&filter, row, e) {
+                        continue;
+                    }
+                    if let Some(item) = Q::item(&mut fetch, row, e) {
+                        f(item);
+                    }
+                }
+            }
+        });
+    }
+
+    /// The item of one entity, if it matches the query.
+    pub fn get<'w>(&mut self, world: &'w World, e: Entity) -> Result<Option<Q::Item<'w>>>
+    where
+        Q: ReadOnlyQueryData,
+    {
+        let loc = world.location(e)?;
+        self.update_tables(world);
+        if !self.tables.contains(&TableId(loc.table)) {
+            return Ok(None);
+        }
+        let Some(data) = &self.data else { return Ok(None) };
+        let ctx = FetchContext { world: world as *const World, last_run: self.last_run, this_run: world.change_tick() };
+        let table = &world.tables()[loc.table as usize] as *const ArchetypeTable as *mut ArchetypeTable;
+        // SAFETY: read-only query; row in bounds.
+        unsafe {
+            let filter = F::fetch(&self.filter, &ctx, table);
+            if F::ROW_FILTER && !F::filter_row(&filter, loc.row as usize, e) {
+                return Ok(None);
+            }
+            let mut fetch = Q::fetch(data, &ctx, table);
+            Ok(Q::item(&mut fetch, loc.row as usize, e))
+        }
+    }
+}
+
+struct SendJob<A, B> {
+    fetch: A,
+    filter: B,
+    entities: *const Entity,
+    start: usize,
+    end: usize,
+}
+// SAFETY: a job carries raw pointers into world storage that the spawning call keeps
+// exclusively borrowed; each job touches a disjoint row range. Component types are
+// `Send + Sync`, so the items made from the pointers may live on any thread.
+unsafe impl<A, B> Send for SendJob<A, B> {}
+
+/// Iteration position over a state's matched tables; shared by both iterator kinds.
+struct Cursor<'w, Q: QueryData, F: QueryFilter> {
+    tables: *mut ArchetypeTable,
+    ctx: FetchContext,
+    next_table: usize,
+    current: Option<(Q::Fetch<'w>, F::Fetch<'w>, *const Entity, usize)>,
+    row: usize,
+}
+
+impl<'w, Q: QueryData, F: QueryFilter> Cursor<'w, Q, F> {
+    fn new(tables: *mut ArchetypeTable, ctx: FetchContext) -> Self {
+        Cursor { tables, ctx, next_table: 0, current: None, row: 0 }
+    }
+
+    #[inline]
+    fn next(&mut self, state: &QueryState<Q, F>) -> Option<Q::Item<'w>> {
+        let data = state.data.as_ref()?;
+        loop {
+            if let Some((fetch, filter, entities, len)) = &mut self.current {
+                while self.row < *len {
+                    let row = self.row;
+                    self.row += 1;
+                    // SAFETY: row < len; each row is yielded once per cursor.
+                    unsafe {
+                        let e = *entities.add(row);
+                        if F::ROW_FILTER && !F::filter_row(filter, row, e) {
+                            continue;
+                        }
+                        if let Some(item) = Q::item(fetch, row, e) {
+                            return Some(item);
+                        }
+                    }
+                }
+            }
+            let tid = *state.tables.get(self.next_table)?;
+            self.next_table += 1;
+            // SAFETY: matched ids are in bounds; whoever built the cursor holds the access the
+            // query needs for 'w.
+            unsafe {
+                let table = self.tables.add(tid.index());
+                let len = (*table).len();
+                if len == 0 {
+                    continue;
+                }
+                let fetch = Q::fetch(data, &self.ctx, table);
+                let filter = F::fetch(&state.filter, &self.ctx, table);
+                self.current = Some((fetch, filter, (*table).entities().as_ptr(), len));
+                self.row = 0;
+            }
+        }
+    }
+}
+
+/// Iterator over a prepared query's items.
+pub struct QueryIter<'w, 's, Q: QueryData, F: QueryFilter> {
+    state: &'s QueryState<Q, F>,
+    cursor: Cursor<'w, Q, F>,
+}
+
+impl<'w, 's, Q: QueryData, F: QueryFilter> QueryIter<'w, 's, Q, F> {
+    fn new(state: &'s QueryState<Q, F>, tables: *mut ArchetypeTable, ctx: FetchContext) -> Self {
+        QueryIter { state, cursor: Cursor::new(tables, ctx) }
+    }
+}
+
+impl<'w, Q: QueryData, F: QueryFilter> Iterator for QueryIter<'w, '_, Q, F> {
+    type Item = Q::Item<'w>;
+
+    #[inline]
+    fn next(&mut self) -> Option<Q::Item<'w>> {
+        self.cursor.next(self.state)
+    }
+}
+
+/// A one-shot query borrowing the world, returned by [`World::query`] and friends. It is an
+/// iterator; `for_each` runs a tighter loop than `next`.
+pub struct Query<'w, Q: QueryData, F: QueryFilter = ()> {
+    state: QueryState<Q, F>,
+    cursor: Cursor<'w, Q, F>,
+    started: bool,
+    _world: PhantomData<&'w mut World>,
+}
+
+impl<'w, Q: QueryData, F: QueryFilter> Query<'w, Q, F> {
+    fn new(state: QueryState<Q, F>, tables: *mut ArchetypeTable, ctx: FetchContext) -> Self {
+        Query { state, cursor: Cursor::new(tables, ctx), started: false, _world: PhantomData }
+    }
+}
+
+impl<'w, Q: QueryData, F: QueryFilter> Iterator for Query<'w, Q, F> {
+    type Item = Q::Item<'w>;
+
+    #[inline]
+    fn next(&mut self) -> Option<Q::Item<'w>> {
+        self.started = true;
+        self.cursor.next(&self.state)
+    }
+
+    fn for_each<G: FnMut(Q::Item<'w>)>(mut self, mut f: G) {
+        if self.started {
+            for item in self.by_ref() {
+                f(item);
+            }
+        } else {
+            // SAFETY: constructed with the access the query needs for 'w.
+            unsafe { self.state.run(self.cursor.tables, self.cursor.ctx, f) }
+        }
+    }
+}
+
+impl World {
+    /// Prepares a query for repeated runs.
+    pub fn query_state<Q: QueryData, F: QueryFilter>(&mut self) -> QueryState<Q, F> {
+        QueryState::new(self)
+    }
+
+    /// A read-only query. Change filters treat every row as new (use a [`QueryState`] to
+    /// track changes between runs).
+    pub fn query<Q: ReadOnlyQueryData>(&self) -> Query<'_, Q, ()> {
+        self.query_filtered::<Q, ()>()
+    }
+
+    /// A read-only query with a filter.
+    pub fn query_filtered<Q: ReadOnlyQueryData, F: QueryFilter>(&self) -> Query<'_, Q, F> {
+        let state = QueryState::new_readonly(self).expect("read-only queries never alias");
+        let this_run = self.read_change_tick();
+        let ctx = FetchContext { world: self, last_run: 0, this_run };
+        Query::new(state, self.tables().as_ptr() as *mut ArchetypeTable, ctx)
+    }
+
+    /// A query with mutable access.
+    ///
+    /// # Panics
+    /// If the query aliases `&mut` access to one component.
+    pub fn query_mut<Q: QueryData>(&mut self) -> Query<'_, Q, ()> {
+        self.query_filtered_mut::<Q, ()>()
+    }
+
+    /// A query with mutable access and a filter.
+    ///
+    /// # Panics
+    /// If the query aliases `&mut` access to one component.
+    pub fn query_filtered_mut<Q: QueryData, F: QueryFilter>(&mut self) -> Query<'_, Q, F> {
+        let state = QueryState::new(self);
+        let this_run = self.read_change_tick();
+        let ctx = FetchContext { world: self, last_run: 0, this_run };
+        Query::new(state, self.storage.tables.as_mut_ptr(), ctx)
+    }
+}

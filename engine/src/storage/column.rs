@@ -1,0 +1,423 @@
+//! A type-erased, contiguous, aligned column of component values with per-row change ticks.
+//!
+//! # Safety contract
+//! A `Column` owns `len` initialised values of one component laid out back to back at
+//! `data + row * size`. Every method that hands out a pointer documents what the caller may
+//! do with it; all bounds are checked with `debug_assert!` so the test suite (run in debug)
+//! catches misuse that Miri would.
+
+use std::alloc::{self, Layout};
+use std::ptr::NonNull;
+
+use crate::component::{ComponentInfo, DropFn};
+use crate::tick::Tick;
+
+/// One component's values for every row of a table (or a sparse set), plus change ticks.
+pub struct Column {
+    data: NonNull<u8>,
+    item: Layout,
+    len: usize,
+    cap: usize,
+    drop: Option<DropFn>,
+    added: Vec<Tick>,
+    changed: Vec<Tick>,
+}
+
+// SAFETY: a Column only stores values of `Component` types (which are `Send + Sync`) or
+// run-time components made of plain data and `String`s, which are `Send + Sync` too.
+unsafe impl Send for Column {}
+// SAFETY: as above; shared access only reads.
+unsafe impl Sync for Column {}
+
+impl Column {
+    /// An empty column for the component.
+    pub(crate) fn new(info: &ComponentInfo) -> Column {
+        Column::with_layout(info.layout(), info.drop_fn().cloned())
+    }
+
+    pub(crate) fn with_layout(item: Layout, drop: Option<DropFn>) -> Column {
+        Column {
+            data: dangling(item.align()),
+            item,
+            len: 0,
+            cap: if item.size() == 0 { usize::MAX } else { 0 },
+            drop,
+            added: Vec::new(),
+            changed: Vec::new(),
+        }
+    }
+
+    /// Number of rows.
+    #[inline]
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether the column has no rows.
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Size of one value in bytes.
+    #[inline]
+    pub fn item_size(&self) -> usize {
+        self.item.size()
+    }
+
+    /// Ticks at which each row's value was added.
+    #[inline]
+    pub fn added_ticks(&self) -> &[Tick] {
+        &self.added
+    }
+
+    /// Ticks at which each row's value was last written.
+    #[inline]
+    pub fn changed_ticks(&self) -> &[Tick] {
+        &self.changed
+    }
+
+    #[inline]
+    pub(crate) fn changed_ticks_mut(&mut self) -> &mut [Tick] {
+        &mut self.changed
+    }
+
+    /// Bytes held (values and ticks, by capacity).
+    pub fn memory_bytes(&self) -> (usize, usize) {
+        let data = if self.item.size() == 0 { 0 } else { self.cap * self.item.size() };
+        (data, (self.added.capacity() + self.changed.capacity()) * std::mem::size_of::<Tick>())
+    }
+
+    /// Pointer to the start of the values.
+    #[inline]
+    pub fn data_ptr(&self) -> *const u8 {
+        self.data.as_ptr()
+    }
+
+    #[inline]
+    pub(crate) fn data_ptr_mut(&mut self) -> *mut u8 {
+        self.data.as_ptr()
+    }
+
+    /// Pointer to row `row`'s value. Reading through it is valid while the column is not
+    /// mutated.
+    #[inline]
+    pub fn get_ptr(&self, row: usize) -> *const u8 {
+        debug_assert!(row < self.len, "row {row} out of bounds ({})", self.len);
+        // SAFETY: row < len <= cap, so the offset stays inside the allocation.
+        unsafe { self.data.as_ptr().add(row * self.item.size()) }
+    }
+
+    #[inline]
+    pub(crate) fn get_ptr_mut(&mut self, row: usize) -> *mut u8 {
+        self.get_ptr(row) as *mut u8
+    }
+
+    /// The rows as a typed slice.
+    ///
+    /// # Safety
+    /// The column must hold values of type `T`.
+    #[inline]
+    pub unsafe fn as_slice<T>(&self) -> &[T] {
+        debug_assert_eq!(Layout::new::<T>(), self.item);
+        // SAFETY: the caller guarantees the element type; `len` values are initialised and
+        // `data` is aligned for `T` (dangling-but-aligned when empty or zero-sized).
+        unsafe { std::slice::from_raw_parts(self.data.as_ptr() as *const T, self.len) }
+    }
+
+    /// Reads field values at a fixed byte offset as `T`, row by row: the column-at-a-time access
+    /// path of the query engine.
+    ///
+    /// # Safety
+    /// Every row must hold a properly aligned, initialised `T` at `offset`.
+    #[inline]
+    pub unsafe fn field_iter<T: Copy>(&self, offset: usize) -> impl ExactSizeIterator<Item = T> + '_ {
+        debug_assert!(offset + std::mem::size_of::<T>() <= self.item.size());
+        let base = self.data.as_ptr() as *const u8;
+        let size = self.item.size();
+        // SAFETY: row < len and the caller's contract on `offset`.
+        (0..self.len).map(move |row| unsafe { *(base.add(row * size + offset) as *const T) })
+    }
+
+    fn grow(&mut self, min_cap: usize) {
+        debug_assert!(self.item.size() != 0);
+        let new_cap = min_cap.max(self.cap.saturating_mul(2)).max(4);
+        let new_layout = array_layout(self.item, new_cap);
+        // SAFETY: layouts have non-zero size; the old layout is the one we allocated with.
+        let ptr = unsafe {
+            if self.cap == 0 {
+                alloc::alloc(new_layout)
+            } else {
+                alloc::realloc(self.data.as_ptr(), array_layout(self.item, self.cap), new_layout.size())
+            }
+        };
+        self.data = NonNull::new(ptr).unwrap_or_else(|| alloc::handle_alloc_error(new_layout));
+        self.cap = new_cap;
+    }
+
+    /// Makes room for `additional` more rows.
+    pub(crate) fn reserve(&mut self, additional: usize) {
+        let needed = self.len.checked_add(additional).expect("capacity overflow");
+        if needed > self.cap {
+            self.grow(needed);
+        }
+        self.added.reserve(additional);
+        self.changed.reserve(additional);
+    }
+
+    /// Appends an uninitialised row and returns a pointer to it; the caller must initialise
+    /// it before the column is read, dropped or moved.
+    ///
+    /// # Safety
+    /// The caller writes a valid value of the column's component to the returned pointer.
+    #[inline]
+    pub(crate) unsafe fn push_uninit(&mut self, tick: Tick) -> *mut u8 {
+        if self.len == self.cap {
+            self.grow(self.len + 1);
+        }
+        // SAFETY: len < cap after growing.
+        let ptr = unsafe { self.data.as_ptr().add(self.len * self.item.size()) };
+        self.len += 1;
+        self.added.push(tick);
+        self.changed.push(tick);
+        ptr
+    }
+
+    /// Appends a value moved from `src`; the caller must not use or drop `src` afterwards.
+    ///
+    /// # Safety
+    /// `src` must point to a valid value of the column's component.
+    #[inline]
+    pub(crate) unsafe fn push_from(&mut self, src: *const u8, tick: Tick) {
+        // SAFETY: the destination row is fresh, `size` bytes long, and cannot overlap `src`
+        // (which the caller owns elsewhere).
+        unsafe {
+            let dst = self.push_uninit(tick);
+            std::ptr::copy_nonoverlapping(src, dst, self.item.size());
+        }
+    }
+
+    /// Overwrites row `row` with a value moved from `src`, dropping the old value.
+    ///
+    /// # Safety
+    /// `src` must point to a valid value of the column's component, owned by the caller,
+    /// who must not use or drop it afterwards.
+    pub(crate) unsafe fn replace(&mut self, row: usize, src: *const u8, tick: Tick) {
+        let dst = self.get_ptr_mut(row);
+        // SAFETY: `dst` is an initialised row; we drop it and move the new value in.
+        unsafe {
+            if let Some(d) = &self.drop {
+                d.call(dst);
+            }
+            std::ptr::copy_nonoverlapping(src, dst, self.item.size());
+        }
+        self.added[row] = tick;
+        self.changed[row] = tick;
+    }
+
+    /// Removes row `row` by moving the last row into its place, without dropping the removed
+    /// value: the caller has already moved it out (or will read it through `out` first).
+    ///
+    /// # Safety
+    /// If `out` is `Some`, it must be valid for `item_size` bytes of writes; the removed value
+    /// is moved there. If `None`, the caller must have moved the value out already.
+    pub(crate) unsafe fn swap_remove_forget(&mut self, row: usize, out: Option<*mut u8>) {
+        debug_assert!(row < self.len);
+        let size = self.item.size();
+        let last = self.len - 1;
+        // SAFETY: both rows are in bounds; `out` is caller-provided storage.
+        unsafe {
+            let p = self.data.as_ptr().add(row * size);
+            if let Some(out) = out {
+                std::ptr::copy_nonoverlapping(p, out, size);
+            }
+            if row != last {
+                std::ptr::copy_nonoverlapping(self.data.as_ptr().add(last * size), p, size);
+            }
+        }
+        self.len -= 1;
+        self.added.swap_remove(row);
+        self.changed.swap_remove(row);
+    }
+
+    /// Removes row `row` by swap-remove, dropping its value.
+    pub(crate) fn swap_remove_drop(&mut self, row: usize) {
+        assert!(row < self.len, "row {row} out of bounds ({})", self.len);
+        let size = self.item.size();
+        let last = self.len - 1;
+        // SAFETY: the row is in bounds and initialised; after dropping it we fill the hole with
+        // the last row and shrink, so every row below `len` stays initialised.
+        unsafe {
+            let p = self.data.as_ptr().add(row * size);
+            if let Some(d) = &self.drop {
+                d.call(p);
+            }
+            if row != last {
+                std::ptr::copy_nonoverlapping(self.data.as_ptr().add(last * size), p, size);
+            }
+        }
+        self.len -= 1;
+        self.added.swap_remove(row);
+        self.changed.swap_remove(row);
+    }
+
+    /// Moves row `row` to the end of `dst` (same component), keeping its ticks, and swap-removes
+    /// it here.
+    pub(crate) fn move_row_to(&mut self, row: usize, dst: &mut Column) {
+        assert!(row < self.len);
+        debug_assert_eq!(self.item, dst.item);
+        let (added, changed) = (self.added[row], self.changed[row]);
+        // SAFETY: the value is moved bit-for-bit to `dst` and then forgotten here.
+        unsafe {
+            dst.push_from(self.get_ptr(row), added);
+            let n = dst.len - 1;
+            dst.changed[n] = changed;
+            self.swap_remove_forget(row, None);
+        }
+    }
+
+    /// Drops every value and empties the column.
+    pub(crate) fn clear(&mut self) {
+        let len = self.len;
+        // Set len first so a panicking drop cannot cause a double drop.
+        self.len = 0;
+        self.added.clear();
+        self.changed.clear();
+        if let Some(d) = &self.drop {
+            for row in 0..len {
+                // SAFETY: rows below the old len were initialised and are dropped once.
+                unsafe { d.call(self.data.as_ptr().add(row * self.item.size())) };
+            }
+        }
+    }
+
+    /// Raw bytes of the values (plain components only: no heap pointers inside).
+    pub fn bytes(&self) -> &[u8] {
+        // SAFETY: `len * size` bytes starting at `data` are initialised values.
+        unsafe { std::slice::from_raw_parts(self.data.as_ptr(), self.len * self.item.size()) }
+    }
+
+    /// Appends rows copied from raw bytes (snapshot loading of plain components).
+    ///
+    /// # Safety
+    /// The component must be plain (every bit pattern of its fields' bytes that came from a
+    /// value of the same schema is valid) and `bytes.len()` a multiple of the item size.
+    #[allow(dead_code)] // the snapshot loader's bulk path
+    pub(crate) unsafe fn extend_from_bytes(&mut self, bytes: &[u8], tick: Tick) {
+        let size = self.item.size();
+        debug_assert!(size != 0 && bytes.len().is_multiple_of(size));
+        let n = bytes.len() / size;
+        self.reserve(n);
+        // SAFETY: we reserved room for n rows; the caller vouches the bytes are valid values.
+        unsafe {
+            std::ptr::copy_nonoverlapping(bytes.as_ptr(), self.data.as_ptr().add(self.len * size), bytes.len());
+        }
+        self.len += n;
+        self.added.resize(self.len, tick);
+        self.changed.resize(self.len, tick);
+    }
+}
+
+impl Drop for Column {
+    fn drop(&mut self) {
+        self.clear();
+        if self.item.size() != 0 && self.cap != 0 {
+            // SAFETY: allocated with exactly this layout in `grow`.
+            unsafe { alloc::dealloc(self.data.as_ptr(), array_layout(self.item, self.cap)) };
+        }
+    }
+}
+
+fn array_layout(item: Layout, n: usize) -> Layout {
+    let size = item.size().checked_mul(n).expect("column too large");
+    Layout::from_size_align(size, item.align()).expect("column too large")
+}
+
+fn dangling(align: usize) -> NonNull<u8> {
+    // A well-aligned non-null pointer for empty and zero-sized columns.
+    NonNull::new(align as *mut u8).expect("alignment is non-zero")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::component::drop_ptr;
+    use std::rc::Rc;
+
+    fn string_column() -> Column {
+        Column::with_layout(Layout::new::<String>(), Some(DropFn::Rust(drop_ptr::<String>)))
+    }
+
+    fn push<T>(c: &mut Column, v: T) {
+        let v = std::mem::ManuallyDrop::new(v);
+        // SAFETY: the column is of T; `v` is forgotten after the move.
+        unsafe { c.push_from(&*v as *const T as *const u8, 1) };
+    }
+
+    #[test]
+    fn push_swap_remove_drop() {
+        let mut c = string_column();
+        for i in 0..100 {
+            push(&mut c, format!("s{i}"));
+        }
+        c.swap_remove_drop(0);
+        // SAFETY: column of String.
+        let s = unsafe { c.as_slice::<String>() };
+        assert_eq!(s.len(), 99);
+        assert_eq!(s[0], "s99");
+        assert_eq!(c.added_ticks().len(), 99);
+    }
+
+    #[test]
+    fn drops_everything_once() {
+        let rc = Rc::new(());
+        {
+            let mut c = Column::with_layout(Layout::new::<Rc<()>>(), Some(DropFn::Rust(drop_ptr::<Rc<()>>)));
+            for _ in 0..10 {
+                push(&mut c, rc.clone());
+            }
+            c.swap_remove_drop(3);
+            let mut other = Column::with_layout(Layout::new::<Rc<()>>(), Some(DropFn::Rust(drop_ptr::<Rc<()>>)));
+            c.move_row_to(0, &mut other);
+            assert_eq!(Rc::strong_count(&rc), 10);
+            drop(other);
+            assert_eq!(Rc::strong_count(&rc), 9);
+        }
+        assert_eq!(Rc::strong_count(&rc), 1);
+    }
+
+    #[test]
+    fn zero_sized_columns() {
+        let mut c = Column::with_layout(Layout::new::<()>(), None);
+        for _ in 0..1000 {
+            push(&mut c, ());
+        }
+        c.swap_remove_drop(500);
+        assert_eq!(c.len(), 999);
+        assert_eq!(c.memory_bytes().0, 0);
+    }
+
+    #[test]
+    fn aligned_and_strided_reads() {
+        #[repr(C, align(16))]
+        #[derive(Clone, Copy)]
+        struct V {
+            a: u8,
+            b: f64,
+        }
+        let mut c = Column::with_layout(Layout::new::<V>(), None);
+        for i in 0..37 {
+            push(&mut c, V { a: i as u8, b: i as f64 * 0.5 });
+        }
+        assert_eq!(c.data_ptr() as usize % 16, 0);
+        // SAFETY: every row is a V with an f64 at offset 8.
+        let bs: Vec<f64> = unsafe { c.field_iter::<f64>(8) }.collect();
+        assert_eq!(bs[36], 18.0);
+        let bytes = c.bytes().to_vec();
+        let mut d = Column::with_layout(Layout::new::<V>(), None);
+        // SAFETY: V is plain data copied from a column of V.
+        unsafe { d.extend_from_bytes(&bytes, 2) };
+        // SAFETY: column of V.
+        assert_eq!(unsafe { d.as_slice::<V>() }[5].a, 5);
+    }
+}

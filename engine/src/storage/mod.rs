@@ -1,0 +1,12 @@
+//! Physical storage: columns, archetype tables and sparse sets.
+//!
+//! Only this module (and the typed query fetches built on it) touches raw component memory.
+//! Everything above it goes through `World`'s safe API.
+
+mod column;
+mod sparse;
+mod table;
+
+pub use column::Column;
+pub use sparse::SparseSet;
+pub use table::{ArchetypeTable, TableId};

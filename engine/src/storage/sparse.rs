@@ -1,0 +1,127 @@
+//! Sparse sets: components that live outside archetype tables.
+
+use crate::component::ComponentInfo;
+use crate::entity::Entity;
+use crate::storage::Column;
+use crate::tick::Tick;
+
+const ABSENT: u32 = u32::MAX;
+
+/// Values of one sparse component: a dense column plus the entity of each dense row, and a
+/// sparse array from entity index to dense row. Adding or removing never moves the entity.
+pub struct SparseSet {
+    sparse: Vec<u32>,
+    entities: Vec<Entity>,
+    dense: Column,
+}
+
+impl SparseSet {
+    pub(crate) fn new(info: &ComponentInfo) -> SparseSet {
+        SparseSet { sparse: Vec::new(), entities: Vec::new(), dense: Column::new(info) }
+    }
+
+    /// Number of entities that have the component.
+    pub fn len(&self) -> usize {
+        self.entities.len()
+    }
+
+    /// Whether no entity has it.
+    pub fn is_empty(&self) -> bool {
+        self.entities.is_empty()
+    }
+
+    /// The entities that have it, in dense order.
+    pub fn entities(&self) -> &[Entity] {
+        &self.entities
+    }
+
+    /// The dense column of values (row `i` belongs to `entities()[i]`).
+    pub fn column(&self) -> &Column {
+        &self.dense
+    }
+
+    pub(crate) fn column_mut(&mut self) -> &mut Column {
+        &mut self.dense
+    }
+
+    /// The dense row of a live entity's value, if it has one.
+    #[inline]
+    pub fn row(&self, e: Entity) -> Option<usize> {
+        let &r = self.sparse.get(e.index() as usize)?;
+        (r != ABSENT && self.entities[r as usize] == e).then_some(r as usize)
+    }
+
+    /// Whether the entity has the component.
+    #[inline]
+    pub fn contains(&self, e: Entity) -> bool {
+        self.row(e).is_some()
+    }
+
+    /// Pointer to the entity's value.
+    #[inline]
+    pub fn get_ptr(&self, e: Entity) -> Option<*const u8> {
+        self.row(e).map(|r| self.dense.get_ptr(r))
+    }
+
+    /// Inserts a value moved from `src`, replacing (and dropping) any existing one.
+    ///
+    /// # Safety
+    /// `src` must point to a valid value of this component, which the caller gives up.
+    pub(crate) unsafe fn insert(&mut self, e: Entity, src: *const u8, tick: Tick) {
+        if let Some(r) = self.row(e) {
+            // SAFETY: forwarded from the caller.
+            unsafe { self.dense.replace(r, src, tick) };
+            return;
+        }
+        let i = e.index() as usize;
+        if self.sparse.len() <= i {
+            self.sparse.resize(i + 1, ABSENT);
+        }
+        self.sparse[i] = self.entities.len() as u32;
+        self.entities.push(e);
+        // SAFETY: forwarded from the caller.
+        unsafe { self.dense.push_from(src, tick) };
+    }
+
+    /// Removes the entity's value, handing it to `take` (which must move it out) or dropping
+    /// it when `take` is `None`. Returns whether it was present.
+    pub(crate) fn remove(&mut self, e: Entity, take: Option<&mut dyn FnMut(*const u8)>) -> bool {
+        let Some(r) = self.row(e) else { return false };
+        match take {
+            Some(f) => {
+                f(self.dense.get_ptr(r));
+                // SAFETY: `f` moved the value out.
+                unsafe { self.dense.swap_remove_forget(r, None) };
+            }
+            None => self.dense.swap_remove_drop(r),
+        }
+        self.entities.swap_remove(r);
+        self.sparse[e.index() as usize] = ABSENT;
+        if let Some(&moved) = self.entities.get(r) {
+            self.sparse[moved.index() as usize] = r as u32;
+        }
+        true
+    }
+
+    /// Changed tick of the entity's value.
+    pub fn changed_tick(&self, e: Entity) -> Option<Tick> {
+        self.row(e).map(|r| self.dense.changed_ticks()[r])
+    }
+
+    /// Added tick of the entity's value.
+    pub fn added_tick(&self, e: Entity) -> Option<Tick> {
+        self.row(e).map(|r| self.dense.added_ticks()[r])
+    }
+
+    /// Bytes held: (component data, bookkeeping).
+    pub fn memory_bytes(&self) -> (usize, usize) {
+        let (d, t) = self.dense.memory_bytes();
+        (d, t + self.sparse.capacity() * 4 + self.entities.capacity() * 8)
+    }
+
+    pub(crate) fn clear(&mut self) {
+        self.dense.clear();
+        self.entities.clear();
+        self.sparse.clear();
+    }
+}

@@ -1,0 +1,35 @@
+//! # ecsdb
+//!
+//! An embeddable, in-memory entity database for games, simulations and their tools: an ECS
+//! storage engine laid out like a column store, queried from Rust with typed queries and from
+//! text with a SQL-like language, with pluggable secondary indexes and snapshots.
+//!
+//! What it optimises, in order: fast column-at-a-time traversal; exactness (generational
+//! ids, change ticks, atomic statements, indexes that never change an answer); one storage
+//! behind both the typed and the text front door; a small dependency closure.
+//!
+//! ```
+//! use ecsdb::{Component, World};
+//! #[derive(Component)] struct Position { x: f32, y: f32 }
+//! #[derive(Component)] struct Velocity { x: f32, y: f32 }
+//!
+//! let mut world = World::new();
+//! let e = world.spawn((Position { x: 0.0, y: 0.0 }, Velocity { x: 1.0, y: 2.0 }));
+//! for (mut p, v) in world.query_mut::<(&mut Position, &Velocity)>() {
+//!     p.x += v.x;
+//!     p.y += v.y;
+//! }
+//! assert_eq!(world.get::<Position>(e).unwrap().y, 2.0);
+//! ```
+#![warn(missing_docs)]
+
+pub use ecsdb_engine::*;
+
+/// The storage engine crate.
+pub use ecsdb_engine as engine;
+/// The query language crate.
+pub use ecsdb_query as query;
+
+#[doc = include_str!("../README.md")]
+#[cfg(doctest)]
+pub struct ReadmeDoctests;
