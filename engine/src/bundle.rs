@@ -47,19 +47,21 @@ macro_rules! tuple_bundle {
     ($($name:ident $idx:tt),*) => {
         // SAFETY: each element is put and taken once, in declaration order.
         unsafe impl<$($name: Component),*> Bundle for ($($name,)*) {
+            #[allow(unused_variables)]
             fn register(components: &mut Components, out: &mut Vec<ComponentId>) -> Result<()> {
                 $(out.push(components.register::<$name>()?);)*
                 Ok(())
             }
 
             #[inline]
-            #[allow(non_snake_case)]
+            #[allow(non_snake_case, unused_variables, unused_mut)]
             fn put(self, mut f: impl FnMut(usize, *const u8)) {
                 let v = std::mem::ManuallyDrop::new(self);
                 $(f($idx, &v.$idx as *const $name as *const u8);)*
             }
 
             #[inline]
+            #[allow(unused_variables, unused_mut, unused_unsafe, clippy::unused_unit)]
             unsafe fn take(mut f: impl FnMut(usize) -> *const u8) -> Self {
                 // SAFETY: forwarded from the caller's contract.
                 unsafe { ($(std::ptr::read(f($idx) as *const $name),)*) }
@@ -68,6 +70,7 @@ macro_rules! tuple_bundle {
     };
 }
 
+tuple_bundle!();
 tuple_bundle!(A 0);
 tuple_bundle!(A 0, B 1);
 tuple_bundle!(A 0, B 1, C 2);

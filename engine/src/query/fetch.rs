@@ -233,24 +233,28 @@ unsafe impl<T: Component> QueryData for &mut T {
     }
 }
 
-// SAFETY: delegates to Q; matches every table.
+// SAFETY: delegates to Q; matches every table. Its state is `None` when Q names a component
+// the world does not know yet: the option is then `None` on every row.
 unsafe impl<Q: QueryData> QueryData for Option<Q> {
     type Item<'w> = Option<Q::Item<'w>>;
-    type State = Q::State;
+    type State = Option<Q::State>;
     type Fetch<'w> = Option<Q::Fetch<'w>>;
-    fn init_state(components: &mut Components) -> crate::Result<Q::State> {
-        Q::init_state(components)
+    fn init_state(components: &mut Components) -> crate::Result<Self::State> {
+        Q::init_state(components).map(Some)
     }
-    fn get_state(components: &Components) -> Option<Q::State> {
-        Q::get_state(components)
+    fn get_state(components: &Components) -> Option<Self::State> {
+        Some(Q::get_state(components))
     }
-    fn access(state: &Q::State, components: &Components, access: &mut Access) {
-        Q::access(state, components, access)
+    fn access(state: &Self::State, components: &Components, access: &mut Access) {
+        if let Some(s) = state {
+            Q::access(s, components, access)
+        }
     }
-    fn matches_table(_: &Q::State, _: &ArchetypeTable) -> bool {
+    fn matches_table(_: &Self::State, _: &ArchetypeTable) -> bool {
         true
     }
-    unsafe fn fetch<'w>(state: &Q::State, ctx: &FetchContext, table: *mut ArchetypeTable) -> Self::Fetch<'w> {
+    unsafe fn fetch<'w>(state: &Self::State, ctx: &FetchContext, table: *mut ArchetypeTable) -> Self::Fetch<'w> {
+        let state = state.as_ref()?;
         // SAFETY: `table` is valid.
         let matches = Q::matches_table(state, unsafe { &*table });
         // SAFETY: forwarded; only fetched when the table matches.
