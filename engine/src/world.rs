@@ -447,8 +447,10 @@ impl World {
         let loc = self.location(e)?;
         let bid = self.bundle_id::<B>();
         let target = self.insert_target(TableId(loc.table), bid);
-        let ids = self.bundles[bid].ids.clone();
+        // Borrow the id list out of the cache for the call instead of cloning it per insert.
+        let ids = std::mem::take(&mut self.bundles[bid].ids);
         self.place_existing(e, loc, target, &ids, BundleSource(bundle));
+        self.bundles[bid].ids = ids;
         Ok(())
     }
 
