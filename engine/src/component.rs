@@ -427,12 +427,37 @@ pub fn is_identifier(name: &str) -> bool {
         && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
 }
 
+/// Hashes a `TypeId` by passing its bits through: type ids are already hashes, and SipHash on
+/// every typed `get`/`insert`/`remove` costs more than the rest of the lookup.
+#[derive(Default, Clone, Copy)]
+pub(crate) struct TypeIdHasher(u64);
+
+impl std::hash::Hasher for TypeIdHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        // Only reached if `TypeId`'s `Hash` writes bytes: fold them in.
+        for chunk in bytes.chunks(8) {
+            let mut b = [0u8; 8];
+            b[..chunk.len()].copy_from_slice(chunk);
+            self.0 = (self.0.rotate_left(5) ^ u64::from_le_bytes(b)).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+        }
+    }
+    fn write_u64(&mut self, n: u64) {
+        self.0 ^= n;
+    }
+}
+
+/// A map keyed by `TypeId` with the pass-through hasher.
+pub(crate) type TypeIdMap<V> = HashMap<TypeId, V, std::hash::BuildHasherDefault<TypeIdHasher>>;
+
 /// The component registry: every component the world knows, by id, name and Rust type.
 #[derive(Clone, Debug, Default)]
 pub struct Components {
     infos: Vec<ComponentInfo>,
     by_name: HashMap<String, ComponentId>,
-    by_type: HashMap<TypeId, ComponentId>,
+    by_type: TypeIdMap<ComponentId>,
 }
 
 impl Components {

@@ -6,7 +6,9 @@ use std::ptr::NonNull;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
 use crate::bundle::{Bundle, BundleInfo};
-use crate::component::{Component, ComponentDef, ComponentId, ComponentInfo, Components, DropFn, StorageKind};
+use crate::component::{
+    Component, ComponentDef, ComponentId, ComponentInfo, Components, DropFn, StorageKind, TypeIdMap,
+};
 use crate::entity::{Entities, Entity, EntityLocation};
 use crate::error::{EngineError, Result};
 use crate::storage::{ArchetypeTable, SparseSet, TableId};
@@ -198,7 +200,7 @@ pub struct World {
     pub(crate) components: Components,
     pub(crate) storage: Storage,
     bundles: Vec<BundleInfo>,
-    bundle_by_type: HashMap<TypeId, usize>,
+    bundle_by_type: TypeIdMap<usize>,
     tick: AtomicU32,
 }
 
@@ -220,7 +222,7 @@ impl World {
             components,
             storage,
             bundles: Vec::new(),
-            bundle_by_type: HashMap::new(),
+            bundle_by_type: TypeIdMap::default(),
             tick: AtomicU32::new(1),
         }
     }

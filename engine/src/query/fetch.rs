@@ -73,20 +73,29 @@ unsafe impl QueryData for Entity {
 // SAFETY: never writes.
 unsafe impl ReadOnlyQueryData for Entity {}
 
-/// Per-table fetch of one component: a column pointer, or the sparse set.
-pub enum ComponentFetch<T> {
-    /// Table storage: the column's first value and its changed ticks.
-    Dense(*mut T, *mut Tick),
-    /// Sparse storage.
-    Sparse(*mut SparseSet),
+/// Per-table fetch of one component. Which half is used is decided by `T::STORAGE`, a
+/// compile-time constant, so the per-row path has no runtime branch on the storage kind.
+pub struct ComponentFetch<T> {
+    /// Table storage: the column's first value.
+    values: *mut T,
+    /// Table storage: the column's changed ticks (null for readers).
+    ticks: *mut Tick,
+    /// Sparse storage: the set (null if no value was ever stored).
+    set: *mut SparseSet,
 }
 
 impl<T> Clone for ComponentFetch<T> {
     fn clone(&self) -> Self {
-        match *self {
-            ComponentFetch::Dense(a, b) => ComponentFetch::Dense(a, b),
-            ComponentFetch::Sparse(s) => ComponentFetch::Sparse(s),
-        }
+        ComponentFetch { values: self.values, ticks: self.ticks, set: self.set }
+    }
+}
+
+impl<T> ComponentFetch<T> {
+    fn dense(values: *mut T, ticks: *mut Tick) -> Self {
+        ComponentFetch { values, ticks, set: std::ptr::null_mut() }
+    }
+    fn sparse(set: *mut SparseSet) -> Self {
+        ComponentFetch { values: std::ptr::null_mut(), ticks: std::ptr::null_mut(), set }
     }
 }
 
@@ -107,15 +116,15 @@ unsafe fn component_fetch<T: Component>(
             let i = t.column_index(id).expect("matched tables have the column");
             let col = t.column_at_mut(i);
             let ticks = col.changed_ticks_mut().as_mut_ptr();
-            ComponentFetch::Dense(col.data_ptr_mut() as *mut T, ticks)
+            ComponentFetch::dense(col.data_ptr_mut() as *mut T, ticks)
         }
         StorageKind::Sparse => {
             // SAFETY: the world outlives the run; the set is only read through this pointer
             // except by the single writer of this component (access checking forbids two).
             let world = unsafe { &*ctx.world };
             match world.sparse_set(id) {
-                Some(s) => ComponentFetch::Sparse(s as *const SparseSet as *mut SparseSet),
-                None => ComponentFetch::Sparse(std::ptr::null_mut()),
+                Some(s) => ComponentFetch::sparse(s as *const SparseSet as *mut SparseSet),
+                None => ComponentFetch::sparse(std::ptr::null_mut()),
             }
         }
     }
@@ -165,7 +174,7 @@ unsafe impl<T: Component> QueryData for &T {
                 // SAFETY: `table` is valid; shared access only.
                 let t = unsafe { &*table };
                 let col = t.column(*id).expect("matched tables have the column");
-                ComponentFetch::Dense(col.data_ptr() as *mut T, std::ptr::null_mut())
+                ComponentFetch::dense(col.data_ptr() as *mut T, std::ptr::null_mut())
             }
             // SAFETY: forwarded.
             StorageKind::Sparse => unsafe { component_fetch::<T>(*id, ctx, table) },
@@ -173,10 +182,11 @@ unsafe impl<T: Component> QueryData for &T {
     }
     #[inline(always)]
     unsafe fn item<'w>(fetch: &mut Self::Fetch<'w>, row: usize, entity: Entity) -> Option<Self::Item<'w>> {
-        match *fetch {
+        match T::STORAGE {
             // SAFETY: row < table length; the column holds `T`s.
-            ComponentFetch::Dense(p, _) => Some(unsafe { &*p.add(row) }),
-            ComponentFetch::Sparse(set) => {
+            StorageKind::Table => Some(unsafe { &*fetch.values.add(row) }),
+            StorageKind::Sparse => {
+                let set = fetch.set;
                 // SAFETY: `set` is valid for the run.
                 let r = unsafe { sparse_row(set, entity) }?;
                 // SAFETY: dense row `r` of the set holds a `T`.
@@ -212,13 +222,15 @@ unsafe impl<T: Component> QueryData for &mut T {
     #[inline(always)]
     unsafe fn item<'w>(fetch: &mut Self::Fetch<'w>, row: usize, entity: Entity) -> Option<Mut<'w, T>> {
         let tick = fetch.1;
-        match fetch.0 {
+        let f = &fetch.0;
+        match T::STORAGE {
             // SAFETY: row < table length; each row is yielded once per run, so the `&mut`s
             // never alias; value and tick are in different allocations.
-            ComponentFetch::Dense(p, t) => {
-                Some(unsafe { Mut { value: &mut *p.add(row), changed: &mut *t.add(row), tick } })
+            StorageKind::Table => {
+                Some(unsafe { Mut { value: &mut *f.values.add(row), changed: &mut *f.ticks.add(row), tick } })
             }
-            ComponentFetch::Sparse(set) => {
+            StorageKind::Sparse => {
+                let set = f.set;
                 // SAFETY: `set` is valid; this query is its only writer.
                 let r = unsafe { sparse_row(set, entity) }?;
                 // SAFETY: as above, for the set's dense column.

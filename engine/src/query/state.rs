@@ -274,40 +274,51 @@ struct SendJob<A, B> {
 // `Send + Sync`, so the items made from the pointers may live on any thread.
 unsafe impl<A, B> Send for SendJob<A, B> {}
 
-/// Iteration position over a state's matched tables; shared by both iterator kinds.
+/// Iteration position over a state's matched tables; shared by both iterator kinds. The
+/// per-row path is a bounds check and the fetch; everything else happens once per table.
 struct Cursor<'w, Q: QueryData, F: QueryFilter> {
     tables: *mut ArchetypeTable,
     ctx: FetchContext,
     next_table: usize,
-    current: Option<(Q::Fetch<'w>, F::Fetch<'w>, *const Entity, usize)>,
+    fetch: Option<Q::Fetch<'w>>,
+    filter: Option<F::Fetch<'w>>,
+    entities: *const Entity,
     row: usize,
+    len: usize,
 }
 
 impl<'w, Q: QueryData, F: QueryFilter> Cursor<'w, Q, F> {
     fn new(tables: *mut ArchetypeTable, ctx: FetchContext) -> Self {
-        Cursor { tables, ctx, next_table: 0, current: None, row: 0 }
+        Cursor { tables, ctx, next_table: 0, fetch: None, filter: None, entities: std::ptr::null(), row: 0, len: 0 }
     }
 
-    #[inline]
+    #[inline(always)]
     fn next(&mut self, state: &QueryState<Q, F>) -> Option<Q::Item<'w>> {
-        let data = state.data.as_ref()?;
         loop {
-            if let Some((fetch, filter, entities, len)) = &mut self.current {
-                while self.row < *len {
-                    let row = self.row;
-                    self.row += 1;
-                    // SAFETY: row < len; each row is yielded once per cursor.
-                    unsafe {
-                        let e = *entities.add(row);
-                        if F::ROW_FILTER && !F::filter_row(filter, row, e) {
-                            continue;
-                        }
-                        if let Some(item) = Q::item(fetch, row, e) {
-                            return Some(item);
-                        }
+            while self.row < self.len {
+                let row = self.row;
+                self.row += 1;
+                // SAFETY: row < len of the current table, whose fetches are set whenever
+                // len > 0; each row is yielded once per cursor.
+                unsafe {
+                    let e = *self.entities.add(row);
+                    if F::ROW_FILTER && !F::filter_row(self.filter.as_ref().unwrap_unchecked(), row, e) {
+                        continue;
+                    }
+                    if let Some(item) = Q::item(self.fetch.as_mut().unwrap_unchecked(), row, e) {
+                        return Some(item);
                     }
                 }
             }
+            self.advance(state)?;
+        }
+    }
+
+    /// Moves to the next non-empty matched table; `None` when there is none.
+    #[inline(never)]
+    fn advance(&mut self, state: &QueryState<Q, F>) -> Option<()> {
+        let data = state.data.as_ref()?;
+        loop {
             let tid = *state.tables.get(self.next_table)?;
             self.next_table += 1;
             // SAFETY: matched ids are in bounds; whoever built the cursor holds the access the
@@ -318,10 +329,12 @@ impl<'w, Q: QueryData, F: QueryFilter> Cursor<'w, Q, F> {
                 if len == 0 {
                     continue;
                 }
-                let fetch = Q::fetch(data, &self.ctx, table);
-                let filter = F::fetch(&state.filter, &self.ctx, table);
-                self.current = Some((fetch, filter, (*table).entities().as_ptr(), len));
+                self.fetch = Some(Q::fetch(data, &self.ctx, table));
+                self.filter = Some(F::fetch(&state.filter, &self.ctx, table));
+                self.entities = (*table).entities().as_ptr();
                 self.row = 0;
+                self.len = len;
+                return Some(());
             }
         }
     }
