@@ -58,7 +58,7 @@ enum Op {
     RemoveHealth(usize),
     RemoveByName(usize, u8),
     Commands(Vec<(usize, u8)>),
-    StaleOp(usize),
+    OnStaleHandle(usize),
 }
 
 fn op() -> impl Strategy<Value = Op> {
@@ -82,7 +82,7 @@ fn op() -> impl Strategy<Value = Op> {
         1 => ix.clone().prop_map(Op::RemoveHealth),
         1 => (ix.clone(), 0u8..6).prop_map(|(i, c)| Op::RemoveByName(i, c)),
         1 => proptest::collection::vec((ix.clone(), 0u8..4), 0..6).prop_map(Op::Commands),
-        1 => ix.prop_map(Op::StaleOp),
+        1 => ix.prop_map(Op::OnStaleHandle),
     ]
 }
 
@@ -291,7 +291,7 @@ impl Harness {
                     self.history.push(e);
                 }
             }
-            Op::StaleOp(i) => {
+            Op::OnStaleHandle(i) => {
                 let Some(e) = self.pick(i) else { return };
                 if self.model.contains_key(&e) {
                     return;

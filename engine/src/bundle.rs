@@ -12,8 +12,9 @@ pub unsafe trait Bundle: Send + Sync + 'static {
     /// Registers the component types, pushing their ids in bundle order.
     fn register(components: &mut Components, out: &mut Vec<ComponentId>) -> Result<()>;
 
-    /// Moves each component out, in bundle order: `f(i, ptr)`; the callee owns the value.
-    fn put(self, f: impl FnMut(usize, *const u8));
+    /// Moves each component out, in bundle order: `f(i, ptr, size_of)`; the callee owns the
+    /// value. The size is a compile-time constant, so copies made with it inline.
+    fn put(self, f: impl FnMut(usize, *const u8, usize));
 
     /// Rebuilds the bundle by moving each component out of `f(i)`.
     ///
@@ -31,9 +32,9 @@ unsafe impl<C: Component> Bundle for C {
     }
 
     #[inline]
-    fn put(self, mut f: impl FnMut(usize, *const u8)) {
+    fn put(self, mut f: impl FnMut(usize, *const u8, usize)) {
         let v = std::mem::ManuallyDrop::new(self);
-        f(0, &*v as *const C as *const u8);
+        f(0, &*v as *const C as *const u8, std::mem::size_of::<C>());
     }
 
     #[inline]
@@ -55,9 +56,9 @@ macro_rules! tuple_bundle {
 
             #[inline]
             #[allow(non_snake_case, unused_variables, unused_mut)]
-            fn put(self, mut f: impl FnMut(usize, *const u8)) {
+            fn put(self, mut f: impl FnMut(usize, *const u8, usize)) {
                 let v = std::mem::ManuallyDrop::new(self);
-                $(f($idx, &v.$idx as *const $name as *const u8);)*
+                $(f($idx, &v.$idx as *const $name as *const u8, std::mem::size_of::<$name>());)*
             }
 
             #[inline]

@@ -347,7 +347,15 @@ pub fn convert_value(component: &str, field: &FieldInfo, value: &Value) -> Resul
         FieldType::U16 => int_field!(u16),
         FieldType::U32 => int_field!(u32),
         FieldType::U64 => int_field!(u64),
-        FieldType::F32 => FieldValue::plain(&(value.as_f64().ok_or_else(err)? as f32).to_le_bytes()),
+        FieldType::F32 => {
+            let x = value.as_f64().ok_or_else(err)?;
+            let y = x as f32;
+            // Rounding to the nearest f32 is expected; overflowing to infinity loses the value.
+            if x.is_finite() && y.is_infinite() {
+                return Err(err());
+            }
+            FieldValue::plain(&y.to_le_bytes())
+        }
         FieldType::F64 => FieldValue::plain(&value.as_f64().ok_or_else(err)?.to_le_bytes()),
         FieldType::String => match value {
             Value::Str(s) => FieldValue::Str(s.clone()),
@@ -395,6 +403,8 @@ mod tests {
         assert!(convert_value("C", &field(FieldType::U8), &Value::Int(256)).is_err());
         assert!(convert_value("C", &field(FieldType::U8), &Value::Int(-1)).is_err());
         assert!(convert_value("C", &field(FieldType::F32), &Value::Int(7)).is_ok());
+        assert!(convert_value("C", &field(FieldType::F32), &Value::Float(1e300)).is_err());
+        assert!(convert_value("C", &field(FieldType::F32), &Value::Float(f64::INFINITY)).is_ok());
         assert!(convert_value("C", &field(FieldType::Bool), &Value::Int(1)).is_err());
         assert!(convert_value("C", &field(FieldType::String), &Value::Null).is_err());
         assert!(convert_value("C", &field(FieldType::Entity), &Value::Null).is_ok());

@@ -45,7 +45,7 @@ pub(crate) struct Storage {
 }
 
 impl Storage {
-    fn table_for(&mut self, set: &[ComponentId], components: &Components) -> TableId {
+    pub(crate) fn table_for(&mut self, set: &[ComponentId], components: &Components) -> TableId {
         if let Some(&t) = self.table_by_set.get(set) {
             return t;
         }
@@ -156,24 +156,24 @@ impl Drop for OwnedValue {
 
 /// Values the world can move into storage one component at a time, in a known order.
 pub(crate) trait ComponentSource {
-    /// Calls `f(i, ptr)` once per component, in order; the callee takes the value.
-    fn put_all(self, f: impl FnMut(usize, *const u8));
+    /// Calls `f(i, ptr, size)` once per component, in order; the callee takes the value.
+    fn put_all(self, f: impl FnMut(usize, *const u8, usize));
 }
 
 struct BundleSource<B>(B);
 
 impl<B: Bundle> ComponentSource for BundleSource<B> {
     #[inline]
-    fn put_all(self, f: impl FnMut(usize, *const u8)) {
+    fn put_all(self, f: impl FnMut(usize, *const u8, usize)) {
         self.0.put(f)
     }
 }
 
 impl ComponentSource for Vec<OwnedValue> {
-    fn put_all(mut self, mut f: impl FnMut(usize, *const u8)) {
+    fn put_all(mut self, mut f: impl FnMut(usize, *const u8, usize)) {
         for (i, v) in self.iter_mut().enumerate() {
             v.live = false;
-            f(i, v.ptr.as_ptr());
+            f(i, v.ptr.as_ptr(), v.layout.size());
         }
     }
 }
@@ -202,6 +202,10 @@ pub struct World {
     bundles: Vec<BundleInfo>,
     bundle_by_type: TypeIdMap<usize>,
     tick: AtomicU32,
+    /// Secondary indexes (`crate::index`): kept in step through change ticks and `note_removed`.
+    pub(crate) indexes: crate::index::IndexRegistry,
+    /// Serde functions of opaque components, for snapshots.
+    pub(crate) opaque_serde: crate::snapshot::OpaqueSerdes,
 }
 
 impl Default for World {
@@ -224,6 +228,8 @@ impl World {
             bundles: Vec::new(),
             bundle_by_type: TypeIdMap::default(),
             tick: AtomicU32::new(1),
+            indexes: Default::default(),
+            opaque_serde: Default::default(),
         }
     }
 
@@ -405,16 +411,30 @@ impl World {
     pub fn spawn_batch<B: Bundle, I: IntoIterator<Item = B>>(&mut self, iter: I) -> Vec<Entity> {
         let iter = iter.into_iter();
         let bid = self.bundle_id::<B>();
+        if self.bundles[bid].has_sparse {
+            // Sparse components go through the general path, one entity at a time.
+            return iter.map(|b| self.spawn(b)).collect();
+        }
         let table = self.insert_target(TableId::EMPTY, bid);
         let (lower, _) = iter.size_hint();
-        self.storage.tables[table.index()].reserve(lower);
-        self.entities.reserve(lower);
         let tick = self.change_tick();
+        let t = &mut self.storage.tables[table.index()];
+        let entities = &mut self.entities;
+        t.reserve(lower);
+        entities.reserve(lower);
+        // Resolve each bundle component's column once for the whole batch.
+        let columns: Vec<usize> =
+            self.bundles[bid].ids.iter().map(|&c| t.column_index(c).expect("target table has it")).collect();
         let mut out = Vec::with_capacity(lower);
         for bundle in iter {
-            let e = self.entities.alloc();
-            let row = self.place_new(e, table, bid, BundleSource(bundle), tick);
-            self.entities.set_location(e.index(), EntityLocation { table: table.0, row: row as u32 });
+            let e = entities.alloc();
+            let row = t.push_entity(e);
+            bundle.put(|i, ptr, size| {
+                // SAFETY: the bundle hands over a valid value of its i-th component, whose
+                // column is `columns[i]`.
+                unsafe { t.column_at_mut(columns[i]).push_sized(ptr, size, tick) }
+            });
+            entities.set_location(e.index(), EntityLocation { table: table.0, row: row as u32 });
             out.push(e);
         }
         out
@@ -429,11 +449,11 @@ impl World {
         let components = &self.components;
         let t = &mut tables[table.index()];
         let row = t.push_entity(e);
-        src.put_all(|i, ptr| {
+        src.put_all(|i, ptr, size| {
             let cid = ids[i];
             match t.column_mut(cid) {
                 // SAFETY: the source hands over a valid value of component `cid`.
-                Some(col) => unsafe { col.push_from(ptr, tick) },
+                Some(col) => unsafe { col.push_sized(ptr, size, tick) },
                 None => {
                     let set = sparse_mut(sparse, cid, components);
                     // SAFETY: as above.
@@ -483,7 +503,7 @@ impl World {
         let t = &mut tables[target.index()];
         let had_before = |cid: ComponentId, t: &ArchetypeTable| t.column(cid).is_some_and(|c| c.len() > row);
         let pushed_to = t.len() - 1;
-        src.put_all(|i, ptr| {
+        src.put_all(|i, ptr, _| {
             let cid = ids[i];
             let existed = had_before(cid, t);
             match t.column_mut(cid) {
@@ -556,7 +576,9 @@ impl World {
     /// Called on every path that takes a component away from a live entity (remove, despawn),
     /// before the value is gone. Secondary indexes hook in here; value changes reach them
     /// through change ticks instead.
-    fn note_removed(&mut self, _e: Entity, _id: ComponentId) {}
+    fn note_removed(&mut self, e: Entity, id: ComponentId) {
+        self.indexes.note_removed(e, id);
+    }
 
     /// Despawns a live entity, dropping its components.
     pub fn despawn(&mut self, e: Entity) -> Result<()> {

@@ -22,7 +22,28 @@ pub fn derive_component(input: TokenStream) -> TokenStream {
     }
 }
 
+/// The path of the engine crate as the caller sees it: `::ecsdb_engine` when it depends on the
+/// engine (or is the engine, which aliases itself), `::ecsdb::engine` through the facade.
+fn engine_path() -> proc_macro2::TokenStream {
+    use proc_macro_crate::{crate_name, FoundCrate};
+    match crate_name("ecsdb-engine") {
+        Ok(FoundCrate::Itself) => quote!(::ecsdb_engine),
+        Ok(FoundCrate::Name(name)) => {
+            let ident = syn::Ident::new(&name, proc_macro2::Span::call_site());
+            quote!(::#ident)
+        }
+        Err(_) => match crate_name("ecsdb") {
+            Ok(FoundCrate::Name(name)) => {
+                let ident = syn::Ident::new(&name, proc_macro2::Span::call_site());
+                quote!(::#ident::engine)
+            }
+            _ => quote!(::ecsdb::engine),
+        },
+    }
+}
+
 fn expand(input: &DeriveInput) -> syn::Result<proc_macro2::TokenStream> {
+    let krate = engine_path();
     let mut opaque = false;
     let mut sparse = false;
     let mut name = input.ident.to_string();
@@ -63,10 +84,10 @@ fn expand(input: &DeriveInput) -> syn::Result<proc_macro2::TokenStream> {
                         let fty = &f.ty;
                         let sname = fname.to_string();
                         quote! {
-                            ::ecsdb_engine::FieldInfo {
+                            #krate::FieldInfo {
                                 name: ::std::string::String::from(#sname),
-                                ty: <#fty as ::ecsdb_engine::SchemaField>::FIELD_TYPE,
-                                offset: ::ecsdb_engine::__private::offset_of!(#ident #ty_generics, #fname),
+                                ty: <#fty as #krate::SchemaField>::FIELD_TYPE,
+                                offset: #krate::__private::offset_of!(#ident #ty_generics, #fname),
                             }
                         }
                     })
@@ -87,13 +108,12 @@ fn expand(input: &DeriveInput) -> syn::Result<proc_macro2::TokenStream> {
             }
         }
     };
-    let storage =
-        if sparse { quote!(::ecsdb_engine::StorageKind::Sparse) } else { quote!(::ecsdb_engine::StorageKind::Table) };
+    let storage = if sparse { quote!(#krate::StorageKind::Sparse) } else { quote!(#krate::StorageKind::Table) };
     Ok(quote! {
-        impl #impl_generics ::ecsdb_engine::Component for #ident #ty_generics #where_clause {
-            const STORAGE: ::ecsdb_engine::StorageKind = #storage;
-            fn schema() -> ::ecsdb_engine::ComponentSchema {
-                ::ecsdb_engine::ComponentSchema {
+        impl #impl_generics #krate::Component for #ident #ty_generics #where_clause {
+            const STORAGE: #krate::StorageKind = #storage;
+            fn schema() -> #krate::ComponentSchema {
+                #krate::ComponentSchema {
                     name: #name,
                     fields: ::std::vec![#(#fields),*],
                     opaque: #opaque,

@@ -292,6 +292,11 @@ impl<'w, Q: QueryData, F: QueryFilter> Cursor<'w, Q, F> {
         Cursor { tables, ctx, next_table: 0, fetch: None, filter: None, entities: std::ptr::null(), row: 0, len: 0 }
     }
 
+    /// Whether iteration has begun.
+    fn started(&self) -> bool {
+        self.next_table > 0
+    }
+
     #[inline(always)]
     fn next(&mut self, state: &QueryState<Q, F>) -> Option<Q::Item<'w>> {
         loop {
@@ -315,26 +320,45 @@ impl<'w, Q: QueryData, F: QueryFilter> Cursor<'w, Q, F> {
     }
 
     /// Moves to the next non-empty matched table; `None` when there is none.
-    #[inline(never)]
+    #[inline]
     fn advance(&mut self, state: &QueryState<Q, F>) -> Option<()> {
+        let (next_table, fetch, filter, entities, len) =
+            Self::find_table(state, self.tables, self.ctx, self.next_table)?;
+        self.next_table = next_table;
+        self.fetch = Some(fetch);
+        self.filter = Some(filter);
+        self.entities = entities;
+        self.row = 0;
+        self.len = len;
+        Some(())
+    }
+
+    /// The cold half of `advance`. It takes and returns values only: handing it `&mut self`
+    /// would let the iterator's address escape, and LLVM would then reload the cursor from
+    /// memory on every row after each store the caller makes through an item.
+    #[inline(never)]
+    #[allow(clippy::type_complexity)]
+    fn find_table(
+        state: &QueryState<Q, F>,
+        tables: *mut ArchetypeTable,
+        ctx: FetchContext,
+        mut next_table: usize,
+    ) -> Option<(usize, Q::Fetch<'w>, F::Fetch<'w>, *const Entity, usize)> {
         let data = state.data.as_ref()?;
         loop {
-            let tid = *state.tables.get(self.next_table)?;
-            self.next_table += 1;
+            let tid = *state.tables.get(next_table)?;
+            next_table += 1;
             // SAFETY: matched ids are in bounds; whoever built the cursor holds the access the
             // query needs for 'w.
             unsafe {
-                let table = self.tables.add(tid.index());
+                let table = tables.add(tid.index());
                 let len = (*table).len();
                 if len == 0 {
                     continue;
                 }
-                self.fetch = Some(Q::fetch(data, &self.ctx, table));
-                self.filter = Some(F::fetch(&state.filter, &self.ctx, table));
-                self.entities = (*table).entities().as_ptr();
-                self.row = 0;
-                self.len = len;
-                return Some(());
+                let fetch = Q::fetch(data, &ctx, table);
+                let filter = F::fetch(&state.filter, &ctx, table);
+                return Some((next_table, fetch, filter, (*table).entities().as_ptr(), len));
             }
         }
     }
@@ -366,27 +390,25 @@ impl<'w, Q: QueryData, F: QueryFilter> Iterator for QueryIter<'w, '_, Q, F> {
 pub struct Query<'w, Q: QueryData, F: QueryFilter = ()> {
     state: QueryState<Q, F>,
     cursor: Cursor<'w, Q, F>,
-    started: bool,
     _world: PhantomData<&'w mut World>,
 }
 
 impl<'w, Q: QueryData, F: QueryFilter> Query<'w, Q, F> {
     fn new(state: QueryState<Q, F>, tables: *mut ArchetypeTable, ctx: FetchContext) -> Self {
-        Query { state, cursor: Cursor::new(tables, ctx), started: false, _world: PhantomData }
+        Query { state, cursor: Cursor::new(tables, ctx), _world: PhantomData }
     }
 }
 
 impl<'w, Q: QueryData, F: QueryFilter> Iterator for Query<'w, Q, F> {
     type Item = Q::Item<'w>;
 
-    #[inline]
+    #[inline(always)]
     fn next(&mut self) -> Option<Q::Item<'w>> {
-        self.started = true;
         self.cursor.next(&self.state)
     }
 
     fn for_each<G: FnMut(Q::Item<'w>)>(mut self, mut f: G) {
-        if self.started {
+        if self.cursor.started() {
             for item in self.by_ref() {
                 f(item);
             }

@@ -4,9 +4,11 @@
 //! Everything above it goes through `World`'s safe API.
 
 mod column;
+mod field;
 mod sparse;
 mod table;
 
 pub use column::Column;
+pub use field::{FieldColumn, FieldIter, FieldScalar};
 pub use sparse::SparseSet;
 pub use table::{ArchetypeTable, TableId};

@@ -1,0 +1,1078 @@
+//! The world's indexes: definitions, validation, refresh from change ticks, the removal hook,
+//! and the read side ([`IndexReader`]) through which the planner asks for answers.
+//!
+//! # Locking
+//! The indexes sit behind an `RwLock` inside the world so that a reader on `&World` (a
+//! read-only statement) can bring them up to date. Any change to the data needs `&mut World`,
+//! which cannot coexist with an [`IndexReader`] (it borrows the world): while one reader
+//! lives, the indexes cannot go stale. [`World::index_reader`] refreshes under `try_write`:
+//! when that fails another reader exists (so nothing changed since it refreshed) or another
+//! thread is refreshing (and `read` waits for it). No code path blocks on `write` while a
+//! reader may exist, so nested readers on one thread cannot deadlock. A user predicate that
+//! panics during a refresh poisons the lock; the next access clears it and rebuilds every
+//! index.
+
+use std::sync::{Arc, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard, TryLockError};
+
+use roaring::RoaringBitmap;
+
+use super::bitmap::{BitmapIndex, PresenceIndex};
+use super::btree::BtreeIndex;
+use super::function::FunctionIndex;
+use super::keys::{KeyType, OrdF64};
+use super::rtree::RtreeIndex;
+use super::{Estimate, IndexAnswer, IndexDef, IndexInfo, IndexKind, IndexPredicate, RtreeUpdate, SecondaryIndex};
+use crate::component::{is_identifier, Component, ComponentId, ComponentInfo, FieldType, StorageKind};
+use crate::entity::Entity;
+use crate::error::{EngineError, Result};
+use crate::storage::{FieldColumn, TableId};
+use crate::tick::Tick;
+use crate::value::Value;
+use crate::world::World;
+
+type DynFn = Arc<dyn Fn(&Value) -> bool + Send + Sync>;
+type TypedFn = Arc<dyn Fn(&World, Entity) -> Option<bool> + Send + Sync>;
+
+/// Where an index's values come from.
+#[derive(Clone)]
+enum Source {
+    /// Fields by schema position, passed in definition order.
+    Fields(Vec<usize>),
+    /// Nothing: presence only.
+    Presence,
+    /// A predicate over the component as a [`Value::Object`].
+    Dynamic(DynFn),
+    /// A predicate over the Rust value, read through the world.
+    Typed(TypedFn),
+}
+
+/// One index and its bookkeeping.
+struct Slot {
+    /// The definition, resolved: name and fields filled in.
+    def: IndexDef,
+    component: ComponentId,
+    source: Source,
+    index: Box<dyn SecondaryIndex>,
+    /// World tick of the last refresh: rows changed after it are re-read.
+    last_tick: Tick,
+    /// Rows of the component whose values cannot be read (a u64 above i64::MAX).
+    unreadable: RoaringBitmap,
+    needs_rebuild: bool,
+}
+
+/// A segment of rows holding the component: a table or the sparse set.
+#[derive(Clone, Copy)]
+enum Seg {
+    Table(TableId),
+    Sparse,
+}
+
+/// Calls `f(row)` for every row whose tick is newer than `since`, skipping 256-row chunks
+/// with no such row in one vectorised pass.
+fn for_each_changed(ticks: &[Tick], since: Tick, mut f: impl FnMut(usize)) {
+    const CHUNK: usize = 256;
+    for (c, chunk) in ticks.chunks(CHUNK).enumerate() {
+        if chunk.iter().fold(false, |any, &t| any | (t > since)) {
+            for (j, &t) in chunk.iter().enumerate() {
+                if t > since {
+                    f(c * CHUNK + j);
+                }
+            }
+        }
+    }
+}
+
+/// One field of every row of a segment, typed.
+enum View<'w> {
+    Bool(FieldColumn<'w, bool>),
+    I8(FieldColumn<'w, i8>),
+    I16(FieldColumn<'w, i16>),
+    I32(FieldColumn<'w, i32>),
+    I64(FieldColumn<'w, i64>),
+    U8(FieldColumn<'w, u8>),
+    U16(FieldColumn<'w, u16>),
+    U32(FieldColumn<'w, u32>),
+    U64(FieldColumn<'w, u64>),
+    F32(FieldColumn<'w, f32>),
+    F64(FieldColumn<'w, f64>),
+    Str(FieldColumn<'w, String>),
+    Entity(FieldColumn<'w, Entity>),
+    Vec2(FieldColumn<'w, [f32; 2]>),
+    Vec3(FieldColumn<'w, [f32; 3]>),
+}
+
+impl<'w> View<'w> {
+    fn new(world: &'w World, seg: Seg, id: ComponentId, field: usize, ty: FieldType) -> Option<View<'w>> {
+        macro_rules! col {
+            ($t:ty) => {
+                match seg {
+                    Seg::Table(t) => world.table_field::<$t>(t, id, field),
+                    Seg::Sparse => world.sparse_field::<$t>(id, field),
+                }?
+            };
+        }
+        Some(match ty {
+            FieldType::Bool => View::Bool(col!(bool)),
+            FieldType::I8 => View::I8(col!(i8)),
+            FieldType::I16 => View::I16(col!(i16)),
+            FieldType::I32 => View::I32(col!(i32)),
+            FieldType::I64 => View::I64(col!(i64)),
+            FieldType::U8 => View::U8(col!(u8)),
+            FieldType::U16 => View::U16(col!(u16)),
+            FieldType::U32 => View::U32(col!(u32)),
+            FieldType::U64 => View::U64(col!(u64)),
+            FieldType::F32 => View::F32(col!(f32)),
+            FieldType::F64 => View::F64(col!(f64)),
+            FieldType::String => View::Str(col!(String)),
+            FieldType::Entity => View::Entity(col!(Entity)),
+            FieldType::Vec2 => View::Vec2(col!([f32; 2])),
+            FieldType::Vec3 => View::Vec3(col!([f32; 3])),
+        })
+    }
+
+    /// Row `row`'s value as the language reads it; `None` when unreadable.
+    #[inline]
+    fn get(&self, row: usize) -> Option<Value> {
+        Some(match self {
+            View::Bool(c) => Value::Bool(*c.get(row)?),
+            View::I8(c) => Value::Int(*c.get(row)? as i64),
+            View::I16(c) => Value::Int(*c.get(row)? as i64),
+            View::I32(c) => Value::Int(*c.get(row)? as i64),
+            View::I64(c) => Value::Int(*c.get(row)?),
+            View::U8(c) => Value::Int(*c.get(row)? as i64),
+            View::U16(c) => Value::Int(*c.get(row)? as i64),
+            View::U32(c) => Value::Int(*c.get(row)? as i64),
+            View::U64(c) => Value::Int(i64::try_from(*c.get(row)?).ok()?),
+            View::F32(c) => Value::Float(*c.get(row)? as f64),
+            View::F64(c) => Value::Float(*c.get(row)?),
+            View::Str(c) => Value::Str(c.get(row)?.clone()),
+            View::Entity(c) => {
+                let e = *c.get(row)?;
+                if e.is_null() {
+                    Value::Null
+                } else {
+                    Value::Entity(e)
+                }
+            }
+            View::Vec2(c) => {
+                let v = c.get(row)?;
+                Value::Vec2([v[0] as f64, v[1] as f64])
+            }
+            View::Vec3(c) => {
+                let v = c.get(row)?;
+                Value::Vec3([v[0] as f64, v[1] as f64, v[2] as f64])
+            }
+        })
+    }
+}
+
+/// Reads the values an index wants from rows of one segment.
+enum RowReader<'w> {
+    Fields(Vec<View<'w>>),
+    Presence,
+    Dynamic(Vec<(&'w str, View<'w>)>, DynFn),
+    Typed(TypedFn),
+    /// The fields could not be viewed (cannot happen for a validated definition): every row
+    /// counts as unreadable, so the index declines rather than answer wrongly.
+    Broken,
+}
+
+impl<'w> RowReader<'w> {
+    fn new(world: &'w World, seg: Seg, id: ComponentId, source: &Source) -> RowReader<'w> {
+        let info = world.components().info(id);
+        let view = |i: usize| info.fields().get(i).and_then(|f| View::new(world, seg, id, i, f.ty));
+        match source {
+            Source::Presence => RowReader::Presence,
+            Source::Typed(f) => RowReader::Typed(f.clone()),
+            Source::Fields(fields) => {
+                fields.iter().map(|&i| view(i)).collect::<Option<Vec<_>>>().map_or(RowReader::Broken, RowReader::Fields)
+            }
+            Source::Dynamic(f) => info
+                .fields()
+                .iter()
+                .enumerate()
+                .map(|(i, fi)| Some((fi.name.as_str(), view(i)?)))
+                .collect::<Option<Vec<_>>>()
+                .map_or(RowReader::Broken, |v| RowReader::Dynamic(v, f.clone())),
+        }
+    }
+
+    /// The row's values into `out`; `None` when unreadable.
+    fn read(&self, world: &World, row: usize, e: Entity, out: &mut Vec<Value>) -> Option<()> {
+        out.clear();
+        match self {
+            RowReader::Fields(views) => {
+                for v in views {
+                    out.push(v.get(row)?);
+                }
+            }
+            RowReader::Presence => {}
+            RowReader::Dynamic(views, f) => {
+                let obj = views.iter().map(|(n, v)| Some((n.to_string(), v.get(row)?))).collect::<Option<Vec<_>>>()?;
+                out.push(Value::Bool(f(&Value::Object(obj))));
+            }
+            RowReader::Typed(f) => out.push(Value::Bool(f(world, e)?)),
+            RowReader::Broken => return None,
+        }
+        Some(())
+    }
+}
+
+impl Slot {
+    fn entries(&self) -> u64 {
+        self.index.entries() + self.unreadable.len()
+    }
+
+    /// Hands rows changed after `since` (every row for `None`) to the index.
+    fn feed(&mut self, world: &World, since: Option<Tick>) {
+        let id = self.component;
+        let mut segs: Vec<(Seg, &[Entity], &[Tick])> = Vec::new();
+        match world.components().info(id).storage() {
+            StorageKind::Table => {
+                for t in world.tables() {
+                    if let Some(col) = t.column(id) {
+                        segs.push((Seg::Table(t.id()), t.entities(), col.changed_ticks()));
+                    }
+                }
+            }
+            StorageKind::Sparse => {
+                if let Some(set) = world.sparse_set(id) {
+                    segs.push((Seg::Sparse, set.entities(), set.column().changed_ticks()));
+                }
+            }
+        }
+        let mut values = Vec::new();
+        for (seg, entities, ticks) in segs {
+            let mut reader = None;
+            let mut visit = |row: usize| {
+                let Some(&e) = entities.get(row) else { return };
+                let r = reader.get_or_insert_with(|| RowReader::new(world, seg, id, &self.source));
+                match r.read(world, row, e, &mut values) {
+                    Some(()) => {
+                        self.index.update(e.index(), &values);
+                        self.unreadable.remove(e.index());
+                    }
+                    None => {
+                        self.index.remove(e.index());
+                        self.unreadable.insert(e.index());
+                    }
+                }
+            };
+            match since {
+                Some(t) => for_each_changed(ticks, t, &mut visit),
+                None => (0..entities.len()).for_each(&mut visit),
+            }
+        }
+    }
+
+    fn rebuild(&mut self, world: &World) {
+        self.index.clear();
+        self.unreadable.clear();
+        self.feed(world, None);
+        self.index.flush();
+    }
+
+    /// Brings the index up to date as of world tick `this` (already taken).
+    fn refresh(&mut self, world: &World, this: Tick) {
+        if self.needs_rebuild || this <= self.last_tick {
+            // A new index, a poisoned lock, or a world whose tick went back (a loaded snapshot).
+            self.rebuild(world);
+        } else {
+            self.feed(world, Some(self.last_tick));
+            self.index.flush();
+            // A path that took components away without the removal hook (World::clear)
+            // leaves entries behind: the count tells.
+            if self.entries() != world.component_count(self.component) as u64 {
+                self.rebuild(world);
+            }
+        }
+        self.last_tick = this;
+        self.needs_rebuild = false;
+    }
+
+    fn info(&self, world: &World) -> IndexInfo {
+        IndexInfo {
+            name: self.def.name.clone().unwrap_or_default(),
+            kind: self.def.kind,
+            component: world.components().info(self.component).name().to_string(),
+            component_id: self.component,
+            fields: self.def.fields.clone(),
+            entries: self.entries(),
+            memory_bytes: self.index.stats().memory_bytes + self.unreadable.serialized_size() as u64,
+        }
+    }
+
+    fn name(&self) -> &str {
+        self.def.name.as_deref().unwrap_or_default()
+    }
+
+    fn estimate(&self, pred: &IndexPredicate) -> Option<Estimate> {
+        let present = matches!(pred, IndexPredicate::Present);
+        if !self.unreadable.is_empty() && !present {
+            return None;
+        }
+        let mut est = self.index.estimate(pred)?;
+        if present {
+            est.rows += self.unreadable.len();
+        }
+        Some(est)
+    }
+
+    fn answer(&self, pred: &IndexPredicate) -> Option<IndexAnswer<'_>> {
+        let present = matches!(pred, IndexPredicate::Present);
+        if !self.unreadable.is_empty() && !present {
+            return None;
+        }
+        let answer = self.index.answer(pred)?;
+        Some(match (answer, pred) {
+            (IndexAnswer::Set(mut s), IndexPredicate::Present) => {
+                s |= &self.unreadable;
+                IndexAnswer::Set(s)
+            }
+            (a, _) => a,
+        })
+    }
+}
+
+/// Every index of a world.
+#[derive(Default)]
+pub(crate) struct IndexSet {
+    slots: Vec<Slot>,
+}
+
+impl IndexSet {
+    fn find(&self, name: &str) -> Option<&Slot> {
+        self.slots.iter().find(|s| s.name() == name)
+    }
+
+    fn mark_all_for_rebuild(&mut self) {
+        for s in &mut self.slots {
+            s.needs_rebuild = true;
+        }
+    }
+
+    fn refresh(&mut self, world: &World) {
+        if self.slots.is_empty() {
+            return;
+        }
+        let this = world.read_change_tick();
+        for s in &mut self.slots {
+            s.refresh(world, this);
+        }
+    }
+}
+
+/// The world's field holding its indexes.
+#[derive(Default)]
+pub(crate) struct IndexRegistry {
+    set: RwLock<IndexSet>,
+}
+
+impl IndexRegistry {
+    /// Exclusive access through `&mut` (no locking), recovering from a poisoned lock.
+    fn get_mut(&mut self) -> &mut IndexSet {
+        let poisoned = self.set.is_poisoned();
+        self.set.clear_poison();
+        let set = self.set.get_mut().unwrap_or_else(PoisonError::into_inner);
+        if poisoned {
+            set.mark_all_for_rebuild();
+        }
+        set
+    }
+
+    /// Exclusive access through `&self`. Only called where no reader can exist (`&mut World`
+    /// callers), so it never waits.
+    fn write(&self) -> RwLockWriteGuard<'_, IndexSet> {
+        match self.set.write() {
+            Ok(g) => g,
+            Err(p) => {
+                let mut g = p.into_inner();
+                g.mark_all_for_rebuild();
+                self.set.clear_poison();
+                g
+            }
+        }
+    }
+
+    fn read(&self) -> RwLockReadGuard<'_, IndexSet> {
+        self.set.read().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The removal hook: entity `e` is losing component `id`.
+    pub(crate) fn note_removed(&mut self, e: Entity, id: ComponentId) {
+        let set = self.get_mut();
+        for s in set.slots.iter_mut().filter(|s| s.component == id) {
+            s.index.remove(e.index());
+            s.unreadable.remove(e.index());
+        }
+    }
+}
+
+/// Read access to a world's indexes, refreshed when it was made and never stale while it
+/// lives (it borrows the world). Made by [`World::index_reader`].
+pub struct IndexReader<'w> {
+    world: &'w World,
+    set: RwLockReadGuard<'w, IndexSet>,
+}
+
+impl<'w> IndexReader<'w> {
+    /// The world.
+    pub fn world(&self) -> &'w World {
+        self.world
+    }
+
+    /// Every index, in creation order.
+    pub fn list(&self) -> Vec<IndexInfo> {
+        self.set.slots.iter().map(|s| s.info(self.world)).collect()
+    }
+
+    /// The index with this name.
+    pub fn info(&self, name: &str) -> Option<IndexInfo> {
+        self.set.find(name).map(|s| s.info(self.world))
+    }
+
+    /// The indexes over a component.
+    pub fn on(&self, component: ComponentId) -> Vec<IndexInfo> {
+        self.set.slots.iter().filter(|s| s.component == component).map(|s| s.info(self.world)).collect()
+    }
+
+    /// Whether index `name` answers `pred`, with estimated rows and cost; `None` when it
+    /// does not (or no such index exists).
+    pub fn estimate(&self, name: &str, pred: &IndexPredicate) -> Option<Estimate> {
+        self.set.find(name)?.estimate(pred)
+    }
+
+    /// Index `name`'s exact answer to `pred`; `None` exactly when [`IndexReader::estimate`]
+    /// is `None`.
+    pub fn answer(&self, name: &str, pred: &IndexPredicate) -> Option<IndexAnswer<'_>> {
+        self.set.find(name)?.answer(pred)
+    }
+
+    /// The predicate of the function index `name`, for evaluating it row by row.
+    pub fn function(&self, name: &str) -> Option<IndexFunction> {
+        function_of(self.set.find(name)?)
+    }
+}
+
+fn function_of(s: &Slot) -> Option<IndexFunction> {
+    let f = match &s.source {
+        Source::Dynamic(f) => FnKind::Dynamic(f.clone()),
+        Source::Typed(f) => FnKind::Typed(f.clone()),
+        _ => return None,
+    };
+    Some(IndexFunction { name: s.name().to_string(), component: s.component, f })
+}
+
+#[derive(Clone)]
+enum FnKind {
+    Dynamic(DynFn),
+    Typed(TypedFn),
+}
+
+/// The predicate of a function index, to evaluate it where the index is not used (a scan
+/// must give the index's answer: the same predicate on the same value).
+#[derive(Clone)]
+pub struct IndexFunction {
+    name: String,
+    component: ComponentId,
+    f: FnKind,
+}
+
+impl IndexFunction {
+    /// The function's (and index's) name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The component it reads.
+    pub fn component(&self) -> ComponentId {
+        self.component
+    }
+
+    /// The predicate on entity `e`'s component: `Ok(None)` when `e` lacks the component,
+    /// an error for a stale entity.
+    pub fn eval(&self, world: &World, e: Entity) -> Result<Option<bool>> {
+        if !world.has_component(e, self.component)? {
+            return Ok(None);
+        }
+        match &self.f {
+            FnKind::Dynamic(f) => Ok(Some(f(&world.get_component_value(e, self.component)?))),
+            FnKind::Typed(f) => Ok(f(world, e)),
+        }
+    }
+}
+
+impl std::fmt::Debug for IndexFunction {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("IndexFunction").field("name", &self.name).field("component", &self.component).finish()
+    }
+}
+
+fn invalid(msg: String) -> EngineError {
+    EngineError::Invalid(msg)
+}
+
+fn unknown_index(name: &str) -> EngineError {
+    invalid(format!("unknown index '{name}'"))
+}
+
+/// Resolves and checks a definition: the fields an index reads and the empty index.
+fn resolve(
+    info: &ComponentInfo,
+    def: &IndexDef,
+    mode: RtreeUpdate,
+) -> Result<(Vec<String>, Source, Box<dyn SecondaryIndex>)> {
+    let comp = info.name();
+    let mut idx = Vec::with_capacity(def.fields.len());
+    for (i, f) in def.fields.iter().enumerate() {
+        if info.is_opaque() {
+            return Err(EngineError::Opaque(comp.to_string()));
+        }
+        let j = info
+            .field_index(f)
+            .ok_or_else(|| EngineError::UnknownField { component: comp.to_string(), field: f.clone() })?;
+        if def.fields[..i].contains(f) {
+            return Err(EngineError::DuplicateField { component: comp.to_string(), field: f.clone() });
+        }
+        idx.push(j);
+    }
+    let ty = |j: usize| info.fields()[j].ty;
+    let keyed = |j: usize, bitmap: bool| -> Result<Box<dyn SecondaryIndex>> {
+        let kind = if bitmap { "bitmap" } else { "btree" };
+        let key = KeyType::of(ty(j)).ok_or_else(|| {
+            invalid(format!(
+                "a {kind} index cannot order field '{comp}.{}' of type {}: use rtree for vectors",
+                info.fields()[j].name,
+                ty(j)
+            ))
+        })?;
+        Ok(match (key, bitmap) {
+            (KeyType::Bool, true) => Box::new(BitmapIndex::<bool>::default()),
+            (KeyType::Int, true) => Box::new(BitmapIndex::<i64>::default()),
+            (KeyType::Float, true) => Box::new(BitmapIndex::<OrdF64>::default()),
+            (KeyType::Str, true) => Box::new(BitmapIndex::<Box<str>>::default()),
+            (KeyType::Entity, true) => Box::new(BitmapIndex::<Entity>::default()),
+            (KeyType::Bool, false) => Box::new(BtreeIndex::<bool>::default()),
+            (KeyType::Int, false) => Box::new(BtreeIndex::<i64>::default()),
+            (KeyType::Float, false) => Box::new(BtreeIndex::<OrdF64>::default()),
+            (KeyType::Str, false) => Box::new(BtreeIndex::<Box<str>>::default()),
+            (KeyType::Entity, false) => Box::new(BtreeIndex::<Entity>::default()),
+        })
+    };
+    let names = |idx: &[usize]| idx.iter().map(|&j| info.fields()[j].name.clone()).collect::<Vec<_>>();
+    match def.kind {
+        IndexKind::Rtree => {
+            if idx.is_empty() {
+                if info.is_vector_like() {
+                    idx = (0..info.fields().len()).collect();
+                } else if info.fields().len() == 1 && matches!(ty(0), FieldType::Vec2 | FieldType::Vec3) {
+                    idx = vec![0];
+                }
+            }
+            let dims = match idx.as_slice() {
+                [j] => match ty(*j) {
+                    FieldType::Vec2 => 2,
+                    FieldType::Vec3 => 3,
+                    _ => 0,
+                },
+                js if (2..=3).contains(&js.len()) && js.iter().all(|&j| ty(j).is_numeric()) => js.len(),
+                _ => 0,
+            };
+            let index: Box<dyn SecondaryIndex> = match dims {
+                2 => Box::new(RtreeIndex::<2>::new(mode)),
+                3 => Box::new(RtreeIndex::<3>::new(mode)),
+                _ => {
+                    return Err(invalid(format!(
+                        "an rtree index needs a vector-like component (2 or 3 numeric fields), one vec2/vec3 field, \
+                         or 2 or 3 numeric fields; '{comp}' {}",
+                        if def.fields.is_empty() {
+                            "is not vector-like".to_string()
+                        } else {
+                            format!("fields {:?} are not", def.fields)
+                        }
+                    )))
+                }
+            };
+            Ok((names(&idx), Source::Fields(idx), index))
+        }
+        IndexKind::Bitmap => match idx.as_slice() {
+            [] => Ok((Vec::new(), Source::Presence, Box::new(PresenceIndex::default()))),
+            [j] => Ok((names(&idx), Source::Fields(vec![*j]), keyed(*j, true)?)),
+            _ => Err(invalid(format!("a bitmap index covers one field (or none, for presence); got {:?}", def.fields))),
+        },
+        IndexKind::Btree => {
+            if idx.is_empty() && info.fields().len() == 1 && !info.is_opaque() {
+                idx = vec![0];
+            }
+            match idx.as_slice() {
+                [j] => Ok((names(&idx), Source::Fields(vec![*j]), keyed(*j, false)?)),
+                _ => Err(invalid(format!("a btree index orders one field of '{comp}'; got {:?}", def.fields))),
+            }
+        }
+        IndexKind::Function => Err(invalid(
+            "function indexes are created from Rust with create_function_index (they need the predicate)".to_string(),
+        )),
+    }
+}
+
+impl World {
+    fn check_new_index_name(&self, name: &str) -> Result<()> {
+        if !is_identifier(name) {
+            return Err(invalid(format!("'{name}' is not a valid index name")));
+        }
+        if self.indexes.read().find(name).is_some() {
+            return Err(invalid(format!("index '{name}' already exists")));
+        }
+        Ok(())
+    }
+
+    /// Builds a new index over the current rows and adds it.
+    fn install(
+        &mut self,
+        def: IndexDef,
+        component: ComponentId,
+        source: Source,
+        index: Box<dyn SecondaryIndex>,
+    ) -> String {
+        let name = def.name.clone().unwrap_or_default();
+        let mut slot =
+            Slot { def, component, source, index, last_tick: 0, unreadable: RoaringBitmap::new(), needs_rebuild: true };
+        let world: &World = self;
+        let this = world.read_change_tick();
+        slot.refresh(world, this);
+        world.indexes.write().slots.push(slot);
+        name
+    }
+
+    /// Creates an index and builds it from the current rows. Returns its name (given, or
+    /// `<component>_<fields>_<kind>` with the fields as resolved).
+    ///
+    /// Errors: unknown component or field, fields that do not suit the kind (see
+    /// [`IndexDef::fields`]), an invalid or taken name, or kind `function` (use
+    /// [`World::create_function_index`]).
+    pub fn create_index(&mut self, def: IndexDef) -> Result<String> {
+        let id = self.component_id(&def.component)?;
+        let info = self.components().info(id);
+        let (fields, source, index) = resolve(info, &def, RtreeUpdate::default())?;
+        let name = match &def.name {
+            Some(n) => n.clone(),
+            None => {
+                let mut n = info.name().to_string();
+                for f in &fields {
+                    n.push('_');
+                    n.push_str(f);
+                }
+                n.push('_');
+                n.push_str(def.kind.name());
+                n
+            }
+        };
+        self.check_new_index_name(&name)?;
+        let def = IndexDef { name: Some(name), component: info.name().to_string(), fields, kind: def.kind };
+        Ok(self.install(def, id, source, index))
+    }
+
+    /// Registers a predicate over a component as a function index named `name`: the set of
+    /// entities for which `f(component as a Value::Object)` is true, re-evaluated only for
+    /// rows that changed since the last refresh (and new rows). In text, `WHERE name(C)`.
+    /// `f` must be pure (the same value gives the same answer) and should not panic.
+    ///
+    /// ```
+    /// use ecsdb_engine::index::IndexPredicate;
+    /// use ecsdb_engine::{Component, Value, World};
+    /// #[derive(Component)] struct Position { x: f32, y: f32 }
+    /// let mut world = World::new();
+    /// let a = world.spawn(Position { x: 1.0, y: 5.0 });
+    /// world.spawn(Position { x: -1.0, y: 5.0 });
+    /// world.create_function_index("visible", "Position", |p: &Value| match p {
+    ///     Value::Object(f) => f[0].1.as_f64().is_some_and(|x| x > 0.0),
+    ///     _ => false,
+    /// }).unwrap();
+    /// let seen = world.index_answer("visible", &IndexPredicate::Function { name: "visible".into() }).unwrap();
+    /// assert_eq!(seen.unwrap().into_vec(None), [a.index()]);
+    /// ```
+    pub fn create_function_index(
+        &mut self,
+        name: &str,
+        component: &str,
+        f: impl Fn(&Value) -> bool + Send + Sync + 'static,
+    ) -> Result<String> {
+        let id = self.component_id(component)?;
+        let info = self.components().info(id);
+        if info.is_opaque() {
+            return Err(EngineError::Opaque(component.to_string()));
+        }
+        self.check_new_index_name(name)?;
+        let def = IndexDef {
+            name: Some(name.to_string()),
+            component: info.name().to_string(),
+            fields: Vec::new(),
+            kind: IndexKind::Function,
+        };
+        let source = Source::Dynamic(Arc::new(f));
+        Ok(self.install(def, id, source, Box::new(FunctionIndex::new(name))))
+    }
+
+    /// Like [`World::create_function_index`] with a predicate over the Rust type (which is
+    /// registered if needed); works for opaque components too.
+    ///
+    /// ```
+    /// use ecsdb_engine::index::IndexPredicate;
+    /// use ecsdb_engine::{Component, World};
+    /// #[derive(Component)] struct Health { hp: f32 }
+    /// let mut world = World::new();
+    /// let e = world.spawn(Health { hp: 0.0 });
+    /// world.create_function_index_typed("dead", |h: &Health| h.hp <= 0.0).unwrap();
+    /// let dead = IndexPredicate::Function { name: "dead".into() };
+    /// assert_eq!(world.index_answer("dead", &dead).unwrap().unwrap().into_vec(None), [e.index()]);
+    /// world.get_mut::<Health>(e).unwrap().hp = 10.0;
+    /// assert!(world.index_answer("dead", &dead).unwrap().unwrap().into_vec(None).is_empty());
+    /// ```
+    pub fn create_function_index_typed<T: Component>(
+        &mut self,
+        name: &str,
+        f: impl Fn(&T) -> bool + Send + Sync + 'static,
+    ) -> Result<String> {
+        let id = self.register::<T>()?;
+        self.check_new_index_name(name)?;
+        let component = self.components().info(id).name().to_string();
+        let def = IndexDef { name: Some(name.to_string()), component, fields: Vec::new(), kind: IndexKind::Function };
+        let typed: TypedFn = Arc::new(move |w: &World, e: Entity| w.get::<T>(e).ok().map(&f));
+        Ok(self.install(def, id, Source::Typed(typed), Box::new(FunctionIndex::new(name))))
+    }
+
+    /// Drops an index (an error if there is none by that name).
+    pub fn drop_index(&mut self, name: &str) -> Result<()> {
+        let set = self.indexes.get_mut();
+        let i = set.slots.iter().position(|s| s.name() == name).ok_or_else(|| unknown_index(name))?;
+        set.slots.remove(i);
+        Ok(())
+    }
+
+    /// Every index with its entries and memory, in creation order (`SHOW INDEXES`). Refreshes.
+    pub fn indexes(&self) -> Vec<IndexInfo> {
+        self.index_reader().list()
+    }
+
+    /// The index with this name (refreshes).
+    pub fn index_info(&self, name: &str) -> Option<IndexInfo> {
+        self.index_reader().info(name)
+    }
+
+    /// The indexes over a component (refreshes).
+    pub fn indexes_on(&self, component: ComponentId) -> Vec<IndexInfo> {
+        self.index_reader().on(component)
+    }
+
+    /// The definitions of every index, names and fields resolved, in creation order (what a
+    /// snapshot saves). Function indexes are listed with kind `function`: their predicates are
+    /// Rust closures, so a loader re-registers them with [`World::create_function_index`]
+    /// rather than [`World::create_index`].
+    pub fn index_definitions(&self) -> Vec<IndexDef> {
+        self.indexes.read().slots.iter().map(|s| s.def.clone()).collect()
+    }
+
+    /// Brings every index up to date with `&mut` access (no locking). Cost: a scan of the
+    /// change ticks of the indexed components plus the work for the rows that changed.
+    pub fn refresh_indexes(&mut self) {
+        let world: &World = self;
+        world.indexes.write().refresh(world);
+    }
+
+    /// Refreshes what changed since the last refresh and returns read access to every index:
+    /// one per statement. Never stale: the reader borrows the world, so nothing changes
+    /// while it lives.
+    pub fn index_reader(&self) -> IndexReader<'_> {
+        match self.indexes.set.try_write() {
+            Ok(mut set) => set.refresh(self),
+            Err(TryLockError::Poisoned(p)) => {
+                let mut set = p.into_inner();
+                set.mark_all_for_rebuild();
+                self.indexes.set.clear_poison();
+                set.refresh(self);
+            }
+            // Another reader lives (so nothing changed since it refreshed) or another thread
+            // is refreshing (`read` waits for it).
+            Err(TryLockError::WouldBlock) => {}
+        }
+        IndexReader { world: self, set: self.indexes.read() }
+    }
+
+    /// Estimate of index `name` for `pred` (refreshes first); `Ok(None)` when the index does
+    /// not answer it, an error when there is no such index.
+    pub fn index_estimate(&self, name: &str, pred: &IndexPredicate) -> Result<Option<Estimate>> {
+        let r = self.index_reader();
+        r.set.find(name).ok_or_else(|| unknown_index(name))?;
+        Ok(r.estimate(name, pred))
+    }
+
+    /// Answer of index `name` to `pred` (refreshes first), owning its data: an ordered answer
+    /// is drained up to the predicate's `k` / `limit`. `Ok(None)` when the index does not
+    /// answer it, an error when there is no such index.
+    pub fn index_answer(&self, name: &str, pred: &IndexPredicate) -> Result<Option<IndexAnswer<'static>>> {
+        let r = self.index_reader();
+        r.set.find(name).ok_or_else(|| unknown_index(name))?;
+        let limit = match pred {
+            IndexPredicate::Nearest { k, .. } => Some(*k),
+            IndexPredicate::Ordered { limit, .. } => *limit,
+            _ => None,
+        };
+        Ok(r.answer(name, pred).map(|a| a.into_owned(limit)))
+    }
+
+    /// The predicate of the function index `name`, to evaluate it in a scan.
+    pub fn index_function(&self, name: &str) -> Option<IndexFunction> {
+        function_of(self.indexes.read().find(name)?)
+    }
+
+    /// Chooses how an rtree index absorbs moved entities (see [`RtreeUpdate`]); the index is
+    /// rebuilt at the next refresh.
+    pub fn set_rtree_update(&mut self, name: &str, mode: RtreeUpdate) -> Result<()> {
+        let dims = {
+            let set = self.indexes.read();
+            let slot = set.find(name).ok_or_else(|| unknown_index(name))?;
+            let info = self.components().info(slot.component);
+            match slot.def.fields.as_slice() {
+                [f] if info.field(f).is_some_and(|f| f.ty == FieldType::Vec2) => 2,
+                [_] => 3,
+                fs => fs.len(),
+            }
+        };
+        let set = self.indexes.get_mut();
+        let slot = set.slots.iter_mut().find(|s| s.name() == name).ok_or_else(|| unknown_index(name))?;
+        if slot.def.kind != IndexKind::Rtree {
+            return Err(invalid(format!("index '{name}' is not an rtree index")));
+        }
+        slot.index = match dims {
+            2 => Box::new(RtreeIndex::<2>::new(mode)),
+            _ => Box::new(RtreeIndex::<3>::new(mode)),
+        };
+        slot.needs_rebuild = true;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::ops::Bound;
+
+    use super::*;
+    use crate::{CommandBuffer, ComponentDef};
+
+    #[derive(crate::Component, Clone, Copy, Debug, PartialEq)]
+    struct Pos {
+        x: f32,
+        y: f32,
+        z: f32,
+    }
+    #[derive(crate::Component, Clone, Copy, Debug, PartialEq)]
+    struct Team {
+        id: u8,
+    }
+    #[derive(crate::Component, Clone, Copy, Debug, PartialEq)]
+    struct Frozen;
+    #[derive(crate::Component, Clone, Copy, Debug, PartialEq)]
+    #[component(storage = "sparse")]
+    struct Hp {
+        v: f64,
+    }
+    #[derive(crate::Component, Clone, Copy, Debug, PartialEq)]
+    struct Big {
+        v: u64,
+    }
+
+    fn set(world: &World, name: &str, p: &IndexPredicate) -> Vec<u32> {
+        world.index_answer(name, p).unwrap().unwrap().into_vec(None)
+    }
+
+    #[test]
+    fn definitions_are_validated_and_named() {
+        let mut w = World::new();
+        w.register::<Pos>().unwrap();
+        w.register::<Team>().unwrap();
+        w.register::<Frozen>().unwrap();
+        w.define_component(&ComponentDef::new("Dir", &[("v", FieldType::Vec2), ("w", FieldType::F32)])).unwrap();
+        assert_eq!(w.create_index(IndexDef::new("Pos", &[], IndexKind::Rtree)).unwrap(), "Pos_x_y_z_rtree");
+        assert_eq!(w.create_index(IndexDef::new("Pos", &["x", "y"], IndexKind::Rtree)).unwrap(), "Pos_x_y_rtree");
+        assert_eq!(w.create_index(IndexDef::new("Dir", &["v"], IndexKind::Rtree)).unwrap(), "Dir_v_rtree");
+        assert_eq!(w.create_index(IndexDef::new("Team", &[], IndexKind::Btree)).unwrap(), "Team_id_btree");
+        assert_eq!(w.create_index(IndexDef::new("Frozen", &[], IndexKind::Bitmap)).unwrap(), "Frozen_bitmap");
+        assert_eq!(
+            w.create_index(IndexDef::new("Team", &["id"], IndexKind::Bitmap).named("team_idx")).unwrap(),
+            "team_idx"
+        );
+        let mut err = |d: IndexDef| w.clone_err(d);
+        assert_eq!(err(IndexDef::new("Nope", &[], IndexKind::Bitmap)), "unknown component 'Nope'");
+        assert_eq!(err(IndexDef::new("Pos", &["q"], IndexKind::Btree)), "component 'Pos' has no field 'q'");
+        assert!(err(IndexDef::new("Team", &[], IndexKind::Rtree)).contains("vector-like"));
+        assert!(err(IndexDef::new("Dir", &["v"], IndexKind::Btree)).contains("use rtree"));
+        assert!(err(IndexDef::new("Dir", &[], IndexKind::Rtree)).contains("vector-like"));
+        assert!(err(IndexDef::new("Pos", &["x", "y"], IndexKind::Bitmap)).contains("one field"));
+        assert!(err(IndexDef::new("Pos", &["x", "x"], IndexKind::Rtree)).contains("twice"));
+        assert!(err(IndexDef::new("Pos", &[], IndexKind::Btree)).contains("one field"));
+        assert!(err(IndexDef::new("Pos", &[], IndexKind::Function)).contains("create_function_index"));
+        assert_eq!(
+            err(IndexDef::new("Team", &["id"], IndexKind::Bitmap).named("team_idx")),
+            "index 'team_idx' already exists"
+        );
+        assert!(
+            err(IndexDef::new("Team", &["id"], IndexKind::Bitmap).named("bad name")).contains("not a valid index name")
+        );
+        let defs = w.index_definitions();
+        assert_eq!(defs.len(), 6);
+        assert_eq!(defs[0], IndexDef::new("Pos", &["x", "y", "z"], IndexKind::Rtree).named("Pos_x_y_z_rtree"));
+        w.drop_index("Pos_x_y_rtree").unwrap();
+        assert!(w.drop_index("Pos_x_y_rtree").is_err());
+        assert_eq!(w.indexes().len(), 5);
+        let team = w.component_id("Team").unwrap();
+        assert_eq!(
+            w.indexes_on(team).iter().map(|i| i.name.as_str()).collect::<Vec<_>>(),
+            ["Team_id_btree", "team_idx"]
+        );
+    }
+
+    impl World {
+        fn clone_err(&mut self, d: IndexDef) -> String {
+            self.create_index(d).unwrap_err().to_string()
+        }
+    }
+
+    #[test]
+    fn every_write_path_reaches_the_indexes() {
+        let mut w = World::new();
+        let a = w.spawn((Pos { x: 0.0, y: 0.0, z: 0.0 }, Team { id: 1 }));
+        let b = w.spawn((Pos { x: 5.0, y: 0.0, z: 0.0 }, Team { id: 2 }, Hp { v: 3.0 }));
+        let rt = w.create_index(IndexDef::new("Pos", &[], IndexKind::Rtree)).unwrap();
+        let tb = w.create_index(IndexDef::new("Team", &["id"], IndexKind::Bitmap)).unwrap();
+        let hp = w.create_index(IndexDef::new("Hp", &["v"], IndexKind::Btree)).unwrap();
+        w.register::<Frozen>().unwrap();
+        let fr = w.create_index(IndexDef::new("Frozen", &[], IndexKind::Bitmap)).unwrap();
+        let near = |x: f64| IndexPredicate::WithinRadius { center: vec![x, 0.0, 0.0], radius: 1.0, inclusive: true };
+        let team = |t: i64| IndexPredicate::Eq(Value::Int(t));
+        assert_eq!(set(&w, &rt, &near(5.0)), [b.index()]);
+        // get_mut
+        w.get_mut::<Pos>(a).unwrap().x = 5.5;
+        assert_eq!(set(&w, &rt, &near(5.0)), [a.index(), b.index()]);
+        // query_mut with Mut writes
+        for mut p in w.query_mut::<&mut Pos>() {
+            p.x += 100.0;
+        }
+        assert_eq!(set(&w, &rt, &near(105.0)), [a.index(), b.index()]);
+        // dynamic set_fields
+        w.set_fields(b, "Team", &[("id", Value::Int(1))]).unwrap();
+        assert_eq!(set(&w, &tb, &team(1)), [a.index(), b.index()]);
+        // insert overwriting, insert adding (table move keeps ticks), sparse insert
+        w.insert(a, (Team { id: 3 }, Frozen, Hp { v: 9.0 })).unwrap();
+        assert_eq!(set(&w, &tb, &team(3)), [a.index()]);
+        assert_eq!(set(&w, &fr, &IndexPredicate::Present), [a.index()]);
+        assert_eq!(set(&w, &hp, &IndexPredicate::between(5, 10)), [a.index()]);
+        assert_eq!(set(&w, &rt, &near(105.5)), [a.index(), b.index()]);
+        // remove, remove_component, despawn
+        w.remove::<(Frozen,)>(a).unwrap();
+        assert!(set(&w, &fr, &IndexPredicate::Present).is_empty());
+        w.remove_component(b, "Hp").unwrap();
+        assert_eq!(set(&w, &hp, &IndexPredicate::Present), [a.index()]);
+        w.despawn(a).unwrap();
+        assert_eq!(set(&w, &rt, &IndexPredicate::Present), [b.index()]);
+        // command buffers, spawn_values, insert_values; the index of `a` is recycled
+        let mut cmd = CommandBuffer::new();
+        cmd.spawn((Pos { x: 7.0, y: 0.0, z: 0.0 }, Team { id: 2 }));
+        cmd.despawn(b);
+        let spawned = cmd.apply(&mut w).spawned;
+        assert_eq!(set(&w, &rt, &near(7.0)), [spawned[0].index()]);
+        let c = w.spawn_values(&[("Team", &[("id", Value::Int(2))])]).unwrap();
+        w.insert_values(c, &[("Pos", &[("x", Value::Float(7.5))])]).unwrap();
+        assert_eq!(set(&w, &rt, &near(7.0)), [spawned[0].index(), c.index()]);
+        assert_eq!(set(&w, &tb, &team(2)), [spawned[0].index(), c.index()]);
+        // clear bypasses the removal hook: the count check rebuilds
+        w.clear();
+        assert!(set(&w, &rt, &IndexPredicate::Present).is_empty());
+        assert!(set(&w, &tb, &IndexPredicate::NotEq(Value::Int(9))).is_empty());
+        let info = w.index_info(&rt).unwrap();
+        assert_eq!((info.entries, info.kind), (0, IndexKind::Rtree));
+    }
+
+    #[test]
+    fn function_indexes_reevaluate_only_changed_rows() {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        static CALLS: AtomicUsize = AtomicUsize::new(0);
+        let mut w = World::new();
+        let es: Vec<Entity> = (0..100).map(|i| w.spawn(Pos { x: i as f32, y: 0.0, z: 0.0 })).collect();
+        w.create_function_index("far", "Pos", |v: &Value| {
+            CALLS.fetch_add(1, Ordering::Relaxed);
+            matches!(v, Value::Object(f) if f[0].1.as_f64().is_some_and(|x| x >= 50.0))
+        })
+        .unwrap();
+        assert_eq!(CALLS.load(Ordering::Relaxed), 100);
+        let far = IndexPredicate::Function { name: "far".into() };
+        assert_eq!(set(&w, "far", &far).len(), 50);
+        assert_eq!(CALLS.load(Ordering::Relaxed), 100);
+        w.get_mut::<Pos>(es[0]).unwrap().x = 60.0;
+        w.get_mut::<Pos>(es[99]).unwrap().x = 0.0;
+        assert_eq!(set(&w, "far", &far).len(), 50);
+        assert_eq!(CALLS.load(Ordering::Relaxed), 102);
+        let f = w.index_function("far").unwrap();
+        assert_eq!(f.eval(&w, es[0]).unwrap(), Some(true));
+        assert_eq!(f.eval(&w, es[99]).unwrap(), Some(false));
+        let lone = w.spawn(Team { id: 0 });
+        assert_eq!(f.eval(&w, lone).unwrap(), None);
+        w.despawn(lone).unwrap();
+        assert!(f.eval(&w, lone).is_err());
+        assert!(w.create_function_index("far", "Pos", |_| true).is_err());
+        assert_eq!(w.index_definitions()[0].kind, IndexKind::Function);
+        // Typed: works on opaque-free Rust types through the world.
+        w.create_function_index_typed("low_team", |t: &Team| t.id < 2).unwrap();
+        let t = w.spawn(Team { id: 1 });
+        assert_eq!(set(&w, "low_team", &IndexPredicate::Function { name: "low_team".into() }), [t.index()]);
+    }
+
+    #[test]
+    fn unreadable_rows_make_the_index_decline() {
+        let mut w = World::new();
+        let a = w.spawn(Big { v: 5 });
+        let b = w.spawn(Big { v: u64::MAX });
+        let name = w.create_index(IndexDef::new("Big", &["v"], IndexKind::Btree)).unwrap();
+        assert!(w.index_estimate(&name, &IndexPredicate::Eq(Value::Int(5))).unwrap().is_none());
+        assert_eq!(set(&w, &name, &IndexPredicate::Present), [a.index(), b.index()]);
+        w.get_mut::<Big>(b).unwrap().v = 7;
+        assert_eq!(set(&w, &name, &IndexPredicate::Eq(Value::Int(7))), [b.index()]);
+        assert!(w.index_answer("nope", &IndexPredicate::Present).is_err());
+    }
+
+    #[test]
+    fn readers_nest_and_never_go_stale() {
+        let mut w = World::new();
+        let a = w.spawn(Team { id: 1 });
+        let name = w.create_index(IndexDef::new("Team", &["id"], IndexKind::Btree)).unwrap();
+        let r1 = w.index_reader();
+        let r2 = w.index_reader(); // nested on one thread: no deadlock
+        let o =
+            IndexPredicate::Ordered { low: Bound::Unbounded, high: Bound::Unbounded, descending: false, limit: None };
+        let IndexAnswer::Ordered(it) = r2.answer(&name, &o).unwrap() else { panic!() };
+        assert_eq!(it.collect::<Vec<_>>(), [a.index()]);
+        drop((r1, r2));
+        w.get_mut::<Team>(a).unwrap().id = 4;
+        w.refresh_indexes();
+        assert_eq!(set(&w, &name, &IndexPredicate::Eq(Value::Int(4))), [a.index()]);
+        std::thread::scope(|s| {
+            let (w, name) = (&w, &name);
+            for _ in 0..4 {
+                s.spawn(move || assert_eq!(set(w, name, &IndexPredicate::Eq(Value::Int(4))).len(), 1));
+            }
+        });
+    }
+
+    #[test]
+    fn rtree_update_modes_can_be_switched() {
+        let mut w = World::new();
+        let es: Vec<Entity> = (0..50).map(|i| w.spawn(Pos { x: i as f32, y: 0.0, z: 0.0 })).collect();
+        let rt = w.create_index(IndexDef::new("Pos", &[], IndexKind::Rtree)).unwrap();
+        for mode in [RtreeUpdate::PerRow, RtreeUpdate::Rebuild, RtreeUpdate::Loose] {
+            w.set_rtree_update(&rt, mode).unwrap();
+            w.get_mut::<Pos>(es[3]).unwrap().x += 0.25;
+            let near = IndexPredicate::Nearest { point: vec![2.9, 0.0, 0.0], k: 2 };
+            assert_eq!(set(&w, &rt, &near), [es[3].index(), es[2].index()]);
+        }
+        assert!(w.set_rtree_update("nope", RtreeUpdate::Loose).is_err());
+    }
+}

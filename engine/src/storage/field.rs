@@ -1,0 +1,312 @@
+//! Typed, checked, strided views of one field across the rows of a column: the safe read path
+//! of the text query engine.
+//!
+//! A [`FieldColumn<T>`] reads the field at `data + row * size + offset` as a `T`, row by row,
+//! with no per-row virtual call and no [`Value`](crate::Value). It is obtained from the world
+//! ([`World::table_field`], [`World::sparse_field`]), which checks that the component is known
+//! to *this* world, that the field exists, and that its schema type is `T`'s: only then is the
+//! strided read sound, so the view itself is safe to use.
+//!
+//! # Safety contract
+//! `T` is restricted to [`FieldScalar`], a sealed trait implemented exactly for the Rust types
+//! of [`FieldType`]. The world's schema guarantees that every row of a component's column holds
+//! an initialised, aligned value of the field's type at the field's offset.
+
+use std::marker::PhantomData;
+
+use crate::component::{ComponentId, FieldType};
+use crate::entity::Entity;
+use crate::storage::{Column, TableId};
+use crate::world::World;
+
+mod sealed {
+    pub trait Sealed {}
+}
+
+/// The Rust types a field of each [`FieldType`] holds: `bool`, the integer and float types,
+/// `String`, [`Entity`], `[f32; 2]` and `[f32; 3]`. Sealed: the engine relies on the mapping
+/// being exact.
+pub trait FieldScalar: sealed::Sealed + Sync + 'static {
+    /// The schema type whose fields hold a `Self`.
+    const TYPE: FieldType;
+}
+
+macro_rules! field_scalars {
+    ($($t:ty => $v:ident),* $(,)?) => {
+        $(
+            impl sealed::Sealed for $t {}
+            impl FieldScalar for $t { const TYPE: FieldType = FieldType::$v; }
+        )*
+    };
+}
+field_scalars!(
+    bool => Bool, i8 => I8, i16 => I16, i32 => I32, i64 => I64,
+    u8 => U8, u16 => U16, u32 => U32, u64 => U64, f32 => F32, f64 => F64,
+    String => String, Entity => Entity, [f32; 2] => Vec2, [f32; 3] => Vec3,
+);
+
+/// One field of every row of a column, read as `&T`: a strided slice.
+pub struct FieldColumn<'a, T> {
+    /// Address of row 0's field (dangling-but-aligned when the column is empty).
+    base: *const u8,
+    stride: usize,
+    len: usize,
+    _marker: PhantomData<&'a [T]>,
+}
+
+// SAFETY: a `FieldColumn` is a shared borrow of `T`s (like `&'a [T]`); `T: Sync`.
+unsafe impl<T: Sync> Send for FieldColumn<'_, T> {}
+// SAFETY: as above.
+unsafe impl<T: Sync> Sync for FieldColumn<'_, T> {}
+
+impl<T> Clone for FieldColumn<'_, T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<T> Copy for FieldColumn<'_, T> {}
+
+impl<'a, T: FieldScalar> FieldColumn<'a, T> {
+    /// # Safety
+    /// Every row of `column` must hold an initialised, aligned `T` at `offset`, for `'a`.
+    unsafe fn new(column: &'a Column, offset: usize) -> Self {
+        debug_assert!(offset + std::mem::size_of::<T>() <= column.item_size());
+        // SAFETY: the offset lies inside the first value (or the column is empty and the
+        // pointer is never dereferenced: every read is bounds-checked against `len`).
+        let base = column.data_ptr().wrapping_add(offset);
+        FieldColumn { base, stride: column.item_size(), len: column.len(), _marker: PhantomData }
+    }
+
+    /// Number of rows.
+    #[inline]
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether there are no rows.
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Row `row`'s value, or `None` past the end.
+    #[inline]
+    pub fn get(&self, row: usize) -> Option<&'a T> {
+        if row < self.len {
+            // SAFETY: row < len; by construction row `row` holds a `T` at this address.
+            Some(unsafe { &*(self.base.add(row * self.stride) as *const T) })
+        } else {
+            None
+        }
+    }
+
+    /// Tests rows `start .. start + 64` (fewer at the end of the column) with `keep`: bit `i`
+    /// of the result is set when row `start + i` passes. The filter primitive of the query
+    /// engine: no per-row bounds check, no loop-carried dependency but the OR, so the loop
+    /// unrolls; the caller then visits only the set bits.
+    ///
+    /// ```
+    /// use ecsdb_engine::{Component, World};
+    /// #[derive(Component)] struct Hp { v: f32 }
+    /// let mut world = World::new();
+    /// let e = world.spawn(Hp { v: 0.0 });
+    /// for i in 1..100 { world.spawn(Hp { v: i as f32 }); }
+    /// let t = ecsdb_engine::storage::TableId(world.location(e).unwrap().table);
+    /// let col = world.table_field::<f32>(t, world.component_id("Hp").unwrap(), 0).unwrap();
+    /// assert_eq!(col.mask64(0, |v| *v < 3.0), 0b111);
+    /// assert_eq!(col.mask64(64, |v| *v >= 98.0), 0b11 << 34);
+    /// assert_eq!(col.mask64(100, |_| true), 0);
+    /// ```
+    #[inline]
+    pub fn mask64(&self, start: usize, mut keep: impl FnMut(&T) -> bool) -> u64 {
+        let end = self.len.min(start.saturating_add(64));
+        let mut bits = 0u64;
+        if end == start.wrapping_add(64) {
+            for j in 0..64 {
+                // SAFETY: start + j < end <= len, so the row holds a `T` (see `new`).
+                let v = unsafe { &*(self.base.add((start + j) * self.stride) as *const T) };
+                bits |= (keep(v) as u64) << j;
+            }
+        } else {
+            for i in start..end {
+                // SAFETY: i < end <= len.
+                let v = unsafe { &*(self.base.add(i * self.stride) as *const T) };
+                bits |= (keep(v) as u64) << (i - start);
+            }
+        }
+        bits
+    }
+
+    /// Calls `f(row, value)` for rows `start..end` (clamped to the column), in row order: the
+    /// tightest loop over a strided field (no per-row bounds check or `Option`).
+    #[inline]
+    pub fn for_each_in(&self, start: usize, end: usize, mut f: impl FnMut(usize, &'a T)) {
+        let end = end.min(self.len);
+        for row in start.min(end)..end {
+            // SAFETY: row < end <= len, so the row holds a `T` (see `new`).
+            f(row, unsafe { &*(self.base.add(row * self.stride) as *const T) });
+        }
+    }
+
+    /// Every row's value, in row order.
+    #[inline]
+    pub fn iter(&self) -> FieldIter<'a, T> {
+        self.range(0, self.len)
+    }
+
+    /// The values of rows `start..end` (clamped to the column), in row order.
+    #[inline]
+    pub fn range(&self, start: usize, end: usize) -> FieldIter<'a, T> {
+        let end = end.min(self.len);
+        let start = start.min(end);
+        FieldIter {
+            // Stays inside the allocation (or one past it) for every in-range start.
+            ptr: self.base.wrapping_add(start * self.stride),
+            stride: self.stride,
+            remaining: end - start,
+            _marker: PhantomData,
+        }
+    }
+}
+
+/// Iterator over rows of a [`FieldColumn`]: a pointer walk, no per-row bounds check.
+pub struct FieldIter<'a, T> {
+    ptr: *const u8,
+    stride: usize,
+    remaining: usize,
+    _marker: PhantomData<&'a T>,
+}
+
+impl<'a, T: FieldScalar> Iterator for FieldIter<'a, T> {
+    type Item = &'a T;
+
+    #[inline]
+    fn next(&mut self) -> Option<&'a T> {
+        if self.remaining == 0 {
+            return None;
+        }
+        // SAFETY: `remaining > 0` rows are left, so `ptr` is a row inside the column, holding
+        // a `T` (see `FieldColumn::new`); the borrow lives as long as the column's.
+        let v = unsafe { &*(self.ptr as *const T) };
+        self.ptr = self.ptr.wrapping_add(self.stride);
+        self.remaining -= 1;
+        Some(v)
+    }
+
+    #[inline]
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        (self.remaining, Some(self.remaining))
+    }
+}
+
+impl<T: FieldScalar> ExactSizeIterator for FieldIter<'_, T> {}
+
+impl World {
+    /// The offset of field `field` of component `id` if it exists, is readable and has type
+    /// `T`.
+    fn checked_field_offset<T: FieldScalar>(&self, id: ComponentId, field: usize) -> Option<usize> {
+        if id.index() >= self.components.len() {
+            return None;
+        }
+        let info = self.components.info(id);
+        if info.is_opaque() {
+            return None;
+        }
+        let f = info.fields().get(field)?;
+        (f.ty == T::TYPE).then_some(f.offset)
+    }
+
+    /// Field `field` (by schema position) of component `id` in every row of table `table`,
+    /// typed. `None` when the table does not store the component, the field does not exist,
+    /// or its type is not `T`'s.
+    ///
+    /// ```
+    /// use ecsdb_engine::{Component, World};
+    /// #[derive(Component)] struct Health { hp: f32, max: f32 }
+    /// let mut world = World::new();
+    /// let e = world.spawn(Health { hp: 3.0, max: 10.0 });
+    /// let id = world.component_id("Health").unwrap();
+    /// let table = world.location(e).unwrap().table;
+    /// let hp = world.table_field::<f32>(ecsdb_engine::storage::TableId(table), id, 0).unwrap();
+    /// assert_eq!(hp.iter().copied().collect::<Vec<_>>(), [3.0]);
+    /// assert!(world.table_field::<i32>(ecsdb_engine::storage::TableId(table), id, 0).is_none());
+    /// ```
+    pub fn table_field<T: FieldScalar>(
+        &self,
+        table: TableId,
+        id: ComponentId,
+        field: usize,
+    ) -> Option<FieldColumn<'_, T>> {
+        let offset = self.checked_field_offset::<T>(id, field)?;
+        let column = self.storage.tables.get(table.index())?.column(id)?;
+        // SAFETY: the column belongs to component `id` of this world, whose schema puts an
+        // initialised `T` (checked: the field's type is `T::TYPE`) at `offset` of every row.
+        Some(unsafe { FieldColumn::new(column, offset) })
+    }
+
+    /// Field `field` of sparse component `id` over the dense rows of its sparse set (row `i`
+    /// belongs to `sparse_set(id).entities()[i]`; find an entity's row with
+    /// [`SparseSet::row`](crate::storage::SparseSet::row)). `None` as for
+    /// [`World::table_field`], or when no value was ever stored.
+    pub fn sparse_field<T: FieldScalar>(&self, id: ComponentId, field: usize) -> Option<FieldColumn<'_, T>> {
+        let offset = self.checked_field_offset::<T>(id, field)?;
+        let set = self.sparse_set(id)?;
+        // SAFETY: as in `table_field`, for the set's dense column.
+        Some(unsafe { FieldColumn::new(set.column(), offset) })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{ComponentDef, Value};
+
+    #[test]
+    fn typed_views_are_checked() {
+        let mut world = World::new();
+        let def = ComponentDef::new(
+            "Mixed",
+            &[("a", FieldType::U8), ("name", FieldType::String), ("b", FieldType::F64), ("v", FieldType::Vec3)],
+        );
+        let id = world.define_component(&def).unwrap();
+        let sparse = world.define_component(&ComponentDef::new("S", &[("k", FieldType::I32)]).sparse()).unwrap();
+        let mut last = None;
+        for i in 0..10 {
+            let e = world
+                .spawn_values(&[
+                    (
+                        "Mixed",
+                        &[
+                            ("a", Value::Int(i)),
+                            ("name", Value::Str(format!("n{i}"))),
+                            ("b", Value::Float(i as f64 / 2.0)),
+                        ],
+                    ),
+                    ("S", &[("k", Value::Int(-i))]),
+                ])
+                .unwrap();
+            last = Some(e);
+        }
+        let table = TableId(world.location(last.unwrap()).unwrap().table);
+        let a = world.table_field::<u8>(table, id, 0).unwrap();
+        assert_eq!(a.iter().map(|&x| x as i64).sum::<i64>(), 45);
+        let names = world.table_field::<String>(table, id, 1).unwrap();
+        assert_eq!(names.get(3).map(String::as_str), Some("n3"));
+        assert_eq!(names.get(10), None);
+        let b = world.table_field::<f64>(table, id, 2).unwrap();
+        assert_eq!(b.iter().len(), 10);
+        assert_eq!(*b.get(9).unwrap(), 4.5);
+        assert_eq!(world.table_field::<[f32; 3]>(table, id, 3).unwrap().get(0), Some(&[0.0; 3]));
+        // Wrong type, missing field, unknown component, table without the column.
+        assert!(world.table_field::<f32>(table, id, 2).is_none());
+        assert!(world.table_field::<u8>(table, id, 4).is_none());
+        assert!(world.table_field::<u8>(table, ComponentId(99), 0).is_none());
+        assert!(world.table_field::<u8>(TableId::EMPTY, id, 0).is_none());
+        assert!(world.table_field::<u8>(TableId(1000), id, 0).is_none());
+        let k = world.sparse_field::<i32>(sparse, 0).unwrap();
+        let set = world.sparse_set(sparse).unwrap();
+        let row = set.row(last.unwrap()).unwrap();
+        assert_eq!(*k.get(row).unwrap(), -9);
+        assert!(world.sparse_field::<i64>(sparse, 0).is_none());
+    }
+}
