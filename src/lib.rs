@@ -29,6 +29,7 @@ pub use ecsdb_engine::*;
 pub use ecsdb_engine as engine;
 /// The query language crate.
 pub use ecsdb_query as query;
+pub use ecsdb_query::{Database, Params, Prepared, ResultSet};
 
 #[doc = include_str!("../README.md")]
 #[cfg(doctest)]

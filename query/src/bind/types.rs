@@ -1,0 +1,170 @@
+//! Type rules: what each operator accepts and returns.
+//!
+//! [`DataType::Any`] (a parameter, a registered function's result) fits everywhere; the
+//! evaluator checks such values when they are known. [`DataType::Null`] (the `null` literal)
+//! fits everywhere too and makes the result null.
+
+use ecsdb_engine::FieldType;
+
+use crate::plan::logical::{AggFunc, BinaryOp, DataType};
+
+/// The value type a field type reads as.
+pub fn field_type(ty: FieldType) -> DataType {
+    match ty {
+        FieldType::Bool => DataType::Bool,
+        FieldType::F32 | FieldType::F64 => DataType::Float,
+        FieldType::String => DataType::Str,
+        FieldType::Entity => DataType::Entity,
+        FieldType::Vec2 => DataType::Vec2,
+        FieldType::Vec3 => DataType::Vec3,
+        _ => DataType::Int,
+    }
+}
+
+fn open(t: DataType) -> bool {
+    matches!(t, DataType::Null | DataType::Any)
+}
+
+/// Whether `a = b` is allowed.
+pub fn equatable(a: DataType, b: DataType) -> bool {
+    open(a) || open(b) || a == b || (a.is_numeric() && b.is_numeric())
+}
+
+/// Whether `a < b` is allowed.
+pub fn orderable(a: DataType, b: DataType) -> bool {
+    let scalar = |t: DataType| !matches!(t, DataType::Vec2 | DataType::Vec3 | DataType::Object);
+    equatable(a, b) && scalar(a) && scalar(b)
+}
+
+/// Whether a value of this type can be a condition.
+pub fn is_condition(t: DataType) -> bool {
+    matches!(t, DataType::Bool | DataType::Null | DataType::Any)
+}
+
+/// The result type of `a op b`, or why the operands do not fit.
+pub fn binary(op: BinaryOp, a: DataType, b: DataType) -> Result<DataType, String> {
+    use DataType as T;
+    let mismatch = || format!("cannot apply '{}' to {a} and {b}", op.symbol());
+    match op {
+        BinaryOp::And | BinaryOp::Or => {
+            if is_condition(a) && is_condition(b) {
+                Ok(T::Bool)
+            } else {
+                let bad = if is_condition(a) { b } else { a };
+                Err(format!("{} needs conditions (bool), found {bad}", op.symbol()))
+            }
+        }
+        BinaryOp::Eq | BinaryOp::Ne => {
+            if equatable(a, b) && a != T::Object {
+                Ok(T::Bool)
+            } else {
+                Err(format!("cannot compare {a} with {b}"))
+            }
+        }
+        BinaryOp::Lt | BinaryOp::Le | BinaryOp::Gt | BinaryOp::Ge => {
+            if a.is_vector() || b.is_vector() {
+                Err("vectors cannot be ordered (only = and != compare them)".into())
+            } else if orderable(a, b) {
+                Ok(T::Bool)
+            } else {
+                Err(format!("cannot compare {a} with {b}"))
+            }
+        }
+        BinaryOp::Concat => {
+            let texty = |t: T| matches!(t, T::Str | T::Int | T::Float | T::Bool | T::Entity | T::Null | T::Any);
+            if texty(a) && texty(b) {
+                Ok(T::Str)
+            } else {
+                Err(mismatch())
+            }
+        }
+        BinaryOp::Add | BinaryOp::Sub | BinaryOp::Mul | BinaryOp::Div | BinaryOp::Mod => {
+            let num = |t: T| t.is_numeric() || open(t);
+            match (a, b) {
+                (T::Any, _) | (_, T::Any) => {
+                    if (a.is_numeric() || a.is_vector() || open(a)) && (b.is_numeric() || b.is_vector() || open(b)) {
+                        Ok(T::Any)
+                    } else {
+                        Err(mismatch())
+                    }
+                }
+                (T::Null, T::Null) => Ok(T::Null),
+                (T::Null, t) | (t, T::Null) if t.is_numeric() || t.is_vector() => Ok(t),
+                (T::Int, T::Int) => Ok(T::Int),
+                (x, y) if x.is_numeric() && y.is_numeric() => Ok(T::Float),
+                (x, y) if x.is_vector() && x == y && matches!(op, BinaryOp::Add | BinaryOp::Sub) => Ok(x),
+                (x, y) if x.is_vector() && num(y) && matches!(op, BinaryOp::Mul | BinaryOp::Div) => Ok(x),
+                (x, y) if num(x) && y.is_vector() && op == BinaryOp::Mul => Ok(y),
+                _ => Err(mismatch()),
+            }
+        }
+    }
+}
+
+/// The type of `-x`.
+pub fn negate(t: DataType) -> Result<DataType, String> {
+    if t.is_numeric() || t.is_vector() || open(t) {
+        Ok(t)
+    } else {
+        Err(format!("cannot negate {t}"))
+    }
+}
+
+/// The type of an aggregate over an argument of type `arg` (`None` for `count(*)`).
+pub fn aggregate(func: AggFunc, arg: Option<DataType>) -> Result<DataType, String> {
+    use DataType as T;
+    let Some(t) = arg else { return Ok(T::Int) };
+    match func {
+        AggFunc::Count => Ok(T::Int),
+        AggFunc::Sum => match t {
+            T::Int | T::Null => Ok(T::Int),
+            T::Float => Ok(T::Float),
+            T::Any => Ok(T::Any),
+            other => Err(format!("sum() needs numbers, found {other}")),
+        },
+        AggFunc::Avg => {
+            if t.is_numeric() || open(t) {
+                Ok(T::Float)
+            } else {
+                Err(format!("avg() needs numbers, found {t}"))
+            }
+        }
+        AggFunc::Min | AggFunc::Max => {
+            if orderable(t, t) {
+                Ok(t)
+            } else {
+                Err(format!("{}() cannot order {t} values", func.name()))
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use DataType as T;
+
+    #[test]
+    fn rules() {
+        assert_eq!(binary(BinaryOp::Add, T::Int, T::Int), Ok(T::Int));
+        assert_eq!(binary(BinaryOp::Div, T::Int, T::Float), Ok(T::Float));
+        assert_eq!(binary(BinaryOp::Add, T::Vec3, T::Vec3), Ok(T::Vec3));
+        assert_eq!(binary(BinaryOp::Mul, T::Int, T::Vec2), Ok(T::Vec2));
+        assert!(binary(BinaryOp::Add, T::Vec3, T::Vec2).is_err());
+        assert!(binary(BinaryOp::Add, T::Str, T::Int).is_err());
+        assert_eq!(binary(BinaryOp::Lt, T::Int, T::Float), Ok(T::Bool));
+        assert!(binary(BinaryOp::Lt, T::Vec2, T::Vec2).is_err());
+        assert_eq!(binary(BinaryOp::Eq, T::Vec2, T::Vec2), Ok(T::Bool));
+        assert!(binary(BinaryOp::Eq, T::Str, T::Int).is_err());
+        assert_eq!(binary(BinaryOp::Eq, T::Str, T::Null), Ok(T::Bool));
+        assert!(binary(BinaryOp::And, T::Int, T::Bool).is_err());
+        assert_eq!(binary(BinaryOp::Concat, T::Str, T::Int), Ok(T::Str));
+        assert_eq!(aggregate(AggFunc::Sum, Some(T::Int)), Ok(T::Int));
+        assert_eq!(aggregate(AggFunc::Avg, Some(T::Int)), Ok(T::Float));
+        assert!(aggregate(AggFunc::Sum, Some(T::Str)).is_err());
+        assert_eq!(aggregate(AggFunc::Max, Some(T::Str)), Ok(T::Str));
+        assert!(aggregate(AggFunc::Max, Some(T::Vec2)).is_err());
+        assert_eq!(negate(T::Vec2), Ok(T::Vec2));
+        assert!(negate(T::Str).is_err());
+    }
+}

@@ -1,0 +1,520 @@
+//! [`Database`]: a world plus the text front door — execute, query, scripts, prepared
+//! statements, registered functions, and typed iteration over what a text query selects.
+
+use ecsdb_engine::query::QueryData;
+use ecsdb_engine::{ComponentDef, ComponentId, Entity, QueryState, Value, World};
+
+use crate::bind::{bind_statement, Bound};
+use crate::error::{Error, ErrorKind, Span};
+use crate::execute::{catalog, mutate, select};
+use crate::functions::{FunctionRegistry, RegisteredFn};
+use crate::params::Params;
+use crate::parse::{self, ast};
+use crate::plan::explain::explain_select;
+use crate::plan::logical::{ComponentValue, Expr, LogicalPlan, ParamKey, ParamSpec, ShowKind};
+use crate::plan::physical::ScanPlan;
+use crate::plan::PhysicalSelect;
+use crate::result::ResultSet;
+
+/// An entity database: a [`World`] you can also talk to in the query language.
+///
+/// ```
+/// use ecsdb_query::{Database, Params};
+/// use ecsdb_engine::Value;
+/// let mut db = Database::new();
+/// db.execute("CREATE COMPONENT Health (hp f32, max f32)").unwrap();
+/// db.execute("SPAWN Health {hp: 10, max: 20}").unwrap();
+/// db.execute("SPAWN Health {hp: 50, max: 50}").unwrap();
+/// let low = db.query_with("SELECT count(*) WHERE Health.hp < $1", &Params::positional([20])).unwrap();
+/// assert_eq!(low.rows[0][0], Value::Int(1));
+/// ```
+#[derive(Default)]
+pub struct Database {
+    world: World,
+    functions: FunctionRegistry,
+}
+
+impl std::fmt::Debug for Database {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Database")
+            .field("entities", &self.world.len())
+            .field("components", &self.world.components().len())
+            .field("functions", &self.functions)
+            .finish()
+    }
+}
+
+/// Whether a statement's text is read-only (SELECT, EXPLAIN, SHOW, DESCRIBE), without running it.
+///
+/// ```
+/// assert_eq!(ecsdb_query::is_read_only("SELECT count(*)"), Ok(true));
+/// assert_eq!(ecsdb_query::is_read_only("DESPAWN 1v0"), Ok(false));
+/// ```
+pub fn is_read_only(text: &str) -> Result<bool, Error> {
+    Ok(statement_is_read_only(&parse::parse_statement(text)?))
+}
+
+fn statement_is_read_only(s: &ast::Statement) -> bool {
+    matches!(
+        s,
+        ast::Statement::Select(_) | ast::Statement::Explain(_) | ast::Statement::Show(_) | ast::Statement::Describe(_)
+    )
+}
+
+fn mutates_error(span: Span) -> Error {
+    Error::new(ErrorKind::Constraint, "this statement mutates the world: run it with execute, not query")
+        .with_span(span)
+}
+
+impl Database {
+    /// An empty database.
+    pub fn new() -> Database {
+        Database::default()
+    }
+
+    /// A database over an existing world.
+    pub fn from_world(world: World) -> Database {
+        Database { world, functions: FunctionRegistry::default() }
+    }
+
+    /// The world.
+    pub fn world(&self) -> &World {
+        &self.world
+    }
+
+    /// The world, mutably (typed spawns, inserts, queries).
+    pub fn world_mut(&mut self) -> &mut World {
+        &mut self.world
+    }
+
+    /// The world, giving up the database.
+    pub fn into_world(self) -> World {
+        self.world
+    }
+
+    fn prepare_statement(&self, stmt: &ast::Statement) -> Result<Prepared, Error> {
+        let bound = bind_statement(stmt, &self.world, &self.functions)?;
+        Ok(Prepared::new(bound, &self.world, stmt.span()))
+    }
+
+    /// Runs exactly one statement (a trailing `;` is fine) of any kind.
+    pub fn execute(&mut self, text: &str) -> Result<ResultSet, Error> {
+        self.execute_with(text, &Params::new())
+    }
+
+    /// Runs one statement with parameters.
+    pub fn execute_with(&mut self, text: &str, params: &Params) -> Result<ResultSet, Error> {
+        let stmt = parse::parse_statement(text)?;
+        let mut p = self.prepare_statement(&stmt)?;
+        p.execute(self, params)
+    }
+
+    /// Runs one read-only statement (SELECT, EXPLAIN, SHOW, DESCRIBE) on a shared database; a
+    /// mutating statement is a `constraint` error.
+    pub fn query(&self, text: &str) -> Result<ResultSet, Error> {
+        self.query_with(text, &Params::new())
+    }
+
+    /// [`Database::query`] with parameters.
+    pub fn query_with(&self, text: &str, params: &Params) -> Result<ResultSet, Error> {
+        let stmt = parse::parse_statement(text)?;
+        if !statement_is_read_only(&stmt) {
+            return Err(mutates_error(stmt.span()));
+        }
+        let mut p = self.prepare_statement(&stmt)?;
+        p.query(self, params)
+    }
+
+    /// Runs a script of `;`-separated statements in order, stopping at the first error. Each
+    /// statement is bound just before it runs, so it sees what earlier ones created. Error
+    /// spans are relative to the whole script.
+    pub fn execute_script(&mut self, text: &str) -> Result<Vec<ResultSet>, Error> {
+        let statements = parse::parse_script(text)?;
+        let mut out = Vec::with_capacity(statements.len());
+        for stmt in &statements {
+            let mut p = self.prepare_statement(stmt)?;
+            out.push(p.execute(self, &Params::new())?);
+        }
+        Ok(out)
+    }
+
+    /// Runs each statement of a script, calling `on_result(index, statement_span, &result)`
+    /// after each; returning `false` stops the script (return `true` to go on, after an error
+    /// too). Each statement is atomic on its own. Returns `Err` only when the script does not
+    /// parse (then nothing runs).
+    pub fn execute_script_each(
+        &mut self,
+        text: &str,
+        params: &Params,
+        mut on_result: impl FnMut(usize, Span, &Result<ResultSet, Error>) -> bool,
+    ) -> Result<(), Error> {
+        let statements = parse::parse_script(text)?;
+        for (i, stmt) in statements.iter().enumerate() {
+            let result = self.prepare_statement(stmt).and_then(|mut p| p.execute(self, params));
+            if !on_result(i, stmt.span(), &result) {
+                break;
+            }
+        }
+        Ok(())
+    }
+
+    /// Parses and plans one statement for repeated runs. The plan keeps its matched tables
+    /// and extends them with tables created later.
+    pub fn prepare(&mut self, text: &str) -> Result<Prepared, Error> {
+        let stmt = parse::parse_statement(text)?;
+        self.prepare_statement(&stmt)
+    }
+
+    /// Registers a scalar function callable from text by `name` (case-insensitive). It
+    /// receives the argument values and returns a value or an error message. A name that is
+    /// not an identifier or that names a built-in cannot be registered (see
+    /// [`Database::try_register_function`] to learn why); registering a name again replaces
+    /// the function for statements bound afterwards.
+    ///
+    /// ```
+    /// use ecsdb_query::Database;
+    /// use ecsdb_engine::Value;
+    /// let mut db = Database::new();
+    /// db.register_function("twice", |args| match args {
+    ///     [Value::Int(i)] => Ok(Value::Int(i * 2)),
+    ///     _ => Err("twice() takes one int".into()),
+    /// });
+    /// db.execute("SPAWN").unwrap();
+    /// assert_eq!(db.query("SELECT twice(21)").unwrap().rows[0][0], Value::Int(42));
+    /// ```
+    pub fn register_function(
+        &mut self,
+        name: &str,
+        f: impl Fn(&[Value]) -> Result<Value, String> + Send + Sync + 'static,
+    ) {
+        let _ = self.try_register_function(name, f);
+    }
+
+    /// [`Database::register_function`], reporting a name that cannot be registered.
+    pub fn try_register_function(
+        &mut self,
+        name: &str,
+        f: impl Fn(&[Value]) -> Result<Value, String> + Send + Sync + 'static,
+    ) -> Result<(), Error> {
+        let f: std::sync::Arc<RegisteredFn> = std::sync::Arc::new(f);
+        self.functions.register(name, f).map_err(|m| Error::new(ErrorKind::Constraint, m))
+    }
+
+    /// The entities a read query selects: a SELECT or bare term list, or just
+    /// `[FROM <terms>] [WHERE <cond>]`. ORDER BY, LIMIT and OFFSET are honoured.
+    pub fn select_entities(&self, text: &str, params: &Params) -> Result<Vec<Entity>, Error> {
+        let (stmt, shift) = parse_selection(text)?;
+        let run = || -> Result<Vec<Entity>, Error> {
+            let bound = bind_statement(&stmt, &self.world, &self.functions)?;
+            let LogicalPlan::Select(plan) = bound.plan else {
+                return Err(Error::new(ErrorKind::Type, "a selection must be a query (SELECT or FROM/WHERE)"));
+            };
+            let values = resolve_params(&bound.params, params)?;
+            let phys = PhysicalSelect::new(plan, &self.world);
+            select::selected_entities(&phys, &self.world, &values)
+        };
+        run().map_err(|e| unshift(e, shift))
+    }
+
+    /// Typed iteration, with mutation, over exactly the entities a text query selects. The
+    /// text is a SELECT, a bare term list, or `[FROM <terms>] [WHERE <cond>]`; entities that
+    /// do not match `Q` are skipped. Iteration is in table order.
+    ///
+    /// ```
+    /// use ecsdb_query::{Database, Params};
+    /// use ecsdb_engine::Component;
+    /// #[derive(Component)] struct Position { x: f32, y: f32 }
+    /// #[derive(Component)] struct Health { hp: f32 }
+    /// let mut db = Database::new();
+    /// db.world_mut().spawn((Position { x: 0.0, y: 0.0 }, Health { hp: 10.0 }));
+    /// db.world_mut().spawn((Position { x: 0.0, y: 0.0 }, Health { hp: 90.0 }));
+    /// db.select::<&mut Position>("WHERE Health.hp < $1", &Params::positional([50]))
+    ///     .unwrap()
+    ///     .for_each(|mut p| p.x += 1.0);
+    /// let moved = db.query("SELECT count(*) WHERE Position.x = 1").unwrap();
+    /// assert_eq!(moved.rows[0][0], ecsdb_engine::Value::Int(1));
+    /// ```
+    pub fn select<Q: QueryData>(&mut self, text: &str, params: &Params) -> Result<Selected<'_, Q>, Error> {
+        let entities = self.select_entities(text, params)?;
+        let mut set = EntitySet::default();
+        for e in entities {
+            set.insert(e);
+        }
+        // Reject aliasing `&mut` access with an error rather than the engine's panic.
+        QueryState::<(Entity, Q), ()>::try_new(&mut self.world)?;
+        let inner = self.world.query_filtered_mut::<(Entity, Q), ()>();
+        Ok(Selected { inner, set })
+    }
+}
+
+/// A set of live entities, by index (a bitset).
+#[derive(Default, Debug, Clone)]
+struct EntitySet {
+    bits: Vec<u64>,
+}
+
+impl EntitySet {
+    fn insert(&mut self, e: Entity) {
+        let i = e.index() as usize;
+        if self.bits.len() <= i / 64 {
+            self.bits.resize(i / 64 + 1, 0);
+        }
+        self.bits[i / 64] |= 1 << (i % 64);
+    }
+
+    #[inline]
+    fn contains(&self, e: Entity) -> bool {
+        let i = e.index() as usize;
+        self.bits.get(i / 64).is_some_and(|w| w & (1 << (i % 64)) != 0)
+    }
+}
+
+/// The typed items of the entities a text query selected (see [`Database::select`]).
+pub struct Selected<'w, Q: QueryData> {
+    inner: ecsdb_engine::Query<'w, (Entity, Q), ()>,
+    set: EntitySet,
+}
+
+impl<'w, Q: QueryData> Iterator for Selected<'w, Q> {
+    type Item = Q::Item<'w>;
+
+    fn next(&mut self) -> Option<Q::Item<'w>> {
+        loop {
+            let (e, item) = self.inner.next()?;
+            if self.set.contains(e) {
+                return Some(item);
+            }
+        }
+    }
+}
+
+/// The first word of the text, skipping whitespace and `--` comments (lowercased).
+fn first_word(text: &str) -> String {
+    let mut rest = text;
+    loop {
+        rest = rest.trim_start();
+        if let Some(after) = rest.strip_prefix("--") {
+            rest = after.split_once('\n').map_or("", |(_, r)| r);
+        } else {
+            break;
+        }
+    }
+    rest.chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_').collect::<String>().to_ascii_lowercase()
+}
+
+/// Moves an error's span back by `shift` bytes (text parsed behind a prefix).
+fn unshift(mut e: Error, shift: usize) -> Error {
+    if let Some(s) = &mut e.span {
+        s.start = s.start.saturating_sub(shift);
+        s.end = s.end.saturating_sub(shift);
+    }
+    e
+}
+
+/// Parses a selection: a query statement, or `[FROM …] [WHERE …]` alone (read as
+/// `SELECT entity FROM … WHERE …`). Returns the statement and how far its spans are shifted
+/// from `text` (the prefix added).
+fn parse_selection(text: &str) -> Result<(ast::Statement, usize), Error> {
+    let word = first_word(text);
+    if word == "from" || word == "where" {
+        const PREFIX: &str = "SELECT entity ";
+        let full = format!("{PREFIX}{text}");
+        let stmt = parse::parse_statement(&full).map_err(|e| unshift(e, PREFIX.len()))?;
+        return Ok((stmt, PREFIX.len()));
+    }
+    let stmt = parse::parse_statement(text)?;
+    match stmt {
+        ast::Statement::Select(_) => Ok((stmt, 0)),
+        other => {
+            Err(Error::new(ErrorKind::Type, "a selection must be a query (SELECT or FROM/WHERE)")
+                .with_span(other.span()))
+        }
+    }
+}
+
+/// The parameter values a statement needs, in its numbering.
+fn resolve_params(specs: &[ParamSpec], params: &Params) -> Result<Vec<Value>, Error> {
+    specs
+        .iter()
+        .map(|s| {
+            let v = match &s.key {
+                ParamKey::Position(n) => params.get_positional(*n),
+                ParamKey::Name(n) => params.get_named(n),
+            };
+            v.cloned().ok_or_else(|| {
+                Error::new(ErrorKind::Parameter, format!("no value bound for parameter {}", s.key)).with_span(s.span)
+            })
+        })
+        .collect()
+}
+
+/// A statement's physical plan, ready to run.
+#[derive(Clone, Debug)]
+enum Executable {
+    Select(PhysicalSelect),
+    Explain(PhysicalSelect),
+    Spawn(Vec<ComponentValue>),
+    Despawn(ScanPlan),
+    Add(Vec<ComponentValue>, ScanPlan),
+    Remove(Vec<(ComponentId, String)>, ScanPlan),
+    Update { component: ComponentId, assignments: Vec<(usize, Expr)>, scan: ScanPlan },
+    CreateComponent(ComponentDef),
+    CreateIndex { def: ecsdb_engine::index::IndexDef, span: Span },
+    DropIndex(String, Span),
+    Show(ShowKind),
+    Describe(ComponentId),
+}
+
+/// A statement parsed, bound and planned once, run many times with different parameters.
+///
+/// It keeps its matched archetype tables and, before each run, matches only the tables the
+/// world created since (tables are never removed).
+///
+/// ```
+/// use ecsdb_query::{Database, Params};
+/// let mut db = Database::new();
+/// db.execute("CREATE COMPONENT Health (hp f32)").unwrap();
+/// let mut low = db.prepare("SELECT count(*) WHERE Health.hp < $1").unwrap();
+/// db.execute("SPAWN Health {hp: 5}").unwrap();
+/// let n = low.query(&db, &Params::positional([10])).unwrap();
+/// assert_eq!(n.rows[0][0], ecsdb_engine::Value::Int(1));
+/// ```
+#[derive(Clone, Debug)]
+pub struct Prepared {
+    world_id: u64,
+    exec: Executable,
+    params: Vec<ParamSpec>,
+    columns: Vec<String>,
+    span: Span,
+}
+
+impl Prepared {
+    fn new(bound: Bound, world: &World, span: Span) -> Prepared {
+        let Bound { plan, params } = bound;
+        let columns: Vec<String> = match &plan {
+            LogicalPlan::Select(s) => s.items.iter().map(|i| i.name.clone()).collect(),
+            LogicalPlan::Explain(_) => vec!["plan".into()],
+            LogicalPlan::Spawn(_) => vec!["entity".into()],
+            LogicalPlan::Despawn(_) | LogicalPlan::Add(..) | LogicalPlan::Remove(..) | LogicalPlan::Update { .. } => {
+                vec!["count".into()]
+            }
+            LogicalPlan::CreateIndex { .. } => vec!["name".into()],
+            LogicalPlan::CreateComponent(_) | LogicalPlan::DropIndex(..) => Vec::new(),
+            LogicalPlan::Show(k) => catalog::show_columns(*k),
+            LogicalPlan::Describe(_) => catalog::describe_columns(),
+        };
+        let exec = match plan {
+            LogicalPlan::Select(s) => Executable::Select(PhysicalSelect::new(s, world)),
+            LogicalPlan::Explain(s) => Executable::Explain(PhysicalSelect::new(s, world)),
+            LogicalPlan::Spawn(v) => Executable::Spawn(v),
+            LogicalPlan::Despawn(src) => Executable::Despawn(ScanPlan::new(&src, world)),
+            LogicalPlan::Add(v, src) => Executable::Add(v, ScanPlan::new(&src, world)),
+            LogicalPlan::Remove(c, src) => Executable::Remove(c, ScanPlan::new(&src, world)),
+            LogicalPlan::Update { component, assignments, source, .. } => {
+                Executable::Update { component, assignments, scan: ScanPlan::new(&source, world) }
+            }
+            LogicalPlan::CreateComponent(def) => Executable::CreateComponent(def),
+            LogicalPlan::CreateIndex { def, span } => Executable::CreateIndex { def, span },
+            LogicalPlan::DropIndex(name, span) => Executable::DropIndex(name, span),
+            LogicalPlan::Show(k) => Executable::Show(k),
+            LogicalPlan::Describe(id) => Executable::Describe(id),
+        };
+        Prepared { world_id: world.id(), exec, params, columns, span }
+    }
+
+    /// The result's column names.
+    pub fn columns(&self) -> &[String] {
+        &self.columns
+    }
+
+    /// Whether running it cannot change the world.
+    pub fn is_read_only(&self) -> bool {
+        matches!(
+            self.exec,
+            Executable::Select(_) | Executable::Explain(_) | Executable::Show(_) | Executable::Describe(_)
+        )
+    }
+
+    /// The statement's parameters, in order of first use (`$1`, `$name`, …).
+    pub fn parameters(&self) -> Vec<String> {
+        self.params.iter().map(|p| p.key.to_string()).collect()
+    }
+
+    fn check_world(&self, world: &World) -> Result<(), Error> {
+        if world.id() != self.world_id {
+            return Err(Error::new(ErrorKind::Constraint, "this prepared statement belongs to another database"));
+        }
+        Ok(())
+    }
+
+    /// Runs the statement (any kind).
+    pub fn execute(&mut self, db: &mut Database, params: &Params) -> Result<ResultSet, Error> {
+        self.check_world(&db.world)?;
+        let values = resolve_params(&self.params, params)?;
+        let world = &mut db.world;
+        match &mut self.exec {
+            Executable::Spawn(v) => mutate::spawn(world, v, &values),
+            Executable::Despawn(scan) => {
+                scan.refresh(world);
+                mutate::despawn(world, scan, &values)
+            }
+            Executable::Add(v, scan) => {
+                scan.refresh(world);
+                mutate::add(world, v, scan, &values)
+            }
+            Executable::Remove(c, scan) => {
+                scan.refresh(world);
+                mutate::remove(world, c, scan, &values)
+            }
+            Executable::Update { component, assignments, scan } => {
+                scan.refresh(world);
+                mutate::update(world, *component, assignments, scan, &values)
+            }
+            Executable::CreateComponent(def) => catalog::create_component(world, def),
+            Executable::CreateIndex { def, span } => catalog::create_index(world, def, *span),
+            Executable::DropIndex(name, span) => catalog::drop_index(world, name, *span),
+            _ => self.run_read(world, &values),
+        }
+    }
+
+    /// Runs a read-only statement on a shared database; a mutating one is a `constraint` error.
+    pub fn query(&mut self, db: &Database, params: &Params) -> Result<ResultSet, Error> {
+        self.check_world(&db.world)?;
+        if !self.is_read_only() {
+            return Err(mutates_error(self.span));
+        }
+        let values = resolve_params(&self.params, params)?;
+        self.run_read(&db.world, &values)
+    }
+
+    fn run_read(&mut self, world: &World, values: &[Value]) -> Result<ResultSet, Error> {
+        match &mut self.exec {
+            Executable::Select(phys) => {
+                phys.refresh(world);
+                select::execute_select(phys, world, values)
+            }
+            Executable::Explain(phys) => {
+                phys.refresh(world);
+                let lines = explain_select(phys, world, &self.params);
+                Ok(ResultSet {
+                    columns: vec!["plan".into()],
+                    rows: lines.into_iter().map(|l| vec![Value::Str(l)]).collect(),
+                })
+            }
+            Executable::Show(k) => Ok(catalog::show(world, *k)),
+            Executable::Describe(id) => Ok(catalog::describe(world, *id)),
+            _ => Err(mutates_error(self.span)),
+        }
+    }
+
+    /// The EXPLAIN lines of a prepared SELECT (`None` for other statements).
+    pub fn explain(&mut self, db: &Database) -> Option<Vec<String>> {
+        match &mut self.exec {
+            Executable::Select(phys) | Executable::Explain(phys) => {
+                phys.refresh(&db.world);
+                Some(explain_select(phys, &db.world, &self.params))
+            }
+            _ => None,
+        }
+    }
+}

@@ -1,0 +1,118 @@
+//! Schema statements: CREATE COMPONENT, CREATE / DROP INDEX, SHOW, DESCRIBE.
+
+use ecsdb_engine::{ComponentDef, ComponentId, StorageKind, Value, World};
+
+use crate::error::{Error, ErrorKind, Span};
+use crate::plan::logical::ShowKind;
+use crate::result::ResultSet;
+
+fn columns(names: &[&str]) -> Vec<String> {
+    names.iter().map(|s| s.to_string()).collect()
+}
+
+/// The columns of `SHOW INDEXES`.
+pub const INDEX_COLUMNS: [&str; 6] = ["name", "kind", "component", "fields", "entries", "memory_bytes"];
+
+/// The result columns of a SHOW.
+pub fn show_columns(kind: ShowKind) -> Vec<String> {
+    match kind {
+        ShowKind::Components => columns(&["name", "fields", "storage", "entities"]),
+        ShowKind::Tables => columns(&["components", "rows"]),
+        ShowKind::Indexes => columns(&INDEX_COLUMNS),
+    }
+}
+
+/// The result columns of DESCRIBE.
+pub fn describe_columns() -> Vec<String> {
+    columns(&["field", "type"])
+}
+
+/// `CREATE COMPONENT`.
+pub fn create_component(world: &mut World, def: &ComponentDef) -> Result<ResultSet, Error> {
+    world.define_component(def)?;
+    Ok(ResultSet::default())
+}
+
+/// `CREATE INDEX`: the engine validates the definition against the catalog and builds the
+/// index from the current data. Returns the index's name (the default one when none was
+/// given).
+pub fn create_index(world: &mut World, def: &ecsdb_engine::index::IndexDef, span: Span) -> Result<ResultSet, Error> {
+    let name = world.create_index(def.clone()).map_err(|e| Error::from(e).with_span(span))?;
+    let mut rs = ResultSet::empty(columns(&["name"]));
+    rs.rows.push(vec![Value::Str(name)]);
+    Ok(rs)
+}
+
+/// `DROP INDEX`.
+pub fn drop_index(world: &mut World, name: &str, span: Span) -> Result<ResultSet, Error> {
+    if world.index_info(name).is_none() {
+        let names: Vec<String> = world.indexes().into_iter().map(|i| i.name).collect();
+        let mut e = Error::new(ErrorKind::UnknownIndex, format!("unknown index '{name}'")).with_span(span);
+        if let Some(s) = crate::error::suggest(name, names.iter().map(|n| n.as_str())) {
+            e = e.with_suggestion(s);
+        }
+        return Err(e);
+    }
+    world.drop_index(name).map_err(|e| Error::from(e).with_span(span))?;
+    Ok(ResultSet::default())
+}
+
+fn fields_text(world: &World, id: ComponentId) -> String {
+    let info = world.components().info(id);
+    if info.is_opaque() {
+        return "opaque".to_string();
+    }
+    info.fields().iter().map(|f| format!("{} {}", f.name, f.ty)).collect::<Vec<_>>().join(", ")
+}
+
+/// `SHOW COMPONENTS | TABLES | INDEXES`.
+pub fn show(world: &World, kind: ShowKind) -> ResultSet {
+    let mut rs = ResultSet::empty(show_columns(kind));
+    match kind {
+        ShowKind::Components => {
+            for info in world.components().iter() {
+                rs.rows.push(vec![
+                    Value::Str(info.name().to_string()),
+                    Value::Str(fields_text(world, info.id())),
+                    Value::Str(
+                        match info.storage() {
+                            StorageKind::Table => "table",
+                            StorageKind::Sparse => "sparse",
+                        }
+                        .to_string(),
+                    ),
+                    Value::Int(world.component_count(info.id()) as i64),
+                ]);
+            }
+        }
+        ShowKind::Tables => {
+            for t in world.tables() {
+                let names: Vec<&str> = t.components().iter().map(|c| world.components().info(*c).name()).collect();
+                rs.rows.push(vec![Value::Str(names.join(", ")), Value::Int(t.len() as i64)]);
+            }
+        }
+        ShowKind::Indexes => {
+            for i in world.indexes() {
+                rs.rows.push(vec![
+                    Value::Str(i.name),
+                    Value::Str(i.kind.name().to_string()),
+                    Value::Str(i.component),
+                    Value::Str(i.fields.join(", ")),
+                    Value::Int(i.entries as i64),
+                    Value::Int(i.memory_bytes as i64),
+                ]);
+            }
+        }
+    }
+    rs
+}
+
+/// `DESCRIBE C`.
+pub fn describe(world: &World, id: ComponentId) -> ResultSet {
+    let info = world.components().info(id);
+    let mut rs = ResultSet::empty(describe_columns());
+    for f in info.fields() {
+        rs.rows.push(vec![Value::Str(f.name.clone()), Value::Str(f.ty.name().to_string())]);
+    }
+    rs
+}

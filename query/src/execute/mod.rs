@@ -1,0 +1,17 @@
+//! The execute stage: physical plans run over the world's archetype tables.
+//!
+//! - [`scan`]: column readers, selection vectors, column kernels, sparse joins, access paths;
+//! - [`eval`]: the batch evaluator for general expressions;
+//! - [`ops`]: the operators' semantics on single values;
+//! - [`select`]: projection, sort / top-k, LIMIT / OFFSET;
+//! - [`aggregate`]: GROUP BY and the aggregates;
+//! - [`mutate`]: SPAWN, DESPAWN, ADD, REMOVE, UPDATE (check everything, then write);
+//! - [`catalog`]: CREATE COMPONENT, indexes, SHOW, DESCRIBE.
+
+pub mod aggregate;
+pub mod catalog;
+pub mod eval;
+pub mod mutate;
+pub mod ops;
+pub mod scan;
+pub mod select;

@@ -1,0 +1,940 @@
+//! Scanning matched tables: column readers, selection vectors, column kernels, sparse joins
+//! and the access paths.
+//!
+//! For each matched table the scan starts from every row (or the rows the access path names),
+//! applies the sparse presence checks, then each filter step in turn, narrowing a selection
+//! vector of row numbers. A [`FilterStep::Compare`] runs as a tight loop over one field of one
+//! column, read through the engine's typed strided view ([`FieldColumn`]): no `Value` is built
+//! and there is no per-row dispatch. The surviving rows go to a [`Sink`] in batches.
+
+use std::collections::BTreeMap;
+
+use ecsdb_engine::storage::{ArchetypeTable, FieldColumn, FieldScalar, SparseSet, TableId};
+use ecsdb_engine::{Entity, FieldType, Value, World};
+
+use crate::error::{Error, ErrorKind};
+use crate::execute::eval::{eval_error, Evaluator, RowSource};
+use crate::execute::ops;
+use crate::plan::logical::{BinaryOp, Expr, ExprKind};
+use crate::plan::physical::{Access, FilterStep, PhysicalSlot, RowCheck, ScanPlan, SlotSource, TableFilter};
+
+/// Rows handed to a sink at a time (bounds the memory of evaluated columns).
+pub const BATCH: usize = 1024;
+
+/// One field of a component, readable row by row, typed.
+#[derive(Clone, Copy)]
+pub enum FieldReader<'w> {
+    /// `bool`
+    Bool(FieldColumn<'w, bool>),
+    /// `i8`
+    I8(FieldColumn<'w, i8>),
+    /// `i16`
+    I16(FieldColumn<'w, i16>),
+    /// `i32`
+    I32(FieldColumn<'w, i32>),
+    /// `i64`
+    I64(FieldColumn<'w, i64>),
+    /// `u8`
+    U8(FieldColumn<'w, u8>),
+    /// `u16`
+    U16(FieldColumn<'w, u16>),
+    /// `u32`
+    U32(FieldColumn<'w, u32>),
+    /// `u64`
+    U64(FieldColumn<'w, u64>),
+    /// `f32`
+    F32(FieldColumn<'w, f32>),
+    /// `f64`
+    F64(FieldColumn<'w, f64>),
+    /// `string`
+    Str(FieldColumn<'w, String>),
+    /// `entity`
+    Entity(FieldColumn<'w, Entity>),
+    /// `vec2`
+    Vec2(FieldColumn<'w, [f32; 2]>),
+    /// `vec3`
+    Vec3(FieldColumn<'w, [f32; 3]>),
+    /// Not readable (never happens for a checked schema; reads as null).
+    Missing,
+}
+
+impl<'w> FieldReader<'w> {
+    /// The reader of a field of a table column or a sparse set.
+    pub fn new(world: &'w World, place: Place, slot: &PhysicalSlot, field: usize) -> FieldReader<'w> {
+        fn col<'w, T: FieldScalar>(
+            world: &'w World,
+            place: Place,
+            slot: &PhysicalSlot,
+            field: usize,
+        ) -> Option<FieldColumn<'w, T>> {
+            match place {
+                Place::Table(t) => world.table_field::<T>(t, slot.id, field),
+                Place::Sparse => world.sparse_field::<T>(slot.id, field),
+            }
+        }
+        let Some(info) = slot.fields.get(field) else { return FieldReader::Missing };
+        let (w, p, s, f) = (world, place, slot, field);
+        let reader = match info.ty {
+            FieldType::Bool => col(w, p, s, f).map(FieldReader::Bool),
+            FieldType::I8 => col(w, p, s, f).map(FieldReader::I8),
+            FieldType::I16 => col(w, p, s, f).map(FieldReader::I16),
+            FieldType::I32 => col(w, p, s, f).map(FieldReader::I32),
+            FieldType::I64 => col(w, p, s, f).map(FieldReader::I64),
+            FieldType::U8 => col(w, p, s, f).map(FieldReader::U8),
+            FieldType::U16 => col(w, p, s, f).map(FieldReader::U16),
+            FieldType::U32 => col(w, p, s, f).map(FieldReader::U32),
+            FieldType::U64 => col(w, p, s, f).map(FieldReader::U64),
+            FieldType::F32 => col(w, p, s, f).map(FieldReader::F32),
+            FieldType::F64 => col(w, p, s, f).map(FieldReader::F64),
+            FieldType::String => col(w, p, s, f).map(FieldReader::Str),
+            FieldType::Entity => col(w, p, s, f).map(FieldReader::Entity),
+            FieldType::Vec2 => col(w, p, s, f).map(FieldReader::Vec2),
+            FieldType::Vec3 => col(w, p, s, f).map(FieldReader::Vec3),
+        };
+        reader.unwrap_or(FieldReader::Missing)
+    }
+
+    /// Row `row`'s value. A u64 above i64::MAX is an error; a null entity reads as null.
+    #[inline]
+    pub fn value(&self, row: usize) -> Result<Value, u64> {
+        let missing = Value::Null;
+        Ok(match self {
+            FieldReader::Bool(c) => c.get(row).map_or(missing, |v| Value::Bool(*v)),
+            FieldReader::I8(c) => c.get(row).map_or(missing, |v| Value::Int(*v as i64)),
+            FieldReader::I16(c) => c.get(row).map_or(missing, |v| Value::Int(*v as i64)),
+            FieldReader::I32(c) => c.get(row).map_or(missing, |v| Value::Int(*v as i64)),
+            FieldReader::I64(c) => c.get(row).map_or(missing, |v| Value::Int(*v)),
+            FieldReader::U8(c) => c.get(row).map_or(missing, |v| Value::Int(*v as i64)),
+            FieldReader::U16(c) => c.get(row).map_or(missing, |v| Value::Int(*v as i64)),
+            FieldReader::U32(c) => c.get(row).map_or(missing, |v| Value::Int(*v as i64)),
+            FieldReader::U64(c) => match c.get(row) {
+                Some(&v) => Value::Int(i64::try_from(v).map_err(|_| v)?),
+                None => missing,
+            },
+            FieldReader::F32(c) => c.get(row).map_or(missing, |v| Value::Float(*v as f64)),
+            FieldReader::F64(c) => c.get(row).map_or(missing, |v| Value::Float(*v)),
+            FieldReader::Str(c) => c.get(row).map_or(missing, |v| Value::Str(v.clone())),
+            FieldReader::Entity(c) => {
+                c.get(row).map_or(missing, |v| if v.is_null() { Value::Null } else { Value::Entity(*v) })
+            }
+            FieldReader::Vec2(c) => c.get(row).map_or(missing, |v| Value::Vec2([v[0] as f64, v[1] as f64])),
+            FieldReader::Vec3(c) => {
+                c.get(row).map_or(missing, |v| Value::Vec3([v[0] as f64, v[1] as f64, v[2] as f64]))
+            }
+            FieldReader::Missing => missing,
+        })
+    }
+
+    /// Calls `f(i, value)` for each `rows[i]`, dispatching on the field type once. Stops at
+    /// a u64 above i64::MAX (returned as the error).
+    #[inline]
+    pub fn for_each_value(&self, rows: &[u32], mut f: impl FnMut(usize, Value)) -> Result<(), u64> {
+        fn go<T: FieldScalar>(
+            c: &FieldColumn<'_, T>,
+            rows: &[u32],
+            f: &mut impl FnMut(usize, Value),
+            conv: impl Fn(&T) -> Value,
+        ) {
+            for (i, &r) in rows.iter().enumerate() {
+                f(i, c.get(r as usize).map_or(Value::Null, &conv));
+            }
+        }
+        match self {
+            FieldReader::Bool(c) => go(c, rows, &mut f, |v| Value::Bool(*v)),
+            FieldReader::I8(c) => go(c, rows, &mut f, |v| Value::Int(*v as i64)),
+            FieldReader::I16(c) => go(c, rows, &mut f, |v| Value::Int(*v as i64)),
+            FieldReader::I32(c) => go(c, rows, &mut f, |v| Value::Int(*v as i64)),
+            FieldReader::I64(c) => go(c, rows, &mut f, |v| Value::Int(*v)),
+            FieldReader::U8(c) => go(c, rows, &mut f, |v| Value::Int(*v as i64)),
+            FieldReader::U16(c) => go(c, rows, &mut f, |v| Value::Int(*v as i64)),
+            FieldReader::U32(c) => go(c, rows, &mut f, |v| Value::Int(*v as i64)),
+            FieldReader::F32(c) => go(c, rows, &mut f, |v| Value::Float(*v as f64)),
+            FieldReader::F64(c) => go(c, rows, &mut f, |v| Value::Float(*v)),
+            FieldReader::Str(c) => go(c, rows, &mut f, |v| Value::Str(v.clone())),
+            FieldReader::Entity(c) => {
+                go(c, rows, &mut f, |v| if v.is_null() { Value::Null } else { Value::Entity(*v) })
+            }
+            FieldReader::Vec2(c) => go(c, rows, &mut f, |v| Value::Vec2([v[0] as f64, v[1] as f64])),
+            FieldReader::Vec3(c) => go(c, rows, &mut f, |v| Value::Vec3([v[0] as f64, v[1] as f64, v[2] as f64])),
+            FieldReader::U64(_) | FieldReader::Missing => {
+                for (i, &r) in rows.iter().enumerate() {
+                    f(i, self.value(r as usize)?);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Row `row` as an f64, for numeric fields other than u64/i64 (exact in f64).
+    #[inline]
+    pub fn f64_at(&self, row: usize) -> Option<f64> {
+        match self {
+            FieldReader::I8(c) => c.get(row).map(|v| *v as f64),
+            FieldReader::I16(c) => c.get(row).map(|v| *v as f64),
+            FieldReader::I32(c) => c.get(row).map(|v| *v as f64),
+            FieldReader::U8(c) => c.get(row).map(|v| *v as f64),
+            FieldReader::U16(c) => c.get(row).map(|v| *v as f64),
+            FieldReader::U32(c) => c.get(row).map(|v| *v as f64),
+            FieldReader::F32(c) => c.get(row).map(|v| *v as f64),
+            FieldReader::F64(c) => c.get(row).copied(),
+            _ => None,
+        }
+    }
+
+    /// Appends the values of `rows` as f64 (exact numeric fields only; `false` otherwise).
+    /// One dispatch per call, then a tight loop over the column.
+    pub fn read_f64_rows(&self, rows: &[u32], out: &mut Vec<f64>) -> bool {
+        fn go<T: Num>(c: &FieldColumn<'_, T>, rows: &[u32], out: &mut Vec<f64>) {
+            out.extend(rows.iter().map(|&r| c.get(r as usize).map_or(f64::NAN, |v| v.to_f64())));
+        }
+        match self {
+            FieldReader::I8(c) => go(c, rows, out),
+            FieldReader::I16(c) => go(c, rows, out),
+            FieldReader::I32(c) => go(c, rows, out),
+            FieldReader::U8(c) => go(c, rows, out),
+            FieldReader::U16(c) => go(c, rows, out),
+            FieldReader::U32(c) => go(c, rows, out),
+            FieldReader::F32(c) => go(c, rows, out),
+            FieldReader::F64(c) => go(c, rows, out),
+            _ => return false,
+        }
+        true
+    }
+
+    /// Appends the values of `rows` as i64 (integer fields other than u64; `false` otherwise).
+    pub fn read_i64_rows(&self, rows: &[u32], out: &mut Vec<i64>) -> bool {
+        fn go<T: Num>(c: &FieldColumn<'_, T>, rows: &[u32], out: &mut Vec<i64>) {
+            out.extend(rows.iter().map(|&r| c.get(r as usize).map_or(0, |v| v.to_i64())));
+        }
+        match self {
+            FieldReader::I8(c) => go(c, rows, out),
+            FieldReader::I16(c) => go(c, rows, out),
+            FieldReader::I32(c) => go(c, rows, out),
+            FieldReader::I64(c) => go(c, rows, out),
+            FieldReader::U8(c) => go(c, rows, out),
+            FieldReader::U16(c) => go(c, rows, out),
+            FieldReader::U32(c) => go(c, rows, out),
+            _ => return false,
+        }
+        true
+    }
+
+    /// Whether [`FieldReader::f64_at`] reads this field exactly.
+    pub fn is_exact_f64(&self) -> bool {
+        matches!(
+            self,
+            FieldReader::I8(_)
+                | FieldReader::I16(_)
+                | FieldReader::I32(_)
+                | FieldReader::U8(_)
+                | FieldReader::U16(_)
+                | FieldReader::U32(_)
+                | FieldReader::F32(_)
+                | FieldReader::F64(_)
+        )
+    }
+
+    /// Whether the field is an integer type read exactly as i64 (not u64).
+    pub fn is_int(&self) -> bool {
+        matches!(
+            self,
+            FieldReader::I8(_)
+                | FieldReader::I16(_)
+                | FieldReader::I32(_)
+                | FieldReader::I64(_)
+                | FieldReader::U8(_)
+                | FieldReader::U16(_)
+                | FieldReader::U32(_)
+        )
+    }
+
+    /// Row `row` as an i64 for integer fields other than u64.
+    #[inline]
+    pub fn i64_at(&self, row: usize) -> Option<i64> {
+        match self {
+            FieldReader::I8(c) => c.get(row).map(|v| *v as i64),
+            FieldReader::I16(c) => c.get(row).map(|v| *v as i64),
+            FieldReader::I32(c) => c.get(row).map(|v| *v as i64),
+            FieldReader::I64(c) => c.get(row).copied(),
+            FieldReader::U8(c) => c.get(row).map(|v| *v as i64),
+            FieldReader::U16(c) => c.get(row).map(|v| *v as i64),
+            FieldReader::U32(c) => c.get(row).map(|v| *v as i64),
+            _ => None,
+        }
+    }
+}
+
+/// Where a component's values are: a table's column or the sparse set.
+#[derive(Clone, Copy, Debug)]
+pub enum Place {
+    /// The column of this table.
+    Table(TableId),
+    /// The component's sparse set.
+    Sparse,
+}
+
+/// How one slot reads in the current table.
+pub enum SlotReader<'w> {
+    /// The table lacks it: reads null.
+    Absent,
+    /// A column of the table: one reader per field.
+    Dense(Vec<FieldReader<'w>>),
+    /// A sparse set: per entity, its dense row, then the readers.
+    Sparse(&'w SparseSet, Vec<FieldReader<'w>>),
+}
+
+/// Everything needed to read the rows of one matched table.
+pub struct TableCtx<'w> {
+    /// The table.
+    pub table: &'w ArchetypeTable,
+    /// The entity of each row.
+    pub entities: &'w [Entity],
+    /// Per slot, how it reads here.
+    pub slots: Vec<SlotReader<'w>>,
+    /// The plan's slots (names and fields, for errors).
+    pub meta: &'w [PhysicalSlot],
+    /// The position of this table in the plan's matched tables.
+    pub plan_index: usize,
+}
+
+impl<'w> TableCtx<'w> {
+    /// Builds the readers of a matched table.
+    pub fn new(world: &'w World, plan: &'w ScanPlan, plan_index: usize) -> Option<TableCtx<'w>> {
+        let tp = plan.tables.get(plan_index)?;
+        let table = world.tables().get(tp.table.index())?;
+        let slots = plan
+            .slots
+            .iter()
+            .zip(&tp.sources)
+            .map(|(slot, source)| match source {
+                SlotSource::Absent => SlotReader::Absent,
+                SlotSource::Column => SlotReader::Dense(
+                    (0..slot.fields.len()).map(|f| FieldReader::new(world, Place::Table(tp.table), slot, f)).collect(),
+                ),
+                SlotSource::Sparse => match world.sparse_set(slot.id) {
+                    Some(set) => SlotReader::Sparse(
+                        set,
+                        (0..slot.fields.len()).map(|f| FieldReader::new(world, Place::Sparse, slot, f)).collect(),
+                    ),
+                    None => SlotReader::Absent,
+                },
+            })
+            .collect();
+        Some(TableCtx { table, entities: table.entities(), slots, meta: &plan.slots, plan_index })
+    }
+
+    /// The reader of a field of a slot stored in a column of this table.
+    #[inline]
+    pub fn dense_reader(&self, slot: usize, field: usize) -> Option<&FieldReader<'w>> {
+        match self.slots.get(slot) {
+            Some(SlotReader::Dense(readers)) => readers.get(field),
+            _ => None,
+        }
+    }
+
+    /// Reports a u64 field value above i64::MAX read by `e`.
+    pub fn out_of_range(&self, e: &Expr, slot: usize, field: usize, v: u64) -> Error {
+        out_of_range(e, self.meta, slot, field, v)
+    }
+
+    /// The row where the slot's values are for table row `row`, and its field readers; `None`
+    /// where the entity lacks the component.
+    #[inline]
+    pub fn locate(&self, slot: usize, row: u32) -> Option<(usize, &[FieldReader<'w>])> {
+        match self.slots.get(slot)? {
+            SlotReader::Absent => None,
+            SlotReader::Dense(fields) => Some((row as usize, fields)),
+            SlotReader::Sparse(set, fields) => {
+                let e = *self.entities.get(row as usize)?;
+                set.row(e).map(|r| (r, fields.as_slice()))
+            }
+        }
+    }
+
+    /// Whether the entity of row `row` has the slot's component.
+    #[inline]
+    pub fn has(&self, slot: usize, row: u32) -> bool {
+        match self.slots.get(slot) {
+            Some(SlotReader::Dense(_)) => true,
+            Some(SlotReader::Sparse(set, _)) => self.entities.get(row as usize).is_some_and(|e| set.contains(*e)),
+            _ => false,
+        }
+    }
+
+    fn field_value(&self, e: &Expr, slot: usize, field: usize, row: u32) -> Result<Value, Error> {
+        let Some((r, readers)) = self.locate(slot, row) else { return Ok(Value::Null) };
+        readers
+            .get(field)
+            .map_or(Ok(Value::Null), |reader| reader.value(r).map_err(|v| out_of_range(e, self.meta, slot, field, v)))
+    }
+
+    fn component_value(&self, e: &Expr, slot: usize, row: u32, vector: bool) -> Result<Value, Error> {
+        let Some((r, readers)) = self.locate(slot, row) else { return Ok(Value::Null) };
+        let meta = self.meta.get(slot);
+        let mut fields = Vec::with_capacity(readers.len());
+        for (i, reader) in readers.iter().enumerate() {
+            let v = reader.value(r).map_err(|v| out_of_range(e, self.meta, slot, i, v))?;
+            let name = meta.and_then(|m| m.fields.get(i)).map_or_else(String::new, |f| f.name.clone());
+            fields.push((name, v));
+        }
+        if !vector {
+            return Ok(Value::Object(fields));
+        }
+        let xs: Vec<f64> = fields.iter().map(|(_, v)| v.as_f64().unwrap_or(0.0)).collect();
+        Ok(match xs.as_slice() {
+            [a, b] => Value::Vec2([*a, *b]),
+            [a, b, c] => Value::Vec3([*a, *b, *c]),
+            _ => return Err(eval_error(e, "this component is not a vector")),
+        })
+    }
+}
+
+fn out_of_range(e: &Expr, meta: &[PhysicalSlot], slot: usize, field: usize, v: u64) -> Error {
+    let name = meta
+        .get(slot)
+        .map(|m| format!("{}.{}", m.name, m.fields.get(field).map_or("?", |f| f.name.as_str())))
+        .unwrap_or_default();
+    Error::new(ErrorKind::Type, format!("value {v} of '{name}' (u64) is out of range for int")).with_span(e.span)
+}
+
+impl RowSource for TableCtx<'_> {
+    fn leaf(&self, e: &Expr, rows: &[u32], out: &mut Vec<Value>) -> Result<(), Error> {
+        match &e.kind {
+            ExprKind::Entity => out
+                .extend(rows.iter().map(|&r| self.entities.get(r as usize).map_or(Value::Null, |e| Value::Entity(*e)))),
+            ExprKind::Field { slot, field } => {
+                // The common case: a column of the table, read straight through its reader.
+                if let Some(reader) = self.dense_reader(*slot, *field) {
+                    return reader
+                        .for_each_value(rows, |_, v| out.push(v))
+                        .map_err(|v| out_of_range(e, self.meta, *slot, *field, v));
+                }
+                for &r in rows {
+                    out.push(self.field_value(e, *slot, *field, r)?);
+                }
+            }
+            ExprKind::Component(slot) => {
+                for &r in rows {
+                    out.push(self.component_value(e, *slot, r, false)?);
+                }
+            }
+            ExprKind::ComponentVector(slot) => {
+                for &r in rows {
+                    out.push(self.component_value(e, *slot, r, true)?);
+                }
+            }
+            ExprKind::Has(slot) => out.extend(rows.iter().map(|&r| Value::Bool(self.has(*slot, r)))),
+            _ => return Err(Error::internal("group values read outside aggregation").with_span(e.span)),
+        }
+        Ok(())
+    }
+}
+
+/// The rows of a table that pass so far.
+#[derive(Clone, Debug)]
+pub enum Selection {
+    /// Rows `0..n`.
+    All(usize),
+    /// These rows, ascending.
+    Rows(Vec<u32>),
+}
+
+impl Selection {
+    /// Number of rows.
+    pub fn len(&self) -> usize {
+        match self {
+            Selection::All(n) => *n,
+            Selection::Rows(r) => r.len(),
+        }
+    }
+
+    /// Whether no row passes.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The rows as a list.
+    pub fn into_rows(self) -> Vec<u32> {
+        match self {
+            Selection::All(n) => (0..n as u32).collect(),
+            Selection::Rows(r) => r,
+        }
+    }
+
+    /// Keeps the rows for which `keep(row)` holds.
+    pub fn retain(&mut self, mut keep: impl FnMut(u32) -> bool) {
+        match self {
+            Selection::All(n) => {
+                let rows: Vec<u32> = (0..*n as u32).filter(|&r| keep(r)).collect();
+                *self = Selection::Rows(rows);
+            }
+            Selection::Rows(rows) => rows.retain(|&r| keep(r)),
+        }
+    }
+}
+
+/// Narrows the selection to rows whose field passes `keep`: the column kernel.
+///
+/// From every row it works 64 rows at a time, choosing per chunk by the previous chunk's
+/// selectivity: when nearly all or nearly no rows pass, a plain loop whose branch the CPU
+/// predicts; otherwise a branch-free bitmask ([`FieldColumn::mask64`]) whose set bits are then
+/// visited. From a row list, it compacts the list in place without branches.
+#[inline]
+fn filter_column<T: FieldScalar>(col: FieldColumn<'_, T>, sel: &mut Selection, mut keep: impl FnMut(&T) -> bool) {
+    match sel {
+        Selection::All(n) => {
+            let n = (*n).min(col.len());
+            let mut out: Vec<u32> = Vec::new();
+            let mut start = 0usize;
+            let mut last_kept = 0usize;
+            while start < n {
+                let end = (start + 64).min(n);
+                let before = out.len();
+                if last_kept <= 4 || last_kept >= 60 {
+                    col.for_each_in(start, end, |row, v| {
+                        if keep(v) {
+                            out.push(row as u32);
+                        }
+                    });
+                } else {
+                    let mut bits = col.mask64(start, &mut keep);
+                    while bits != 0 {
+                        out.push(start as u32 + bits.trailing_zeros());
+                        bits &= bits - 1;
+                    }
+                }
+                last_kept = out.len() - before;
+                start = end;
+            }
+            *sel = Selection::Rows(out);
+        }
+        Selection::Rows(rows) => {
+            let mut k = 0usize;
+            for i in 0..rows.len() {
+                let r = rows[i];
+                let pass = col.get(r as usize).is_some_and(&mut keep);
+                rows[k] = r;
+                k += pass as usize;
+            }
+            rows.truncate(k);
+        }
+    }
+}
+
+/// A comparison chosen at compile time, so each kernel loop is specialised.
+trait Cmp {
+    fn test<T: PartialOrd + ?Sized>(a: &T, b: &T) -> bool;
+}
+struct Eq;
+struct Ne;
+struct Lt;
+struct Le;
+struct Gt;
+struct Ge;
+impl Cmp for Eq {
+    #[inline(always)]
+    fn test<T: PartialOrd + ?Sized>(a: &T, b: &T) -> bool {
+        a == b
+    }
+}
+impl Cmp for Ne {
+    #[inline(always)]
+    fn test<T: PartialOrd + ?Sized>(a: &T, b: &T) -> bool {
+        // NaN compares as null: neither equal nor unequal.
+        matches!(a.partial_cmp(b), Some(std::cmp::Ordering::Less | std::cmp::Ordering::Greater))
+    }
+}
+impl Cmp for Lt {
+    #[inline(always)]
+    fn test<T: PartialOrd + ?Sized>(a: &T, b: &T) -> bool {
+        a < b
+    }
+}
+impl Cmp for Le {
+    #[inline(always)]
+    fn test<T: PartialOrd + ?Sized>(a: &T, b: &T) -> bool {
+        a <= b
+    }
+}
+impl Cmp for Gt {
+    #[inline(always)]
+    fn test<T: PartialOrd + ?Sized>(a: &T, b: &T) -> bool {
+        a > b
+    }
+}
+impl Cmp for Ge {
+    #[inline(always)]
+    fn test<T: PartialOrd + ?Sized>(a: &T, b: &T) -> bool {
+        a >= b
+    }
+}
+
+/// Numeric field types a kernel reads.
+pub(crate) trait Num: FieldScalar + Copy {
+    const INT: bool;
+    fn to_i64(self) -> i64;
+    fn to_f64(self) -> f64;
+}
+macro_rules! num {
+    ($($t:ty => $int:expr),*) => {$(
+        impl Num for $t {
+            const INT: bool = $int;
+            #[inline(always)]
+            fn to_i64(self) -> i64 { self as i64 }
+            #[inline(always)]
+            fn to_f64(self) -> f64 { self as f64 }
+        }
+    )*};
+}
+num!(i8 => true, i16 => true, i32 => true, i64 => true, u8 => true, u16 => true, u32 => true, f32 => false, f64 => false);
+
+/// `conv(field) op c` over the selection, with the constant held by value (in a register, not
+/// reloaded through a closure's captures after every store).
+#[inline]
+fn compare_column<T: FieldScalar, K: PartialOrd + Copy, O: Cmp>(
+    col: FieldColumn<'_, T>,
+    sel: &mut Selection,
+    conv: impl Fn(&T) -> K + Copy,
+    c: K,
+) {
+    filter_column(col, sel, move |v| O::test(&conv(v), &c))
+}
+
+fn num_kernel<T: Num, O: Cmp>(col: FieldColumn<'_, T>, rhs: &Value, sel: &mut Selection) {
+    match *rhs {
+        Value::Int(c) if T::INT => compare_column::<T, i64, O>(col, sel, |v| v.to_i64(), c),
+        Value::Int(c) => compare_column::<T, f64, O>(col, sel, |v| v.to_f64(), c as f64),
+        Value::Float(c) => compare_column::<T, f64, O>(col, sel, |v| v.to_f64(), c),
+        _ => *sel = Selection::Rows(Vec::new()),
+    }
+}
+
+fn compare_with<O: Cmp>(reader: &FieldReader<'_>, rhs: &Value, sel: &mut Selection) -> Result<(), String> {
+    let numeric = matches!(rhs, Value::Int(_) | Value::Float(_));
+    match (reader, rhs) {
+        (_, Value::Null) => *sel = Selection::Rows(Vec::new()),
+        (FieldReader::I8(c), _) if numeric => num_kernel::<_, O>(*c, rhs, sel),
+        (FieldReader::I16(c), _) if numeric => num_kernel::<_, O>(*c, rhs, sel),
+        (FieldReader::I32(c), _) if numeric => num_kernel::<_, O>(*c, rhs, sel),
+        (FieldReader::I64(c), _) if numeric => num_kernel::<_, O>(*c, rhs, sel),
+        (FieldReader::U8(c), _) if numeric => num_kernel::<_, O>(*c, rhs, sel),
+        (FieldReader::U16(c), _) if numeric => num_kernel::<_, O>(*c, rhs, sel),
+        (FieldReader::U32(c), _) if numeric => num_kernel::<_, O>(*c, rhs, sel),
+        (FieldReader::F32(c), _) if numeric => num_kernel::<_, O>(*c, rhs, sel),
+        (FieldReader::F64(c), _) if numeric => num_kernel::<_, O>(*c, rhs, sel),
+        (FieldReader::Str(c), Value::Str(s)) => filter_column(*c, sel, |v| O::test(v.as_str(), s.as_str())),
+        (FieldReader::Bool(c), Value::Bool(b)) => filter_column(*c, sel, |v| O::test(v, b)),
+        (FieldReader::Entity(c), Value::Entity(e)) => filter_column(*c, sel, |v| !v.is_null() && O::test(v, e)),
+        (FieldReader::Missing, _) => *sel = Selection::Rows(Vec::new()),
+        (_, other) => return Err(format!("cannot compare this field with {}", other.describe())),
+    }
+    Ok(())
+}
+
+/// The next f32 above `x` (identity for NaN and +inf).
+fn f32_next_up(x: f32) -> f32 {
+    if x.is_nan() || x == f32::INFINITY {
+        return x;
+    }
+    if x == 0.0 {
+        return f32::from_bits(1);
+    }
+    let bits = x.to_bits();
+    f32::from_bits(if x > 0.0 { bits + 1 } else { bits - 1 })
+}
+
+fn f32_next_down(x: f32) -> f32 {
+    -f32_next_up(-x)
+}
+
+/// `f32 field op c` with `c` an f64: the same answer as comparing in f64 (the language reads
+/// an f32 as f64), computed in f32 against a bound rounded the right way, so the loop neither
+/// converts each value nor reloads a wide constant.
+fn f32_kernel(col: FieldColumn<'_, f32>, op: BinaryOp, c: f64, sel: &mut Selection) -> Result<(), String> {
+    if c.is_nan() {
+        *sel = Selection::Rows(Vec::new());
+        return Ok(());
+    }
+    let r = c as f32;
+    let exact = r as f64 == c;
+    // The least f32 >= c and the greatest f32 <= c (infinities where c is out of range).
+    let up = if r as f64 >= c { r } else { f32_next_up(r) };
+    let down = if r as f64 <= c { r } else { f32_next_down(r) };
+    let id = |v: &f32| *v;
+    match op {
+        BinaryOp::Eq if exact => compare_column::<f32, f32, Eq>(col, sel, id, r),
+        BinaryOp::Eq => *sel = Selection::Rows(Vec::new()),
+        BinaryOp::Ne if exact => compare_column::<f32, f32, Ne>(col, sel, id, r),
+        // Every value but NaN differs from a constant no f32 equals.
+        BinaryOp::Ne => compare_column::<f32, f32, Ge>(col, sel, id, f32::NEG_INFINITY),
+        BinaryOp::Lt => compare_column::<f32, f32, Lt>(col, sel, id, up),
+        BinaryOp::Le => compare_column::<f32, f32, Le>(col, sel, id, down),
+        BinaryOp::Gt => compare_column::<f32, f32, Gt>(col, sel, id, down),
+        BinaryOp::Ge => compare_column::<f32, f32, Ge>(col, sel, id, up),
+        _ => return Err(format!("'{}' is not a comparison", op.symbol())),
+    }
+    Ok(())
+}
+
+/// Runs a compare kernel: `field op rhs` over the selected rows.
+pub fn compare_kernel(reader: &FieldReader<'_>, op: BinaryOp, rhs: &Value, sel: &mut Selection) -> Result<(), String> {
+    if let (FieldReader::F32(col), Some(c)) = (reader, rhs.as_f64()) {
+        return f32_kernel(*col, op, c, sel);
+    }
+    match op {
+        BinaryOp::Eq => compare_with::<Eq>(reader, rhs, sel),
+        BinaryOp::Ne => compare_with::<Ne>(reader, rhs, sel),
+        BinaryOp::Lt => compare_with::<Lt>(reader, rhs, sel),
+        BinaryOp::Le => compare_with::<Le>(reader, rhs, sel),
+        BinaryOp::Gt => compare_with::<Gt>(reader, rhs, sel),
+        BinaryOp::Ge => compare_with::<Ge>(reader, rhs, sel),
+        _ => Err(format!("'{}' is not a comparison", op.symbol())),
+    }
+}
+
+/// Receives the rows a scan selects.
+pub trait Sink<'w> {
+    /// Whether the sink only counts rows (then [`Sink::count`] is called instead of
+    /// [`Sink::rows`] and no row list is built where none exists).
+    fn count_only(&self) -> bool {
+        false
+    }
+
+    /// Adds `n` rows (count-only sinks).
+    fn count(&mut self, _n: usize) {}
+
+    /// `n` rows of the next table are about to arrive (sinks that keep rows reserve room).
+    fn expect_rows(&mut self, _n: usize) {}
+
+    /// Takes a batch of selected rows of one table; returns `false` to stop the scan.
+    fn rows(&mut self, ctx: &TableCtx<'w>, rows: &[u32]) -> Result<bool, Error>;
+
+    /// Takes every row `0..n` of one table (no filter narrowed it). By default, in batches
+    /// through [`Sink::rows`]; sinks that can read whole columns override it.
+    fn rows_all(&mut self, ctx: &TableCtx<'w>, n: usize) -> Result<bool, Error> {
+        let mut start = 0u32;
+        let mut buf = Vec::with_capacity(BATCH.min(n));
+        while (start as usize) < n {
+            let end = (start as usize + BATCH).min(n) as u32;
+            buf.clear();
+            buf.extend(start..end);
+            if !self.rows(ctx, &buf)? {
+                return Ok(false);
+            }
+            start = end;
+        }
+        Ok(true)
+    }
+}
+
+/// Runs a filter step over a selection.
+fn apply_step(step: &FilterStep, ctx: &TableCtx<'_>, sel: &mut Selection, params: &[Value]) -> Result<(), Error> {
+    match step {
+        FilterStep::Compare { slot, field, op, rhs, expr, .. } => {
+            let rhs = rhs.resolve(params);
+            let reader = match ctx.slots.get(*slot) {
+                Some(SlotReader::Dense(readers)) => readers.get(*field).copied().unwrap_or(FieldReader::Missing),
+                _ => FieldReader::Missing,
+            };
+            compare_kernel(&reader, *op, rhs, sel).map_err(|m| eval_error(expr, m))
+        }
+        FilterStep::Expr(expr) => {
+            let ev = Evaluator::new(ctx, params);
+            let rows = std::mem::replace(sel, Selection::Rows(Vec::new())).into_rows();
+            let mut kept = Vec::with_capacity(rows.len());
+            for chunk in rows.chunks(BATCH) {
+                let values = ev.eval(expr, chunk)?;
+                for (&r, v) in chunk.iter().zip(&values) {
+                    if ops::truth(v).map_err(|m| eval_error(expr, m))? == Some(true) {
+                        kept.push(r);
+                    }
+                }
+            }
+            *sel = Selection::Rows(kept);
+            Ok(())
+        }
+    }
+}
+
+fn apply_check(check: &RowCheck, ctx: &TableCtx<'_>, sel: &mut Selection) {
+    match check {
+        RowCheck::Has(slot) => sel.retain(|r| ctx.has(*slot, r)),
+        RowCheck::Lacks(slot) => sel.retain(|r| !ctx.has(*slot, r)),
+        RowCheck::AnyOf(slots) => sel.retain(|r| slots.iter().any(|s| ctx.has(*s, r))),
+    }
+}
+
+/// Rows the access path allows, per table; `None` means every row of every table.
+fn access_rows(plan: &ScanPlan, world: &World, params: &[Value]) -> Result<Option<BTreeMap<TableId, Vec<u32>>>, Error> {
+    let locate = |e: Entity, map: &mut BTreeMap<TableId, Vec<u32>>| -> bool {
+        match world.location(e) {
+            Ok(loc) => {
+                map.entry(TableId(loc.table)).or_default().push(loc.row);
+                true
+            }
+            Err(_) => false,
+        }
+    };
+    let mut map: BTreeMap<TableId, Vec<u32>> = BTreeMap::new();
+    match &plan.access {
+        Access::Scan { .. } => return Ok(None),
+        Access::Entities { entities, must_exist, span, .. } => {
+            let at = |e: Error| match span {
+                Some(s) => e.with_span(*s),
+                None => e,
+            };
+            for op in entities {
+                let v = op.resolve(params);
+                let e = match v {
+                    Value::Entity(e) => *e,
+                    Value::Null if !must_exist => continue,
+                    other => {
+                        return Err(at(Error::new(
+                            if *must_exist { ErrorKind::Parameter } else { ErrorKind::Type },
+                            format!("expected an entity, found {}", other.describe()),
+                        )))
+                    }
+                };
+                if !locate(e, &mut map) && *must_exist {
+                    return Err(at(Error::new(ErrorKind::StaleEntity, format!("stale entity {e}"))));
+                }
+            }
+        }
+        Access::Index(ix) => {
+            let bitmap = ix.lookup.lookup(world, params)?;
+            for index in bitmap.iter() {
+                if let Some(e) = world.entities().resolve(index) {
+                    locate(e, &mut map);
+                }
+            }
+        }
+    }
+    for rows in map.values_mut() {
+        rows.sort_unstable();
+        rows.dedup();
+    }
+    Ok(Some(map))
+}
+
+/// Runs the scan: every matched table's selected rows go to `sink`, in table order.
+pub fn run_scan<'w>(
+    plan: &'w ScanPlan,
+    world: &'w World,
+    params: &[Value],
+    sink: &mut dyn Sink<'w>,
+) -> Result<(), Error> {
+    let restrict = access_rows(plan, world, params)?;
+    for (plan_index, tp) in plan.tables.iter().enumerate() {
+        let steps = match &*tp.filter {
+            TableFilter::Never => continue,
+            TableFilter::Steps(steps) => steps,
+        };
+        let Some(table) = world.tables().get(tp.table.index()) else { continue };
+        let mut sel = match &restrict {
+            None if table.is_empty() => continue,
+            None => Selection::All(table.len()),
+            Some(map) => match map.get(&tp.table) {
+                Some(rows) => Selection::Rows(rows.clone()),
+                None => continue,
+            },
+        };
+        if steps.is_empty() && tp.checks.is_empty() && sink.count_only() {
+            sink.count(sel.len());
+            continue;
+        }
+        let Some(ctx) = TableCtx::new(world, plan, plan_index) else { continue };
+        for check in &tp.checks {
+            apply_check(check, &ctx, &mut sel);
+        }
+        for step in steps {
+            if sel.is_empty() {
+                break;
+            }
+            apply_step(step, &ctx, &mut sel, params)?;
+        }
+        if sel.is_empty() {
+            continue;
+        }
+        if sink.count_only() {
+            sink.count(sel.len());
+            continue;
+        }
+        sink.expect_rows(sel.len());
+        match sel {
+            Selection::All(n) => {
+                if !sink.rows_all(&ctx, n)? {
+                    return Ok(());
+                }
+            }
+            Selection::Rows(rows) => {
+                for chunk in rows.chunks(BATCH) {
+                    if !sink.rows(&ctx, chunk)? {
+                        return Ok(());
+                    }
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ecsdb_engine::{ComponentDef, Value};
+
+    /// The f32 kernel agrees with comparing in f64, at the awkward constants.
+    #[test]
+    fn f32_kernel_matches_f64_semantics() {
+        let mut world = World::new();
+        let id = world.define_component(&ComponentDef::new("F", &[("v", FieldType::F32)])).unwrap();
+        let values = [
+            f32::NEG_INFINITY,
+            -f32::MAX,
+            -1.5,
+            -0.0,
+            0.0,
+            f32::from_bits(1),
+            0.1,
+            1.0,
+            16_777_217.0,
+            f32::MAX,
+            f32::INFINITY,
+            f32::NAN,
+        ];
+        let mut table = None;
+        for v in values {
+            let e = world.spawn_values(&[("F", &[("v", Value::Float(v as f64))])]).unwrap();
+            table = Some(TableId(world.location(e).unwrap().table));
+        }
+        let col = world.table_field::<f32>(table.unwrap(), id, 0).unwrap();
+        let constants = [
+            0.1f64,
+            -0.0,
+            0.0,
+            1.0,
+            1e-50,
+            -1e-50,
+            1e300,
+            -1e300,
+            f64::INFINITY,
+            f64::NEG_INFINITY,
+            16_777_217.0,
+            f64::NAN,
+        ];
+        let ops = [BinaryOp::Eq, BinaryOp::Ne, BinaryOp::Lt, BinaryOp::Le, BinaryOp::Gt, BinaryOp::Ge];
+        for c in constants {
+            for op in ops {
+                let mut sel = Selection::All(values.len());
+                f32_kernel(col, op, c, &mut sel).unwrap();
+                let want: Vec<u32> = (0..values.len() as u32)
+                    .filter(|&r| {
+                        let v = Value::Float(values[r as usize] as f64);
+                        crate::execute::ops::binary(op, &v, &Value::Float(c)) == Ok(Value::Bool(true))
+                    })
+                    .collect();
+                assert_eq!(sel.into_rows(), want, "v {op:?} {c}");
+            }
+        }
+    }
+}

@@ -1,0 +1,90 @@
+//! The plan stage: logical plans ([`logical`]) become physical plans ([`physical`]), which
+//! EXPLAIN prints ([`explain`]).
+//!
+//! A SELECT's physical plan is a [`PhysicalSelect`]: the row source ([`ScanPlan`]: access
+//! path, matched tables, per-table pushed-down predicates) and the strategy for what happens
+//! to the rows ([`Strategy`]). Prepared statements keep it and call [`PhysicalSelect::refresh`]
+//! before each run, which matches only the tables created since.
+
+pub mod explain;
+pub mod index_choice;
+pub mod logical;
+pub mod physical;
+
+use std::sync::Arc;
+
+use ecsdb_engine::{FieldType, World};
+
+use crate::plan::logical::{ExprKind, SelectPlan};
+use crate::plan::physical::ScanPlan;
+
+/// What happens to the selected rows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Strategy {
+    /// Items evaluated per batch; LIMIT stops the scan early.
+    Project,
+    /// ORDER BY without LIMIT: every row's keys, then a sort.
+    Sort,
+    /// ORDER BY with LIMIT: a bounded heap of `offset + limit` rows.
+    TopK,
+    /// GROUP BY and/or aggregates.
+    Aggregate,
+}
+
+/// The physical plan of a SELECT.
+#[derive(Clone, Debug)]
+pub struct PhysicalSelect {
+    /// The logical plan it implements.
+    pub logical: Arc<SelectPlan>,
+    /// Where the rows come from.
+    pub scan: ScanPlan,
+    /// What happens to them.
+    pub strategy: Strategy,
+    /// A single ORDER BY key that is a numeric field read exactly as f64: (slot, field).
+    pub fast_sort_key: Option<(usize, usize)>,
+}
+
+impl PhysicalSelect {
+    /// Plans a bound SELECT against the world.
+    pub fn new(logical: Arc<SelectPlan>, world: &World) -> PhysicalSelect {
+        let scan = ScanPlan::new(&logical.source, world);
+        let strategy = if logical.aggregated {
+            Strategy::Aggregate
+        } else if logical.order_by.is_empty() {
+            Strategy::Project
+        } else if logical.limit.is_some() {
+            Strategy::TopK
+        } else {
+            Strategy::Sort
+        };
+        let fast_sort_key = match logical.order_by.as_slice() {
+            [key] if !logical.aggregated => match key.expr.kind {
+                ExprKind::Field { slot, field } => {
+                    let ty = scan.slots.get(slot).and_then(|s| s.fields.get(field)).map(|f| f.ty);
+                    let exact = matches!(
+                        ty,
+                        Some(
+                            FieldType::I8
+                                | FieldType::I16
+                                | FieldType::I32
+                                | FieldType::U8
+                                | FieldType::U16
+                                | FieldType::U32
+                                | FieldType::F32
+                                | FieldType::F64
+                        )
+                    );
+                    exact.then_some((slot, field))
+                }
+                _ => None,
+            },
+            _ => None,
+        };
+        PhysicalSelect { logical, scan, strategy, fast_sort_key }
+    }
+
+    /// Matches tables created since the plan was made or last refreshed.
+    pub fn refresh(&mut self, world: &World) {
+        self.scan.refresh(world);
+    }
+}

@@ -1,0 +1,643 @@
+//! The physical plan: *how* rows are found.
+//!
+//! A [`ScanPlan`] turns a logical [`Source`] (terms + WHERE) into
+//!
+//! - an **access path** ([`Access`]): scan every matched table, fetch listed entities through
+//!   the entity table (`entity = 12v0`, a statement's entity target), or — the seam for the
+//!   index layer — take the entity set an index answers ([`Access::Index`]);
+//! - the **matched archetype tables** ([`TablePlan`]), found once and extended incrementally as
+//!   the world creates tables (tables are append-only, so [`ScanPlan::refresh`] only looks at
+//!   tables it has not seen);
+//! - per table, the **pushed-down predicate**: the WHERE clause specialised to what the table
+//!   stores. A component the table lacks (under `?C` or `A | B`) reads as null and `has(C)` is
+//!   a constant, so the predicate is folded per table; what remains is split into conjuncts,
+//!   and a conjunct comparing a stored scalar field with a constant becomes a column kernel
+//!   ([`FilterStep::Compare`]): a tight loop over the column producing a selection vector.
+//!   Other conjuncts ([`FilterStep::Expr`]) run on the batch evaluator. A table whose predicate
+//!   folds to false or null is skipped outright;
+//! - **row checks** ([`RowCheck`]) for sparse components, which are not part of the table's
+//!   component set and are joined by entity.
+
+use std::sync::Arc;
+
+use ecsdb_engine::storage::TableId;
+use ecsdb_engine::{ComponentId, FieldInfo, FieldType, StorageKind, Value, World};
+use roaring::RoaringBitmap;
+
+use crate::error::Error;
+use crate::execute::eval::{fold_constants, Evaluator, NoRows};
+use crate::plan::logical::{BinaryOp, ComponentSlot, EntityRef, Expr, ExprKind, Slot, Source, Term};
+
+/// A constant operand of a kernel: a literal, or a parameter resolved when the plan runs.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Operand {
+    /// A literal value.
+    Value(Value),
+    /// Parameter `n` of the statement.
+    Param(usize),
+}
+
+impl Operand {
+    /// The value, given the statement's parameter values.
+    pub fn resolve<'a>(&'a self, params: &'a [Value]) -> &'a Value {
+        match self {
+            Operand::Value(v) => v,
+            Operand::Param(n) => params.get(*n).unwrap_or(&Value::Null),
+        }
+    }
+
+    pub(crate) fn from_expr(e: &Expr) -> Option<Operand> {
+        match &e.kind {
+            ExprKind::Literal(v) => Some(Operand::Value(v.clone())),
+            ExprKind::Param(n) => Some(Operand::Param(*n)),
+            _ => None,
+        }
+    }
+}
+
+/// What the index layer answers: a set of entity indices (a bitmap) for one predicate.
+///
+/// This is the seam for secondary indexes. The planner's [`index_access`] asks for one; the
+/// executor intersects the matched tables' rows with the answer and still applies the whole
+/// predicate (an index narrows the rows, it never decides the answer).
+pub trait IndexLookup: Send + Sync {
+    /// The entity indices that may satisfy the predicate (a superset is fine).
+    fn lookup(&self, world: &World, params: &[Value]) -> Result<RoaringBitmap, Error>;
+}
+
+/// An access path through a secondary index.
+#[derive(Clone)]
+pub struct IndexScan {
+    /// The index's name.
+    pub index: String,
+    /// Its kind (`btree`, `bitmap`, `rtree`, …).
+    pub kind: String,
+    /// The predicate it answers, as text.
+    pub predicate: String,
+    /// Its estimate of the rows it returns.
+    pub estimated_rows: usize,
+    /// The lookup.
+    pub lookup: Arc<dyn IndexLookup>,
+}
+
+impl std::fmt::Debug for IndexScan {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "IndexScan({} USING {} for {})", self.index, self.kind, self.predicate)
+    }
+}
+
+/// How the rows of the matched tables are reached.
+#[derive(Clone, Debug)]
+pub enum Access {
+    /// Every row of every matched table.
+    Scan {
+        /// Why no index is used (shown by EXPLAIN).
+        reason: String,
+    },
+    /// Only these entities, found through the entity table.
+    Entities {
+        /// The entities (literals or parameters).
+        entities: Vec<Operand>,
+        /// A statement's entity target: a stale entity is an error rather than no row.
+        must_exist: bool,
+        /// What it came from (for EXPLAIN).
+        origin: String,
+        /// Where the entity target is written (for errors).
+        span: Option<crate::error::Span>,
+    },
+    /// The entities an index answers.
+    Index(IndexScan),
+}
+
+/// A per-row presence check for sparse components (joined by entity).
+#[derive(Clone, Debug, PartialEq)]
+pub enum RowCheck {
+    /// The entity has the sparse component.
+    Has(Slot),
+    /// The entity lacks the sparse component.
+    Lacks(Slot),
+    /// The entity has at least one of these sparse components.
+    AnyOf(Vec<Slot>),
+}
+
+/// Where a slot's component is found in one table.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SlotSource {
+    /// A column of the table.
+    Column,
+    /// The component's sparse set (looked up by entity).
+    Sparse,
+    /// Nowhere: it reads as null in this table.
+    Absent,
+}
+
+/// One conjunct of a table's pushed-down predicate.
+#[derive(Clone, Debug)]
+pub enum FilterStep {
+    /// `field <op> constant` on a column of the table: a column kernel.
+    Compare {
+        /// The component.
+        slot: Slot,
+        /// The field's position.
+        field: usize,
+        /// The field's type.
+        ty: FieldType,
+        /// The comparison (`field op rhs`).
+        op: BinaryOp,
+        /// The constant.
+        rhs: Operand,
+        /// The conjunct it came from (for EXPLAIN and errors).
+        expr: Expr,
+    },
+    /// Any other condition, run on the batch evaluator; rows where it is true pass.
+    Expr(Expr),
+}
+
+impl FilterStep {
+    /// The conjunct this step runs.
+    pub fn expr(&self) -> &Expr {
+        match self {
+            FilterStep::Compare { expr, .. } | FilterStep::Expr(expr) => expr,
+        }
+    }
+
+    /// A rough selectivity used for estimates.
+    pub fn selectivity(&self) -> f64 {
+        match self {
+            FilterStep::Compare { op: BinaryOp::Eq, .. } => 0.1,
+            FilterStep::Compare { op: BinaryOp::Ne, .. } => 0.9,
+            FilterStep::Compare { .. } => 1.0 / 3.0,
+            FilterStep::Expr(_) => 0.5,
+        }
+    }
+}
+
+/// A table's predicate after pushdown.
+#[derive(Clone, Debug)]
+pub enum TableFilter {
+    /// No row of the table can pass (the predicate folds to false or null here).
+    Never,
+    /// Rows pass when every step passes (no steps: every row).
+    Steps(Vec<FilterStep>),
+}
+
+/// One matched archetype table.
+#[derive(Clone, Debug)]
+pub struct TablePlan {
+    /// The table.
+    pub table: TableId,
+    /// Where each slot's component is found.
+    pub sources: Vec<SlotSource>,
+    /// Presence checks for sparse components.
+    pub checks: Vec<RowCheck>,
+    /// The pushed-down predicate (shared by the tables where the statement's components are
+    /// found the same way: it depends only on [`TablePlan::sources`]).
+    pub filter: Arc<TableFilter>,
+}
+
+/// A slot with what the planner needs of its component.
+#[derive(Clone, Debug)]
+pub struct PhysicalSlot {
+    /// The component.
+    pub id: ComponentId,
+    /// Its name.
+    pub name: String,
+    /// Table or sparse.
+    pub storage: StorageKind,
+    /// Its fields.
+    pub fields: Vec<FieldInfo>,
+}
+
+/// The physical plan of a row source.
+#[derive(Clone, Debug)]
+pub struct ScanPlan {
+    world_id: u64,
+    /// The components, by slot.
+    pub slots: Vec<PhysicalSlot>,
+    required: Vec<ComponentId>,
+    forbidden: Vec<ComponentId>,
+    any_of: Vec<(Vec<ComponentId>, Vec<Slot>)>,
+    base_checks: Vec<RowCheck>,
+    filter: Option<Expr>,
+    /// How rows are reached.
+    pub access: Access,
+    /// The matched tables, in table order.
+    pub tables: Vec<TablePlan>,
+    tables_seen: usize,
+    /// Pushed-down predicates by slot sources, computed once per distinct layout.
+    filters: Vec<(Vec<SlotSource>, Arc<TableFilter>)>,
+}
+
+impl ScanPlan {
+    /// Plans a source against the world's catalog and matches its current tables.
+    pub fn new(source: &Source, world: &World) -> ScanPlan {
+        let slots: Vec<PhysicalSlot> = source
+            .slots
+            .iter()
+            .map(|s: &ComponentSlot| {
+                let info = world.components().info(s.id);
+                PhysicalSlot { id: s.id, name: s.name.clone(), storage: info.storage(), fields: info.fields().to_vec() }
+            })
+            .collect();
+        let sparse = |slot: Slot| slots.get(slot).is_some_and(|s| s.storage == StorageKind::Sparse);
+        let mut required = Vec::new();
+        let mut forbidden = Vec::new();
+        let mut any_of = Vec::new();
+        let mut base_checks = Vec::new();
+        for term in &source.terms {
+            match term {
+                Term::Required { slot, .. } => {
+                    if sparse(*slot) {
+                        base_checks.push(RowCheck::Has(*slot));
+                    } else if let Some(s) = slots.get(*slot) {
+                        required.push(s.id);
+                    }
+                }
+                Term::Not(slot) => {
+                    if sparse(*slot) {
+                        base_checks.push(RowCheck::Lacks(*slot));
+                    } else if let Some(s) = slots.get(*slot) {
+                        forbidden.push(s.id);
+                    }
+                }
+                Term::Optional(_) => {}
+                Term::AnyOf(group) => {
+                    let table: Vec<ComponentId> =
+                        group.iter().filter(|s| !sparse(**s)).filter_map(|s| slots.get(*s)).map(|s| s.id).collect();
+                    let sp: Vec<Slot> = group.iter().copied().filter(|s| sparse(*s)).collect();
+                    any_of.push((table, sp));
+                }
+            }
+        }
+        let access = choose_access(source, world);
+        let mut plan = ScanPlan {
+            world_id: world.id(),
+            slots,
+            required,
+            forbidden,
+            any_of,
+            base_checks,
+            filter: source.filter.clone(),
+            access,
+            tables: Vec::new(),
+            tables_seen: 0,
+            filters: Vec::new(),
+        };
+        plan.refresh(world);
+        plan
+    }
+
+    /// Whether the plan was made for this world.
+    pub fn is_for(&self, world: &World) -> bool {
+        self.world_id == world.id()
+    }
+
+    /// Matches the tables created since the last call (tables are append-only).
+    pub fn refresh(&mut self, world: &World) {
+        let tables = world.tables();
+        if self.tables_seen >= tables.len() {
+            return;
+        }
+        for t in &tables[self.tables_seen..] {
+            if let Some(tp) = self.match_table(t) {
+                self.tables.push(tp);
+            }
+        }
+        self.tables_seen = tables.len();
+    }
+
+    /// The pushed-down predicate for tables whose slots are found as `sources`.
+    fn filter_for(&mut self, sources: &[SlotSource]) -> Arc<TableFilter> {
+        if let Some((_, f)) = self.filters.iter().find(|(s, _)| s == sources) {
+            return f.clone();
+        }
+        let f = Arc::new(match &self.filter {
+            None => TableFilter::Steps(Vec::new()),
+            Some(f) => push_down(f, sources, &self.slots),
+        });
+        self.filters.push((sources.to_vec(), f.clone()));
+        f
+    }
+
+    fn match_table(&mut self, t: &ecsdb_engine::storage::ArchetypeTable) -> Option<TablePlan> {
+        if !self.required.iter().all(|c| t.has(*c)) || self.forbidden.iter().any(|c| t.has(*c)) {
+            return None;
+        }
+        let mut checks = self.base_checks.clone();
+        for (table_members, sparse_members) in &self.any_of {
+            if table_members.iter().any(|c| t.has(*c)) {
+                continue;
+            }
+            if sparse_members.is_empty() {
+                return None;
+            }
+            checks.push(RowCheck::AnyOf(sparse_members.clone()));
+        }
+        let sources: Vec<SlotSource> = self
+            .slots
+            .iter()
+            .map(|s| match s.storage {
+                StorageKind::Sparse => SlotSource::Sparse,
+                StorageKind::Table if t.has(s.id) => SlotSource::Column,
+                StorageKind::Table => SlotSource::Absent,
+            })
+            .collect();
+        let filter = self.filter_for(&sources);
+        Some(TablePlan { table: t.id(), sources, checks, filter })
+    }
+
+    /// Rows in the matched tables right now.
+    pub fn matched_rows(&self, world: &World) -> usize {
+        self.tables.iter().map(|t| world.tables().get(t.table.index()).map_or(0, |x| x.len())).sum()
+    }
+}
+
+/// Picks the access path. Entity targets and `entity = …` / `entity IN (…)` conjuncts are
+/// answered through the entity table; everything else scans, until the index layer plugs in
+/// here (see [`index_access`]).
+fn choose_access(source: &Source, world: &World) -> Access {
+    if let Some(target) = &source.target {
+        let (operand, origin, span) = match target {
+            EntityRef::Literal(e, span) => (Operand::Value(Value::Entity(*e)), format!("entity {e}"), *span),
+            EntityRef::Param(n, span) => (Operand::Param(*n), "an entity parameter".to_string(), *span),
+        };
+        return Access::Entities { entities: vec![operand], must_exist: true, origin, span: Some(span) };
+    }
+    if let Some(filter) = &source.filter {
+        for c in filter.conjuncts() {
+            if let Some(entities) = entity_lookup(c) {
+                return Access::Entities {
+                    entities, must_exist: false, origin: "entity = …".to_string(), span: None
+                };
+            }
+        }
+        let scan_rows = world.tables().iter().map(|t| t.len()).sum();
+        if let Some(ix) = crate::plan::index_choice::choose_index(source, world, scan_rows) {
+            return Access::Index(ix);
+        }
+    }
+    let reason = if world.indexes().is_empty() { "no index exists" } else { "no index applies" };
+    Access::Scan { reason: reason.to_string() }
+}
+
+/// `entity = X`, `X = entity` or `entity IN (X, …)` with constant X: the entities to fetch.
+fn entity_lookup(c: &Expr) -> Option<Vec<Operand>> {
+    let is_entity = |e: &Expr| matches!(e.kind, ExprKind::Entity);
+    match &c.kind {
+        ExprKind::Binary { op: BinaryOp::Eq, left, right } => {
+            if is_entity(left) {
+                Operand::from_expr(right).map(|o| vec![o])
+            } else if is_entity(right) {
+                Operand::from_expr(left).map(|o| vec![o])
+            } else {
+                None
+            }
+        }
+        ExprKind::InList { expr, list, negated: false } if is_entity(expr) => {
+            list.iter().map(Operand::from_expr).collect()
+        }
+        _ => None,
+    }
+}
+
+/// Specialises the predicate to one table: absent components read null, `has` of table
+/// components is constant; then constant parts fold and the conjuncts become steps.
+fn push_down(filter: &Expr, sources: &[SlotSource], slots: &[PhysicalSlot]) -> TableFilter {
+    // Rewrite only when something changes (planning a typical query must stay in microseconds).
+    let source = |slot: Slot| sources.get(slot).copied().unwrap_or(SlotSource::Absent);
+    let needs_specialising = filter.any(&mut |e| match e.kind {
+        ExprKind::Field { slot, .. } | ExprKind::Component(slot) | ExprKind::ComponentVector(slot) => {
+            source(slot) == SlotSource::Absent
+        }
+        ExprKind::Has(slot) => source(slot) != SlotSource::Sparse,
+        _ => false,
+    });
+    let specialised;
+    let filter = if needs_specialising {
+        specialised = specialise(filter, sources);
+        &specialised
+    } else {
+        filter
+    };
+    let needs_folding =
+        filter.any(&mut |e| !matches!(e.kind, ExprKind::Literal(_)) && !e.reads_row() && !e.has_params());
+    let folded;
+    let filter = if needs_folding {
+        folded = fold_constants(filter);
+        &folded
+    } else {
+        filter
+    };
+    let mut steps = Vec::new();
+    for c in filter.conjuncts() {
+        match &c.kind {
+            ExprKind::Literal(Value::Bool(true)) => continue,
+            ExprKind::Literal(Value::Bool(false) | Value::Null) => return TableFilter::Never,
+            _ => {}
+        }
+        steps.extend(compile_conjunct(c, sources, slots));
+    }
+    // Cheapest first: numeric kernels, then other kernels, then the evaluator.
+    steps.sort_by_key(|s| match s {
+        FilterStep::Compare { ty, .. } if ty.is_numeric() => 0,
+        FilterStep::Compare { .. } => 1,
+        FilterStep::Expr(_) => 2,
+    });
+    TableFilter::Steps(steps)
+}
+
+/// Replaces reads of absent components by null and `has` by constants where the table decides.
+pub fn specialise(e: &Expr, sources: &[SlotSource]) -> Expr {
+    let source = |slot: Slot| sources.get(slot).copied().unwrap_or(SlotSource::Absent);
+    let null = || Expr { kind: ExprKind::Literal(Value::Null), ty: e.ty, span: e.span };
+    match &e.kind {
+        ExprKind::Field { slot, .. } | ExprKind::Component(slot) | ExprKind::ComponentVector(slot)
+            if source(*slot) == SlotSource::Absent =>
+        {
+            null()
+        }
+        ExprKind::Has(slot) if source(*slot) != SlotSource::Sparse => {
+            Expr { kind: ExprKind::Literal(Value::Bool(source(*slot) == SlotSource::Column)), ty: e.ty, span: e.span }
+        }
+        _ => map_children(e, &mut |c| specialise(c, sources)),
+    }
+}
+
+/// A copy of `e` with each direct child replaced by `f(child)`.
+pub fn map_children(e: &Expr, f: &mut impl FnMut(&Expr) -> Expr) -> Expr {
+    let b = |x: &Expr, f: &mut dyn FnMut(&Expr) -> Expr| Box::new(f(x));
+    let kind = match &e.kind {
+        ExprKind::Neg(x) => ExprKind::Neg(b(x, f)),
+        ExprKind::Not(x) => ExprKind::Not(b(x, f)),
+        ExprKind::Binary { op, left, right } => ExprKind::Binary { op: *op, left: b(left, f), right: b(right, f) },
+        ExprKind::Between { expr, low, high, negated } => {
+            ExprKind::Between { expr: b(expr, f), low: b(low, f), high: b(high, f), negated: *negated }
+        }
+        ExprKind::InList { expr, list, negated } => {
+            ExprKind::InList { expr: b(expr, f), list: list.iter().map(&mut *f).collect(), negated: *negated }
+        }
+        ExprKind::Like { expr, pattern, negated } => {
+            ExprKind::Like { expr: b(expr, f), pattern: b(pattern, f), negated: *negated }
+        }
+        ExprKind::IsNull { expr, negated } => ExprKind::IsNull { expr: b(expr, f), negated: *negated },
+        ExprKind::Vector(items) => ExprKind::Vector(items.iter().map(&mut *f).collect()),
+        ExprKind::Call { func, args } => {
+            ExprKind::Call { func: func.clone(), args: args.iter().map(&mut *f).collect() }
+        }
+        other => other.clone(),
+    };
+    Expr { kind, ty: e.ty, span: e.span }
+}
+
+/// Field types a column kernel reads (u64 is left to the evaluator, which checks the range).
+fn kernel_type(ty: FieldType) -> bool {
+    !matches!(ty, FieldType::U64 | FieldType::Vec2 | FieldType::Vec3)
+}
+
+fn compile_conjunct(c: &Expr, sources: &[SlotSource], slots: &[PhysicalSlot]) -> Vec<FilterStep> {
+    let column_field = |e: &Expr| -> Option<(Slot, usize, FieldType)> {
+        if let ExprKind::Field { slot, field } = e.kind {
+            if sources.get(slot) == Some(&SlotSource::Column) {
+                let ty = slots.get(slot)?.fields.get(field)?.ty;
+                return kernel_type(ty).then_some((slot, field, ty));
+            }
+        }
+        None
+    };
+    let compare = |(slot, field, ty): (Slot, usize, FieldType), op: BinaryOp, rhs: Operand| FilterStep::Compare {
+        slot,
+        field,
+        ty,
+        op,
+        rhs,
+        expr: c.clone(),
+    };
+    match &c.kind {
+        ExprKind::Binary { op, left, right } if op.is_comparison() => {
+            if let (Some(f), Some(o)) = (column_field(left), Operand::from_expr(right)) {
+                return vec![compare(f, *op, o)];
+            }
+            if let (Some(f), Some(o)) = (column_field(right), Operand::from_expr(left)) {
+                return vec![compare(f, op.flip(), o)];
+            }
+        }
+        ExprKind::Between { expr, low, high, negated: false } => {
+            if let (Some(f), Some(lo), Some(hi)) =
+                (column_field(expr), Operand::from_expr(low), Operand::from_expr(high))
+            {
+                return vec![compare(f, BinaryOp::Ge, lo), compare(f, BinaryOp::Le, hi)];
+            }
+        }
+        _ => {}
+    }
+    vec![FilterStep::Expr(c.clone())]
+}
+
+/// Evaluates a row-free expression (LIMIT, OFFSET, SPAWN values) with the parameters.
+pub fn eval_constant(e: &Expr, params: &[Value]) -> Result<Value, Error> {
+    let ev = Evaluator::new(&NoRows, params);
+    ev.eval_one(e)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bind::bind_statement;
+    use crate::functions::FunctionRegistry;
+    use crate::parse::parse_statement;
+    use crate::plan::logical::LogicalPlan;
+    use ecsdb_engine::{ComponentDef, FieldType};
+
+    fn plan(w: &World, text: &str) -> ScanPlan {
+        let stmt = parse_statement(text).unwrap();
+        match bind_statement(&stmt, w, &FunctionRegistry::default()).unwrap().plan {
+            LogicalPlan::Select(s) => ScanPlan::new(&s.source, w),
+            other => panic!("not a select: {other:?}"),
+        }
+    }
+
+    fn world() -> World {
+        let mut w = World::new();
+        w.define_component(&ComponentDef::new("A", &[("v", FieldType::I32), ("s", FieldType::String)])).unwrap();
+        w.define_component(&ComponentDef::new("B", &[("v", FieldType::F32)])).unwrap();
+        w.define_component(&ComponentDef::new("S", &[("v", FieldType::U8)]).sparse()).unwrap();
+        w.spawn_values(&[("A", &[])]).unwrap();
+        w.spawn_values(&[("A", &[]), ("B", &[])]).unwrap();
+        w.spawn_values(&[("B", &[])]).unwrap();
+        w
+    }
+
+    #[test]
+    fn tables_matched_once_and_incrementally() {
+        let mut w = world();
+        let mut p = plan(&w, "SELECT entity FROM A, !B");
+        assert_eq!(p.tables.len(), 1);
+        w.define_component(&ComponentDef::new("C", &[])).unwrap();
+        w.spawn_values(&[("A", &[]), ("C", &[])]).unwrap();
+        w.spawn_values(&[("A", &[]), ("B", &[]), ("C", &[])]).unwrap();
+        p.refresh(&w);
+        assert_eq!(p.tables.len(), 2);
+        p.refresh(&w);
+        assert_eq!(p.tables.len(), 2);
+    }
+
+    #[test]
+    fn predicates_are_pushed_down_per_table() {
+        let w = world();
+        let p = plan(&w, "SELECT entity FROM ?B, A WHERE B.v > 1 AND A.v = 3 AND A.s = 'x' AND A.v + 1 > 2");
+        assert_eq!(p.tables.len(), 2);
+        for t in &p.tables {
+            let has_b = t.sources[p.slots.iter().position(|s| s.name == "B").unwrap()] == SlotSource::Column;
+            match &*t.filter {
+                TableFilter::Never => assert!(!has_b, "only a table without B can never pass"),
+                TableFilter::Steps(steps) => {
+                    assert!(has_b);
+                    let kinds: Vec<&str> = steps
+                        .iter()
+                        .map(|s| match s {
+                            FilterStep::Compare { ty, .. } if ty.is_numeric() => "num",
+                            FilterStep::Compare { .. } => "other",
+                            FilterStep::Expr(_) => "expr",
+                        })
+                        .collect();
+                    assert_eq!(kinds, ["num", "num", "other", "expr"]);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn sparse_terms_become_row_checks() {
+        let w = world();
+        let p = plan(&w, "SELECT entity FROM A, !S");
+        assert!(p.tables.iter().all(|t| t.checks == [RowCheck::Lacks(1)]));
+        let p = plan(&w, "SELECT entity FROM B | S");
+        // The table with B needs no check; the others must have S.
+        assert!(p.tables.iter().any(|t| t.checks.is_empty()));
+        assert!(p.tables.iter().any(|t| matches!(t.checks.as_slice(), [RowCheck::AnyOf(_)])));
+        // has() of a table component folds to a constant per table; of a sparse one, a step.
+        let p = plan(&w, "SELECT entity WHERE has(S) AND has(A)");
+        let a = p.slots.iter().position(|s| s.name == "A").unwrap();
+        for t in &p.tables {
+            match &*t.filter {
+                TableFilter::Never => assert_eq!(t.sources[a], SlotSource::Absent),
+                TableFilter::Steps(s) => assert!(t.sources[a] == SlotSource::Column && s.len() == 1),
+            }
+        }
+    }
+
+    #[test]
+    fn access_paths() {
+        let w = world();
+        assert!(matches!(plan(&w, "SELECT entity FROM A").access, Access::Scan { .. }));
+        assert!(matches!(
+            plan(&w, "SELECT entity WHERE entity = 1v0").access,
+            Access::Entities { must_exist: false, .. }
+        ));
+        assert!(matches!(
+            plan(&w, "SELECT entity WHERE A.v > 0 AND entity IN (1v0, $1)").access,
+            Access::Entities { ref entities, .. } if entities.len() == 2
+        ));
+        assert!(matches!(plan(&w, "SELECT entity WHERE entity = 1v0 OR A.v > 0").access, Access::Scan { .. }));
+    }
+}
