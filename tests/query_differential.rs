@@ -1,0 +1,593 @@
+//! Differential test of the query engine: random worlds, random queries over the whole SELECT
+//! grammar, each run by the engine (`Database`) and by a deliberately simple reference evaluator
+//! that walks the parsed AST row by row over a plain model of the same data
+//! (`differential/reference.rs`). Results must agree: same columns, the same rows as multisets,
+//! as sequences under ORDER BY (the tie rule makes every ordered plain query deterministic).
+//!
+//! - `differential_select`: 40 worlds × 100 queries, every query run with no index and then
+//!   again with each index kind the build supports (see [`INDEXES`]);
+//! - `differential_mutations`: 12 worlds × 40 mutation statements (SPAWN, DESPAWN, ADD, REMOVE,
+//!   UPDATE, some failing) applied to both the database and the model, with the whole world
+//!   compared after each (a failed statement must change nothing), random queries and three
+//!   prepared statements run in between; each world lives with one index kind (round robin) once
+//!   the kind is supported;
+//! - `reference_*` (in `differential/hand_cases.rs`): the reference itself against hand-worked
+//!   answers.
+//!
+//! Everything is a pure function of a seed. A failure prints the world seed, the world and the
+//! query; rerun just that world with
+//! `DIFF_SEED=<seed> cargo test -p ecsdb --test query_differential <test name>`.
+//! Other knobs: `DIFF_WORLDS=n`, `DIFF_QUERIES=n` (queries per world, or steps per world for the
+//! mutation test), `DIFF_BASE=n` (a different family of seeds), `DIFF_REPORT=n` (failures
+//! printed in full; 25 by default), `DIFF_PRINT=1` (print every query as it runs).
+
+#[path = "differential/compare.rs"]
+mod compare;
+#[path = "differential/gen.rs"]
+mod gen;
+#[path = "differential/hand_cases.rs"]
+mod hand_cases;
+#[path = "differential/model.rs"]
+mod model;
+#[path = "differential/mutate.rs"]
+mod mutate;
+#[path = "differential/reference.rs"]
+mod reference;
+#[path = "differential/rng.rs"]
+mod rng;
+#[path = "differential/world_gen.rs"]
+mod world_gen;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::time::Instant;
+
+use ecsdb::query::parse::{parse_statement, Statement};
+use ecsdb::query::{Database, Error, ErrorKind, Prepared, ResultSet};
+use ecsdb::Value;
+
+use compare::{compare, describe_expected, describe_got};
+use gen::{Case, Expect, Gen};
+use model::Model;
+use mutate::Effect;
+use reference::{RefError, Reference};
+use rng::{mix, Rng};
+use world_gen::TestWorld;
+
+/// The secondary indexes the queries are run again with, one at a time and then all together:
+/// `(name, indexed component, CREATE INDEX statement)`. **The hook for indexes**: a kind this
+/// build refuses with an `Unsupported` error is skipped silently, so these runs start as soon as
+/// the kind exists; add entries here for new kinds. An index never changes an answer, so every
+/// run is compared with the same reference result. With one index present, only the queries
+/// that name its component are run again (no other query can use it); with all present, all.
+const INDEXES: [(&str, &str, &str); 7] = [
+    ("dq_position_rtree", "Position", "CREATE INDEX dq_position_rtree ON Position USING rtree"),
+    ("dq_hp_btree", "Health", "CREATE INDEX dq_hp_btree ON Health (hp) USING btree"),
+    ("dq_level_btree", "Level", "CREATE INDEX dq_level_btree ON Level (value) USING btree"),
+    ("dq_team_bitmap", "Team", "CREATE INDEX dq_team_bitmap ON Team (name) USING bitmap"),
+    ("dq_flags_bitmap", "Flags", "CREATE INDEX dq_flags_bitmap ON Flags (a) USING bitmap"),
+    ("dq_frozen_bitmap", "Frozen", "CREATE INDEX dq_frozen_bitmap ON Frozen USING bitmap"),
+    ("dq_target_w_btree", "Target", "CREATE INDEX dq_target_w_btree ON Target (w) USING btree"),
+];
+
+/// An index setup: its label, and the component of its one index (`None`: no index, or all).
+#[derive(Clone, Copy)]
+struct Setup {
+    label: &'static str,
+    component: Option<&'static str>,
+}
+
+impl Setup {
+    /// Whether a query can be affected by this setup's index.
+    fn concerns(&self, text: &str) -> bool {
+        self.component.is_none_or(|c| text.contains(c))
+    }
+}
+
+// -------------------------------------------------------------------------------------------------
+// Configuration and reporting
+
+struct Config {
+    seeds: Vec<u64>,
+    per_world: usize,
+}
+
+fn parse_u64(s: &str) -> Option<u64> {
+    let s = s.trim();
+    match s.strip_prefix("0x") {
+        Some(hex) => u64::from_str_radix(hex, 16).ok(),
+        None => s.parse().ok(),
+    }
+}
+
+fn config(test: &str, worlds: usize, per_world: usize) -> Config {
+    let env = |k: &str| std::env::var(k).ok().and_then(|v| parse_u64(&v));
+    let per_world = env("DIFF_QUERIES").map_or(per_world, |n| n as usize);
+    if let Some(seed) = env("DIFF_SEED") {
+        return Config { seeds: vec![seed], per_world };
+    }
+    let worlds = env("DIFF_WORLDS").map_or(worlds, |n| n as usize);
+    let salt = test.bytes().fold(env("DIFF_BASE").unwrap_or(0), |h, b| mix(h, b as u64));
+    Config { seeds: (0..worlds as u64).map(|i| mix(salt, i)).collect(), per_world }
+}
+
+/// What a run did, and what went wrong.
+struct Report {
+    test: &'static str,
+    started: Instant,
+    failures: Vec<String>,
+    failed: usize,
+    failing_worlds: BTreeSet<u64>,
+    /// Compared cases, by shape.
+    shapes: BTreeMap<&'static str, usize>,
+    /// Cases compared under each index setup.
+    setups: BTreeMap<String, usize>,
+    /// Rows-expected cases whose answer had at least one row.
+    non_empty: usize,
+    /// Cases skipped because an int overflowed (the engine may refuse those).
+    skipped: usize,
+    unsupported_indexes: BTreeSet<&'static str>,
+    mutations: BTreeMap<&'static str, (usize, usize)>,
+}
+
+/// How many failures are printed in full (`DIFF_REPORT=n` for more).
+fn max_reported() -> usize {
+    std::env::var("DIFF_REPORT").ok().and_then(|v| parse_u64(&v)).map_or(25, |n| n as usize)
+}
+
+impl Report {
+    fn new(test: &'static str) -> Report {
+        Report {
+            test,
+            started: Instant::now(),
+            failures: Vec::new(),
+            failed: 0,
+            failing_worlds: BTreeSet::new(),
+            shapes: BTreeMap::new(),
+            setups: BTreeMap::new(),
+            non_empty: 0,
+            skipped: 0,
+            unsupported_indexes: BTreeSet::new(),
+            mutations: BTreeMap::new(),
+        }
+    }
+
+    fn fail(&mut self, seed: u64, model: Option<&Model>, what: String) {
+        self.failed += 1;
+        let first_of_world = self.failing_worlds.insert(seed);
+        if self.failures.len() >= max_reported() {
+            return;
+        }
+        let mut msg = format!(
+            "--- [{}] world seed {seed:#x}   (rerun: DIFF_SEED={seed:#x} cargo test -p ecsdb --test query_differential {})\n",
+            self.test, self.test
+        );
+        if let (true, Some(m)) = (first_of_world, model) {
+            let dump = m.dump();
+            let lines: Vec<&str> = dump.lines().collect();
+            msg += &format!("world: {}\n", m.summary());
+            for l in lines.iter().take(150) {
+                msg += l;
+                msg.push('\n');
+            }
+            if lines.len() > 150 {
+                msg += &format!("  … {} more entities\n", lines.len() - 150);
+            }
+        }
+        msg += &what;
+        self.failures.push(msg);
+    }
+
+    fn finish(self) {
+        let total: usize = self.shapes.values().sum();
+        let mut summary = format!(
+            "[{}] {total} cases compared in {:.1}s over {} index setups ({} with rows, {} skipped for int overflow)\n  shapes: {:?}\n  setups: {:?}\n",
+            self.test,
+            self.started.elapsed().as_secs_f64(),
+            self.setups.len(),
+            self.non_empty,
+            self.skipped,
+            self.shapes,
+            self.setups,
+        );
+        if !self.mutations.is_empty() {
+            summary += &format!("  mutations (ok, error): {:?}\n", self.mutations);
+        }
+        if !self.unsupported_indexes.is_empty() {
+            summary += &format!("  index kinds not supported yet (skipped): {:?}\n", self.unsupported_indexes);
+        }
+        eprintln!("{summary}");
+        if self.failed > 0 {
+            panic!(
+                "{summary}{} failures in {} worlds; the first {}:\n\n{}",
+                self.failed,
+                self.failing_worlds.len(),
+                self.failures.len(),
+                self.failures.join("\n\n")
+            );
+        }
+    }
+}
+
+// -------------------------------------------------------------------------------------------------
+// Running one case
+
+fn panic_message(p: Box<dyn std::any::Any + Send>) -> String {
+    p.downcast_ref::<String>().cloned().or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string())).unwrap_or_default()
+}
+
+/// Runs `f`, turning a panic into an `Err` with its message.
+fn guarded<T>(f: impl FnOnce() -> T) -> Result<T, String> {
+    catch_unwind(AssertUnwindSafe(f)).map_err(|p| format!("the engine PANICKED: {}", panic_message(p)))
+}
+
+/// How a query reaches the engine.
+#[derive(Clone, Copy, Debug)]
+enum Api {
+    Execute,
+    Query,
+    Prepared,
+}
+
+fn run_engine(db: &mut Database, case: &Case, api: Api) -> Result<Result<ResultSet, Error>, String> {
+    let (text, params) = (&case.text, case.bound());
+    if std::env::var_os("DIFF_PRINT").is_some() {
+        eprintln!("{api:?}: {text}   {:?}", case.params);
+    }
+    guarded(|| match api {
+        Api::Execute => db.execute_with(text, &params),
+        Api::Query => db.query_with(text, &params),
+        Api::Prepared => db.prepare(text).and_then(|mut p| p.query(db, &params)),
+    })
+}
+
+enum Outcome {
+    Pass { rows: usize },
+    Skip,
+    Fail(String),
+}
+
+/// What the reference says about a rows-expected case.
+fn expected(model: &Model, case: &Case) -> Result<reference::Expected, Outcome> {
+    let stmt = parse_statement(&case.text).map_err(|e| {
+        Outcome::Fail(format!("the parser rejects a query the generator considers valid:\n{}", e.render(&case.text)))
+    })?;
+    let Statement::Select(sel) = stmt else {
+        return Err(Outcome::Fail("parsed as something other than a SELECT".into()));
+    };
+    match Reference::with_params(model, &case.params).select(&sel, &case.text) {
+        Ok(exp) => Ok(exp),
+        Err(RefError::Overflow) => Err(Outcome::Skip),
+        Err(other) => Err(Outcome::Fail(format!(
+            "TEST BUG (reference or generator, not the engine): the reference cannot evaluate this query: {other:?}"
+        ))),
+    }
+}
+
+/// Compares the engine's answer with what is expected.
+fn judge(model: &Model, case: &Case, got: Result<Result<ResultSet, Error>, String>) -> Outcome {
+    let got = match got {
+        Ok(r) => r,
+        Err(panic) => return Outcome::Fail(panic),
+    };
+    match &case.expect {
+        Expect::Error(kind) => match got {
+            Err(e) if kind.is_none_or(|k| e.kind == k) => Outcome::Pass { rows: 0 },
+            Err(e) => Outcome::Fail(format!(
+                "expected a {} error, got a {} error: {}",
+                kind.map_or("(any)", |k| k.as_str()),
+                e.kind.as_str(),
+                e.render(&case.text)
+            )),
+            Ok(rs) => Outcome::Fail(format!(
+                "expected a {} error, the engine answered:\n{}",
+                kind.map_or("(any)", |k| k.as_str()),
+                describe_got(&rs.columns, &rs.rows)
+            )),
+        },
+        Expect::Rows => {
+            let exp = match expected(model, case) {
+                Ok(exp) => exp,
+                Err(outcome) => return outcome,
+            };
+            match got {
+                Err(e) => Outcome::Fail(format!(
+                    "the engine failed where rows were expected: {} error: {}\n{}",
+                    e.kind.as_str(),
+                    e.render(&case.text),
+                    describe_expected(&exp)
+                )),
+                Ok(rs) => match compare(&exp, &rs.columns, &rs.rows) {
+                    Ok(()) => Outcome::Pass { rows: rs.len() },
+                    Err(why) => Outcome::Fail(format!(
+                        "MISMATCH: {why}\n{}{}",
+                        describe_expected(&exp),
+                        describe_got(&rs.columns, &rs.rows)
+                    )),
+                },
+            }
+        }
+    }
+}
+
+fn record(report: &mut Report, seed: u64, model: &Model, case: &Case, where_: &str, setup: &str, outcome: Outcome) {
+    *report.setups.entry(setup.to_string()).or_default() += 1;
+    match outcome {
+        Outcome::Pass { rows } => {
+            *report.shapes.entry(case.shape).or_default() += 1;
+            if rows > 0 {
+                report.non_empty += 1;
+            }
+        }
+        Outcome::Skip => report.skipped += 1,
+        Outcome::Fail(why) => {
+            *report.shapes.entry(case.shape).or_default() += 1;
+            report.fail(seed, Some(model), format!("{where_}, index setup: {setup}\nquery: {}\n{why}", case.text));
+        }
+    }
+}
+
+/// `SELECT * FROM ?C, …` over every component: the whole world, compared entity by entity.
+fn state_case(model: &Model) -> Case {
+    let terms: Vec<String> = model.schema.comps.iter().map(|c| format!("?{}", c.name)).collect();
+    Case::new(format!("SELECT * FROM {}", terms.join(", ")), Expect::Rows, "whole world")
+}
+
+// -------------------------------------------------------------------------------------------------
+// Index setups
+
+/// Runs `run` with no secondary index, then with each index of [`INDEXES`] that this build
+/// supports (one at a time), then with all of them at once. A kind the engine refuses with an
+/// `Unsupported` error is skipped without noise.
+fn with_each_index(
+    db: &mut Database,
+    seed: u64,
+    report: &mut Report,
+    mut run: impl FnMut(&mut Database, Setup, &mut Report),
+) {
+    run(db, Setup { label: "none", component: None }, report);
+    let mut supported = Vec::new();
+    for (name, component, create) in INDEXES {
+        match create_index(db, name, create) {
+            Ok(true) => {
+                run(db, Setup { label: name, component: Some(component) }, report);
+                supported.push((name, create));
+                if let Err(why) = drop_index(db, name) {
+                    report.fail(seed, None, why);
+                    return;
+                }
+            }
+            Ok(false) => {
+                report.unsupported_indexes.insert(name);
+            }
+            Err(why) => report.fail(seed, None, why),
+        }
+    }
+    if supported.len() > 1 {
+        for (name, create) in &supported {
+            if let Err(why) = create_index(db, name, create) {
+                report.fail(seed, None, why);
+                return;
+            }
+        }
+        run(db, Setup { label: "all indexes", component: None }, report);
+    }
+}
+
+/// `Ok(true)` when created, `Ok(false)` when the kind is not supported yet.
+fn create_index(db: &mut Database, name: &str, create: &str) -> Result<bool, String> {
+    match guarded(|| db.execute(create))? {
+        Ok(_) => Ok(true),
+        Err(e) if e.kind == ErrorKind::Unsupported => Ok(false),
+        Err(e) => Err(format!("creating index {name} failed: {}", e.render(create))),
+    }
+}
+
+fn drop_index(db: &mut Database, name: &str) -> Result<(), String> {
+    let text = format!("DROP INDEX {name}");
+    match guarded(|| db.execute(&text))? {
+        Ok(_) => Ok(()),
+        Err(e) => Err(format!("`{text}` failed: {}", e.render(&text))),
+    }
+}
+
+// -------------------------------------------------------------------------------------------------
+// The SELECT differential
+
+fn select_world(seed: u64, queries: usize, report: &mut Report) {
+    let mut w = match world_gen::build(seed) {
+        Ok(w) => w,
+        Err(why) => return report.fail(seed, None, format!("building the world failed: {why}")),
+    };
+    let mut cases = vec![state_case(&w.model)];
+    for i in 0..queries {
+        let mut g = Gen::new(Rng::new(mix(seed, i as u64 + 1)), &w.model, &w.dead);
+        cases.push(g.query());
+    }
+    let TestWorld { db, model, .. } = &mut w;
+    let model = &*model;
+    with_each_index(db, seed, report, |db, setup, report| {
+        for (i, case) in cases.iter().enumerate() {
+            if !setup.concerns(&case.text) {
+                continue;
+            }
+            let api = [Api::Execute, Api::Query, Api::Prepared][i % 3];
+            let got = run_engine(db, case, api);
+            let outcome = judge(model, case, got);
+            let at = if i == 0 { "whole-world check".to_string() } else { format!("query #{} via {api:?}", i - 1) };
+            record(report, seed, model, case, &at, setup.label, outcome);
+        }
+    });
+}
+
+#[test]
+fn differential_select() {
+    let cfg = config("differential_select", 40, 100);
+    let mut report = Report::new("differential_select");
+    for &seed in &cfg.seeds {
+        select_world(seed, cfg.per_world, &mut report);
+    }
+    report.finish();
+}
+
+// -------------------------------------------------------------------------------------------------
+// The mutation differential
+
+fn error_kind(e: &RefError) -> Option<ErrorKind> {
+    match e {
+        RefError::Unknown("component", _) => Some(ErrorKind::UnknownComponent),
+        RefError::Unknown("field", _) => Some(ErrorKind::UnknownField),
+        RefError::Unknown(_, _) => Some(ErrorKind::UnknownFunction),
+        RefError::Stale(_) => Some(ErrorKind::StaleEntity),
+        RefError::Store(_) => Some(ErrorKind::Type),
+        RefError::Overflow | RefError::Invalid(_) => None,
+    }
+}
+
+fn statement_kind(text: &str) -> &'static str {
+    let first = text.split_whitespace().next().unwrap_or("");
+    match first {
+        "SPAWN" => "spawn",
+        "DESPAWN" => "despawn",
+        "ADD" => "add",
+        "REMOVE" => "remove",
+        "UPDATE" => "update",
+        _ => "other",
+    }
+}
+
+/// Applies one mutation to the database and the model. `Err` when they disagree (and from
+/// then on may differ, so the world is abandoned).
+fn apply_mutation(w: &mut TestWorld, text: &str, report: &mut Report) -> Result<(), String> {
+    let stmt =
+        parse_statement(text).map_err(|e| format!("the parser rejects a generated mutation:\n{}", e.render(text)))?;
+    let effect = mutate::effect(&w.model, &stmt);
+    let got = guarded(|| w.db.execute(text))?;
+    let tally = report.mutations.entry(statement_kind(text)).or_default();
+    match (effect, got) {
+        (Ok(Effect::Spawn(values)), Ok(rs)) => {
+            tally.0 += 1;
+            match (rs.columns.as_slice(), rs.rows.as_slice()) {
+                ([c], [row]) if c == "entity" => match row.as_slice() {
+                    [Value::Entity(e)] if !w.model.is_alive(*e) => {
+                        w.model.entities.insert(*e, values.into_iter().collect());
+                        Ok(())
+                    }
+                    other => Err(format!("SPAWN returned {other:?}: not a new entity")),
+                },
+                _ => Err(format!("SPAWN returned {}", describe_got(&rs.columns, &rs.rows))),
+            }
+        }
+        (Ok(Effect::Count(n, next)), Ok(rs)) => {
+            tally.0 += 1;
+            if rs.columns != ["count"] || rs.rows != [[Value::Int(n as i64)]] {
+                return Err(format!("expected count {n}, {}", describe_got(&rs.columns, &rs.rows)));
+            }
+            for e in w.model.entities.keys() {
+                if !next.entities.contains_key(e) {
+                    w.dead.push(*e);
+                }
+            }
+            w.model = *next;
+            Ok(())
+        }
+        (Err(RefError::Invalid(why)), _) => Err(format!("TEST BUG (reference or generator): {why}")),
+        (Err(expected), Err(e)) => {
+            tally.1 += 1;
+            match error_kind(&expected) {
+                Some(k) if k != e.kind => Err(format!(
+                    "expected a {} error ({expected:?}), got a {} error: {}",
+                    k.as_str(),
+                    e.kind.as_str(),
+                    e.render(text)
+                )),
+                _ => Ok(()),
+            }
+        }
+        (Err(expected), Ok(rs)) => Err(format!(
+            "expected an error ({expected:?}), the engine succeeded: {}",
+            describe_got(&rs.columns, &rs.rows)
+        )),
+        (Ok(_), Err(e)) => Err(format!("the engine failed where the statement should succeed: {}", e.render(text))),
+    }
+}
+
+fn mutation_world(seed: u64, steps: usize, report: &mut Report) {
+    let mut w = match world_gen::build(seed) {
+        Ok(w) => w,
+        Err(why) => return report.fail(seed, None, format!("building the world failed: {why}")),
+    };
+    // Each world keeps one index setup for its whole life (round robin over the supported
+    // kinds), so index maintenance under every kind of write is exercised.
+    let mut setup = "none";
+    let pick = (seed % (INDEXES.len() as u64 + 1)) as usize;
+    if pick > 0 {
+        let (name, _, create) = INDEXES[pick - 1];
+        match create_index(&mut w.db, name, create) {
+            Ok(true) => setup = name,
+            Ok(false) => {
+                report.unsupported_indexes.insert(name);
+            }
+            Err(why) => report.fail(seed, None, why),
+        }
+    }
+    // Prepared once, run after every step: they must pick up new tables and data.
+    let mut prepared: Vec<(Case, Prepared)> = Vec::new();
+    for i in 0..3u64 {
+        let mut g = Gen::new(Rng::new(mix(seed, 500_000 + i)), &w.model, &w.dead);
+        let case = g.plain_query();
+        match guarded(|| w.db.prepare(&case.text)) {
+            Ok(Ok(p)) => prepared.push((case, p)),
+            Ok(Err(e)) => record(report, seed, &w.model, &case, "prepare", setup, judge(&w.model, &case, Ok(Err(e)))),
+            Err(panic) => record(report, seed, &w.model, &case, "prepare", setup, Outcome::Fail(panic)),
+        }
+    }
+    let mut history: Vec<String> = Vec::new();
+    for step in 0..steps {
+        let mut g = Gen::new(Rng::new(mix(seed, 1_000_000 + step as u64)), &w.model, &w.dead);
+        let text = mutate::mutation(&mut g, &w.model, &w.dead);
+        let before = w.model.clone();
+        history.push(text.clone());
+        if let Err(why) = apply_mutation(&mut w, &text, report) {
+            let at = format!("step {step}: mutation\n{why}\nstatements so far:\n  {}", history.join("\n  "));
+            let case = Case::new(text, Expect::Rows, "mutation");
+            record(report, seed, &before, &case, &at, setup, Outcome::Fail(String::new()));
+            return;
+        }
+        let mut cases = vec![(state_case(&w.model), Api::Execute)];
+        for (k, api) in [Api::Query, Api::Prepared].into_iter().enumerate() {
+            let mut g = Gen::new(Rng::new(mix(seed, 2_000_000 + 2 * step as u64 + k as u64)), &w.model, &w.dead);
+            cases.push((g.query(), api));
+        }
+        let mut failed = false;
+        for (case, api) in cases {
+            let got = run_engine(&mut w.db, &case, api);
+            let outcome = judge(&w.model, &case, got);
+            failed |= matches!(outcome, Outcome::Fail(_));
+            let at = format!("after step {step} (last statement: {text}), via {api:?}");
+            record(report, seed, &w.model, &case, &at, setup, outcome);
+        }
+        for (case, p) in &mut prepared {
+            let got = guarded(|| p.query(&w.db, &case.bound()));
+            let outcome = judge(&w.model, case, got);
+            failed |= matches!(outcome, Outcome::Fail(_));
+            let at = format!("prepared statement re-run after step {step} (last statement: {text})");
+            let case = Case { shape: "prepared", ..case.clone() };
+            record(report, seed, &w.model, &case, &at, setup, outcome);
+        }
+        if failed {
+            report.fail(seed, None, format!("statements up to the failure:\n  {}", history.join("\n  ")));
+            return;
+        }
+    }
+}
+
+#[test]
+fn differential_mutations() {
+    let cfg = config("differential_mutations", 12, 40);
+    let mut report = Report::new("differential_mutations");
+    for &seed in &cfg.seeds {
+        mutation_world(seed, cfg.per_world, &mut report);
+    }
+    report.finish();
+}
