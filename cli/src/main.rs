@@ -1,1 +1,160 @@
-fn main() {}
+//! `ecsdb`: the command-line tool of ecsdb.
+//!
+//! ```text
+//! ecsdb demo  [--entities N] [--ticks T] [--out FILE]
+//! ecsdb exec  WORLD SCRIPT [--quiet] [--keep-going] [--format F] [--param NAME=VALUE]...
+//! ecsdb query WORLD TEXT [--format table|json|csv] [--param NAME=VALUE]...
+//! ecsdb shell [WORLD] [--autosave] [--format F]
+//! ```
+//!
+//! Exit codes: 0 success; 1 a statement failed (kind, message, the line with a caret and a
+//! suggestion on stderr); 2 a usage error or a file that cannot be read or written.
+//!
+//! This file holds the command-line definitions and the dispatch only; each command lives in
+//! its own module.
+
+mod demo;
+mod exec;
+mod format;
+mod query_cmd;
+mod shell;
+mod world_file;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Args, Parser, Subcommand};
+
+use crate::format::Format;
+use crate::query_cmd::Param;
+
+/// ecsdb: an in-memory entity database, queried by text.
+#[derive(Parser, Debug)]
+#[command(name = "ecsdb", version, about, long_about = None, arg_required_else_help = true)]
+#[command(after_help = "Exit codes: 0 success, 1 a statement failed, 2 usage error or unreadable file.")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Build a sample game world, run it for some ticks, tour the query language, save a snapshot.
+    Demo(DemoArgs),
+    /// Run a script of `;`-separated statements against WORLD (created if missing), then save it.
+    Exec(ExecArgs),
+    /// Run one read-only statement (SELECT, EXPLAIN, SHOW, DESCRIBE) against WORLD.
+    Query(QueryArgs),
+    /// An interactive shell on WORLD (or on an empty in-memory world); reads stdin when piped.
+    Shell(ShellArgs),
+}
+
+/// The largest demo world `--entities` accepts.
+const MAX_DEMO_ENTITIES: u32 = 20_000_000;
+
+/// Arguments of `ecsdb demo`.
+#[derive(Args, Debug)]
+pub struct DemoArgs {
+    /// Number of entities in the sample world.
+    #[arg(long, default_value_t = 100_000, value_name = "N",
+          value_parser = clap::value_parser!(u32).range(0..=MAX_DEMO_ENTITIES as i64))]
+    pub entities: u32,
+    /// Number of ticks of the systems to run.
+    #[arg(long, default_value_t = 10, value_name = "T")]
+    pub ticks: u32,
+    /// Where to save the snapshot.
+    #[arg(long, default_value = "demo.ecsdb", value_name = "FILE")]
+    pub out: PathBuf,
+}
+
+/// Arguments of `ecsdb exec`.
+#[derive(Args, Debug)]
+pub struct ExecArgs {
+    /// The world file; created if it does not exist.
+    #[arg(value_name = "WORLD")]
+    pub world: PathBuf,
+    /// The script: a path, or `-` for stdin.
+    #[arg(value_name = "SCRIPT")]
+    pub script: PathBuf,
+    /// Do not print statement results.
+    #[arg(long, short = 'q')]
+    pub quiet: bool,
+    /// Report failing statements, skip them, run the rest and save (exit code 1 if any failed).
+    #[arg(long)]
+    pub keep_going: bool,
+    /// How to print results.
+    #[arg(long, value_enum, default_value_t = Format::Table)]
+    pub format: Format,
+    /// Binds a parameter: `name=VALUE` for `$name`, `1=VALUE` for `$1`. VALUE is a literal of
+    /// the language (42, 2.5, 'text' or bare text, true, false, null, 12v0, [1, 2]).
+    #[arg(long = "param", value_name = "NAME=VALUE", value_parser = query_cmd::parse_param)]
+    pub params: Vec<Param>,
+}
+
+/// Arguments of `ecsdb query`.
+#[derive(Args, Debug)]
+pub struct QueryArgs {
+    /// The world file (must exist).
+    #[arg(value_name = "WORLD")]
+    pub world: PathBuf,
+    /// One read-only statement.
+    #[arg(value_name = "TEXT")]
+    pub text: String,
+    /// How to print the result.
+    #[arg(long, value_enum, default_value_t = Format::Table)]
+    pub format: Format,
+    /// Binds a parameter: `name=VALUE` for `$name`, `1=VALUE` for `$1`. VALUE is a literal of
+    /// the language (42, 2.5, 'text' or bare text, true, false, null, 12v0, [1, 2]).
+    #[arg(long = "param", value_name = "NAME=VALUE", value_parser = query_cmd::parse_param)]
+    pub params: Vec<Param>,
+}
+
+/// Arguments of `ecsdb shell`.
+#[derive(Args, Debug)]
+pub struct ShellArgs {
+    /// The world file (created on save if it does not exist); none for an in-memory world.
+    #[arg(value_name = "WORLD")]
+    pub world: Option<PathBuf>,
+    /// Save changes on exit without asking.
+    #[arg(long)]
+    pub autosave: bool,
+    /// How to print results (`.format` changes it).
+    #[arg(long, value_enum, default_value_t = Format::Table)]
+    pub format: Format,
+}
+
+/// How a command ended when it did not succeed.
+#[derive(Debug)]
+pub enum Failure {
+    /// One or more statements failed; their errors were already printed. Exit code 1.
+    Statement,
+    /// A usage error or a file that cannot be read or written. Exit code 2.
+    Usage(String),
+    /// Standard output was closed by its reader (`| head`): stop quietly. Exit code 0.
+    Closed,
+}
+
+impl Failure {
+    /// A usage failure with this message.
+    pub fn usage(msg: impl Into<String>) -> Failure {
+        Failure::Usage(msg.into())
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match &cli.command {
+        Command::Demo(args) => demo::run(args),
+        Command::Exec(args) => exec::run(args),
+        Command::Query(args) => query_cmd::run(args),
+        Command::Shell(args) => shell::run(args),
+    };
+    match result {
+        Ok(()) | Err(Failure::Closed) => ExitCode::SUCCESS,
+        Err(Failure::Statement) => ExitCode::from(1),
+        Err(Failure::Usage(msg)) => {
+            format::eprint_line(&format!("ecsdb: {msg}"));
+            ExitCode::from(2)
+        }
+    }
+}

@@ -1,0 +1,635 @@
+//! `ecsdb shell [WORLD]`: an interactive shell.
+//!
+//! On a terminal it is a line editor (rustyline) with history saved across sessions
+//! (`$ECSDB_HISTORY`, else `~/.ecsdb_history`), statements over several lines ending at `;`,
+//! and tab completion of keywords, functions, dot-commands and the catalog's component and
+//! field names. When stdin is not a terminal it reads statements from stdin line by line,
+//! without prompts, so it can be driven by a pipe; it then exits with 1 if any statement failed.
+//!
+//! Changes are saved by `.save` or on exit: on a terminal the shell asks, with `--autosave`
+//! it saves without asking, and otherwise (piped) it leaves the file alone and says so.
+
+use std::borrow::Cow;
+use std::io::{self, BufRead, IsTerminal, Write};
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use ecsdb::query::{Database, Params};
+use ecsdb::World;
+use rustyline::completion::{Completer, Pair};
+use rustyline::error::ReadlineError;
+use rustyline::highlight::Highlighter;
+use rustyline::hint::Hinter;
+use rustyline::history::DefaultHistory;
+use rustyline::validate::{ValidationContext, ValidationResult, Validator};
+use rustyline::{CompletionType, Config, Context, Editor, Helper};
+
+use crate::exec::{run_script, RunOptions};
+use crate::format::{self, Format};
+use crate::{world_file, Failure, ShellArgs};
+
+const HELP: &str = "\
+Statements end with ';' and may span several lines. Examples:
+  SELECT Name.value, Health.hp WHERE Health.hp < 20 ORDER BY Health.hp LIMIT 10;
+  UPDATE Health SET hp = Health.max FROM Health, Player;
+  EXPLAIN SELECT count(*) WHERE Team.name = 'red';
+Dot-commands (one line, no ';'):
+  .help                    this text
+  .tables                  the components (SHOW COMPONENTS); SHOW TABLES lists archetype tables
+  .indexes                 the indexes (SHOW INDEXES)
+  .save [FILE]             save the world (to FILE, which then becomes the shell's world file)
+  .timing on|off           print each statement's run time
+  .format table|json|csv   how results are printed
+  .quit                    leave (also .exit or Ctrl-D); asks before dropping unsaved changes
+Tab completes keywords, functions and component and field names (Health.hp).";
+
+const KEYWORDS: &[&str] = &[
+    "SELECT",
+    "FROM",
+    "WHERE",
+    "GROUP",
+    "BY",
+    "ORDER",
+    "ASC",
+    "DESC",
+    "LIMIT",
+    "OFFSET",
+    "AND",
+    "OR",
+    "NOT",
+    "IN",
+    "IS",
+    "NULL",
+    "BETWEEN",
+    "LIKE",
+    "AS",
+    "EXPLAIN",
+    "SPAWN",
+    "DESPAWN",
+    "ADD",
+    "TO",
+    "REMOVE",
+    "UPDATE",
+    "SET",
+    "CREATE",
+    "COMPONENT",
+    "INDEX",
+    "ON",
+    "USING",
+    "DROP",
+    "SHOW",
+    "COMPONENTS",
+    "INDEXES",
+    "TABLES",
+    "DESCRIBE",
+    "OPTIONAL",
+    "TRUE",
+    "FALSE",
+    "entity",
+    "rtree",
+    "bitmap",
+    "btree",
+];
+
+const FUNCTIONS: &[&str] = &[
+    "count", "sum", "avg", "min", "max", "abs", "sqrt", "floor", "ceil", "round", "len", "lower", "upper", "has",
+    "distance", "within", "inside",
+];
+
+const TYPES: &[&str] =
+    &["bool", "i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64", "f32", "f64", "string", "vec2", "vec3"];
+
+const DOT_COMMANDS: &[&str] = &[".help", ".tables", ".indexes", ".save", ".timing", ".format", ".quit", ".exit"];
+
+/// Runs `ecsdb shell`.
+pub fn run(args: &ShellArgs) -> Result<(), Failure> {
+    let world = match &args.world {
+        Some(p) => world_file::open_or_create(p)?,
+        None => World::new(),
+    };
+    let mut shell = Shell {
+        db: Database::from_world(world),
+        path: args.world.clone(),
+        format: args.format,
+        timing: false,
+        dirty: false,
+        failed: false,
+        autosave: args.autosave,
+    };
+    if io::stdin().is_terminal() {
+        shell.interactive()
+    } else {
+        shell.piped()
+    }
+}
+
+struct Shell {
+    db: Database,
+    path: Option<PathBuf>,
+    format: Format,
+    timing: bool,
+    dirty: bool,
+    /// Whether any statement or command failed (the exit code when piped).
+    failed: bool,
+    autosave: bool,
+}
+
+/// What a dot-command asks of the loop.
+enum Next {
+    Continue,
+    Quit,
+}
+
+impl Shell {
+    /// Reads statements from a pipe until EOF.
+    fn piped(&mut self) -> Result<(), Failure> {
+        let stdin = io::stdin();
+        let mut input = stdin.lock();
+        let mut buffer = String::new();
+        let mut raw = Vec::new();
+        let mut line_no = 0usize;
+        loop {
+            raw.clear();
+            let n = input.read_until(b'\n', &mut raw).map_err(|e| Failure::usage(format!("cannot read stdin: {e}")))?;
+            if n == 0 {
+                break;
+            }
+            line_no += 1;
+            let line = std::str::from_utf8(&raw)
+                .map_err(|_| Failure::usage(format!("stdin is not valid UTF-8 (line {line_no})")))?;
+            let line = line.strip_suffix('\n').unwrap_or(line);
+            let line = line.strip_suffix('\r').unwrap_or(line);
+            if buffer.trim().is_empty() && line.trim_start().starts_with('.') {
+                buffer.clear();
+                if let Next::Quit = self.dot_command(line.trim())? {
+                    return self.finish_piped();
+                }
+                continue;
+            }
+            buffer.push_str(line);
+            buffer.push('\n');
+            if statement_state(&buffer) == StatementState::Complete {
+                self.run_text(&buffer)?;
+                buffer.clear();
+            }
+        }
+        if statement_state(&buffer) != StatementState::Empty {
+            self.run_text(&buffer)?;
+        }
+        self.finish_piped()
+    }
+
+    fn finish_piped(&mut self) -> Result<(), Failure> {
+        if self.dirty {
+            if self.autosave {
+                self.save(None)?;
+            } else {
+                let target = self.path.as_ref().map_or("in-memory world".to_string(), |p| p.display().to_string());
+                format::eprint_line(&format!("ecsdb: changes were not saved to {target} (use .save or --autosave)"));
+            }
+        }
+        if self.failed {
+            Err(Failure::Statement)
+        } else {
+            Ok(())
+        }
+    }
+
+    /// The line editor loop on a terminal.
+    fn interactive(&mut self) -> Result<(), Failure> {
+        let config = Config::builder()
+            .completion_type(CompletionType::List)
+            .auto_add_history(false)
+            .max_history_size(5000)
+            .map_err(|e| Failure::usage(format!("cannot start the line editor: {e}")))?
+            .build();
+        let mut editor: Editor<ShellHelper, DefaultHistory> =
+            Editor::with_config(config).map_err(|e| Failure::usage(format!("cannot start the line editor: {e}")))?;
+        editor.set_helper(Some(ShellHelper::from_world(self.db.world())));
+        let history = history_path();
+        if let Some(h) = &history {
+            let _ = editor.load_history(h);
+        }
+        let name = self.path.as_ref().map_or("in-memory world".to_string(), |p| p.display().to_string());
+        format::print_line(&format!(
+            "ecsdb shell on {name} ({} entities, {} components). Statements end with ';'. .help for help.",
+            format::thousands(self.db.world().len() as u64),
+            self.db.world().components().len()
+        ));
+        loop {
+            match editor.readline("ecsdb> ") {
+                Ok(text) => {
+                    if text.trim().is_empty() {
+                        continue;
+                    }
+                    let _ = editor.add_history_entry(text.trim_end());
+                    let trimmed = text.trim();
+                    if trimmed.starts_with('.') && !trimmed.contains('\n') {
+                        match self.dot_command(trimmed) {
+                            Ok(Next::Continue) => {}
+                            Ok(Next::Quit) => break,
+                            Err(Failure::Usage(msg)) => format::eprint_line(&format!("error: {msg}")),
+                            Err(_) => {}
+                        }
+                        continue;
+                    }
+                    if let Err(Failure::Usage(msg)) = self.run_text(&text) {
+                        format::eprint_line(&format!("error: {msg}"));
+                    }
+                    if let Some(h) = editor.helper_mut() {
+                        *h = ShellHelper::from_world(self.db.world());
+                    }
+                }
+                Err(ReadlineError::Interrupted) => continue,
+                Err(ReadlineError::Eof) => break,
+                Err(ReadlineError::Signal(_)) => continue,
+                Err(e) => {
+                    format::eprint_line(&format!("ecsdb: input error: {e}"));
+                    break;
+                }
+            }
+        }
+        if let Some(h) = &history {
+            let _ = editor.save_history(h);
+        }
+        if self.dirty {
+            if self.autosave && self.path.is_some() {
+                return self.save(None);
+            }
+            let question = match &self.path {
+                Some(p) => format!("Save changes to {}? [Y/n] ", p.display()),
+                None => "Save the in-memory world? Enter a file name (empty to discard): ".to_string(),
+            };
+            loop {
+                let answer = match editor.readline(&question) {
+                    Ok(a) => a.trim().to_string(),
+                    Err(_) => "n".to_string(),
+                };
+                let result = match (&self.path, answer.to_ascii_lowercase().as_str()) {
+                    (Some(_), "" | "y" | "yes") => self.save(None),
+                    (Some(_), "n" | "no") | (None, "") => {
+                        format::print_line("changes discarded");
+                        Ok(())
+                    }
+                    (Some(_), _) => continue,
+                    (None, _) => self.save(Some(Path::new(&answer))),
+                };
+                match result {
+                    Ok(()) => break,
+                    // Could not save: say why and ask again (empty or `n` discards).
+                    Err(Failure::Usage(msg)) => format::eprint_line(&format!("error: {msg}")),
+                    Err(other) => return Err(other),
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Runs one or more statements, printing results and errors.
+    fn run_text(&mut self, text: &str) -> Result<(), Failure> {
+        let stdout = io::stdout();
+        let mut out = stdout.lock();
+        let opts = RunOptions { format: self.format, print: true, keep_going: true, timing: self.timing, origin: None };
+        let report = run_script(&mut self.db, text, &Params::new(), &mut out, &opts);
+        let _ = out.flush();
+        if report.mutated > 0 {
+            self.dirty = true;
+        }
+        if report.failed > 0 {
+            self.failed = true;
+        }
+        match report.output_error {
+            Some(e) => Err(format::output_failure(e)),
+            None => Ok(()),
+        }
+    }
+
+    fn dot_command(&mut self, line: &str) -> Result<Next, Failure> {
+        let mut words = line.split_whitespace();
+        let cmd = words.next().unwrap_or("");
+        let arg = words.next();
+        let extra = words.next();
+        let result = match (cmd, arg, extra) {
+            (".help", None, _) => {
+                format::print_line(HELP);
+                Ok(Next::Continue)
+            }
+            (".tables", None, _) => self.run_text("SHOW COMPONENTS").map(|()| Next::Continue),
+            (".indexes", None, _) => self.run_text("SHOW INDEXES").map(|()| Next::Continue),
+            (".save", file, None) => self.save(file.map(Path::new)).map(|()| Next::Continue),
+            (".timing", Some(v), None) if v.eq_ignore_ascii_case("on") || v.eq_ignore_ascii_case("off") => {
+                self.timing = v.eq_ignore_ascii_case("on");
+                Ok(Next::Continue)
+            }
+            (".timing", _, _) => Err(Failure::usage("usage: .timing on|off")),
+            (".format", Some(f), None) => match Format::from_name(f) {
+                Some(f) => {
+                    self.format = f;
+                    Ok(Next::Continue)
+                }
+                None => Err(Failure::usage(format!("unknown format '{f}': use table, json or csv"))),
+            },
+            (".format", None, _) => {
+                format::print_line(self.format.name());
+                Ok(Next::Continue)
+            }
+            (".quit" | ".exit", None, _) => Ok(Next::Quit),
+            (c, _, _) if DOT_COMMANDS.contains(&c) => Err(Failure::usage(format!("bad arguments to {c}; see .help"))),
+            (c, _, _) => Err(Failure::usage(format!("unknown command '{c}'; see .help"))),
+        };
+        match result {
+            Err(Failure::Usage(msg)) => {
+                self.failed = true;
+                format::eprint_line(&format!("error: {msg}"));
+                Ok(Next::Continue)
+            }
+            other => other,
+        }
+    }
+
+    /// Saves to `file`, or to the shell's world file. A new file becomes the world file.
+    fn save(&mut self, file: Option<&Path>) -> Result<(), Failure> {
+        let target = match (file, &self.path) {
+            (Some(f), _) => f.to_path_buf(),
+            (None, Some(p)) => p.clone(),
+            (None, None) => return Err(Failure::usage("this world has no file yet: use .save FILE")),
+        };
+        let start = Instant::now();
+        let bytes = world_file::save(self.db.world(), &target)?;
+        format::eprint_line(&format!(
+            "saved {} ({} entities, {} bytes) in {}",
+            target.display(),
+            format::thousands(self.db.world().len() as u64),
+            format::thousands(bytes),
+            format::millis(start.elapsed())
+        ));
+        self.path = Some(target);
+        self.dirty = false;
+        Ok(())
+    }
+}
+
+/// Where the history is kept: `$ECSDB_HISTORY`, else `$HOME/.ecsdb_history`.
+fn history_path() -> Option<PathBuf> {
+    if let Some(p) = std::env::var_os("ECSDB_HISTORY") {
+        if !p.is_empty() {
+            return Some(PathBuf::from(p));
+        }
+    }
+    std::env::var_os("HOME").filter(|h| !h.is_empty()).map(|h| PathBuf::from(h).join(".ecsdb_history"))
+}
+
+/// Whether a buffer of input holds a finished statement.
+#[derive(Debug, PartialEq, Eq, Clone, Copy)]
+pub enum StatementState {
+    /// Only whitespace and comments.
+    Empty,
+    /// Text whose last token is not `;`, or an open string.
+    Incomplete,
+    /// The last token (outside strings and comments) is `;`.
+    Complete,
+}
+
+/// Scans a buffer with the language's lexical rules for strings (`'…'`, `"…"`, backslash
+/// escapes) and `--` comments.
+pub fn statement_state(buf: &str) -> StatementState {
+    let mut last: Option<char> = None;
+    let mut chars = buf.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '\'' | '"' => {
+                let quote = c;
+                let mut closed = false;
+                while let Some(d) = chars.next() {
+                    if d == '\\' {
+                        chars.next();
+                    } else if d == quote {
+                        closed = true;
+                        break;
+                    }
+                }
+                if !closed {
+                    return StatementState::Incomplete;
+                }
+                last = Some(quote);
+            }
+            '-' if chars.peek() == Some(&'-') => {
+                for d in chars.by_ref() {
+                    if d == '\n' {
+                        break;
+                    }
+                }
+            }
+            c if c.is_whitespace() => {}
+            c => last = Some(c),
+        }
+    }
+    match last {
+        None => StatementState::Empty,
+        Some(';') => StatementState::Complete,
+        Some(_) => StatementState::Incomplete,
+    }
+}
+
+/// Splits a script at the `;`s that end statements (outside strings and `--` comments),
+/// returning the byte ranges of the pieces that hold a statement (each with its `;`).
+/// Pieces with only whitespace and comments are left out.
+pub fn split_statements(script: &str) -> Vec<std::ops::Range<usize>> {
+    let mut pieces = Vec::new();
+    let mut start = 0;
+    let mut chars = script.char_indices().peekable();
+    while let Some((i, c)) = chars.next() {
+        match c {
+            '\'' | '"' => {
+                while let Some((_, d)) = chars.next() {
+                    if d == '\\' {
+                        chars.next();
+                    } else if d == c {
+                        break;
+                    }
+                }
+            }
+            '-' if chars.peek().map(|&(_, d)| d) == Some('-') => {
+                for (_, d) in chars.by_ref() {
+                    if d == '\n' {
+                        break;
+                    }
+                }
+            }
+            ';' => {
+                pieces.push(start..i + 1);
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    pieces.push(start..script.len());
+    pieces.retain(|r| statement_state(&script[r.clone()]) != StatementState::Empty);
+    pieces
+}
+
+/// Completion, multi-line validation and (default) hinting and highlighting for the editor.
+struct ShellHelper {
+    components: Vec<String>,
+    /// `Component.field` for every field of every component.
+    qualified: Vec<String>,
+    /// Bare field names (for `SET hp = …`, `{hp: …}`), deduplicated.
+    fields: Vec<String>,
+}
+
+impl ShellHelper {
+    fn from_world(world: &World) -> ShellHelper {
+        let mut components = Vec::new();
+        let mut qualified = Vec::new();
+        let mut fields: Vec<String> = Vec::new();
+        for info in world.components().iter() {
+            components.push(info.name().to_string());
+            for f in info.fields() {
+                qualified.push(format!("{}.{}", info.name(), f.name));
+                if !fields.contains(&f.name) {
+                    fields.push(f.name.clone());
+                }
+            }
+        }
+        components.sort();
+        qualified.sort();
+        fields.sort();
+        ShellHelper { components, qualified, fields }
+    }
+
+    /// Candidates for the word `word`, which starts at the beginning of the line when
+    /// `line_start`.
+    fn candidates(&self, word: &str, line_start: bool) -> Vec<String> {
+        let mut out: Vec<String> = Vec::new();
+        if word.starts_with('.') {
+            if line_start {
+                out.extend(DOT_COMMANDS.iter().filter(|c| c.starts_with(word)).map(|c| c.to_string()));
+            }
+            return out;
+        }
+        if word.contains('.') {
+            out.extend(self.qualified.iter().filter(|q| q.starts_with(word)).cloned());
+            if out.is_empty() {
+                let lower = word.to_ascii_lowercase();
+                out.extend(self.qualified.iter().filter(|q| q.to_ascii_lowercase().starts_with(&lower)).cloned());
+            }
+            return out;
+        }
+        if word.is_empty() {
+            return out;
+        }
+        let lower = word.to_ascii_lowercase();
+        let lowercase_typed = word.chars().all(|c| !c.is_ascii_uppercase());
+        for c in &self.components {
+            if c.to_ascii_lowercase().starts_with(&lower) {
+                out.push(c.clone());
+            }
+        }
+        for k in KEYWORDS {
+            if k.to_ascii_lowercase().starts_with(&lower) {
+                out.push(if lowercase_typed { k.to_ascii_lowercase() } else { k.to_string() });
+            }
+        }
+        for f in FUNCTIONS.iter().chain(TYPES) {
+            if f.starts_with(&lower) {
+                out.push(f.to_string());
+            }
+        }
+        for f in &self.fields {
+            if f.starts_with(word) {
+                out.push(f.clone());
+            }
+        }
+        let mut seen = std::collections::HashSet::new();
+        out.retain(|c| seen.insert(c.clone()));
+        out
+    }
+}
+
+impl Completer for ShellHelper {
+    type Candidate = Pair;
+
+    fn complete(&self, line: &str, pos: usize, _ctx: &Context<'_>) -> rustyline::Result<(usize, Vec<Pair>)> {
+        let pos = pos.min(line.len());
+        let before = line.get(..pos).unwrap_or("");
+        let start = before
+            .char_indices()
+            .rev()
+            .take_while(|(_, c)| c.is_ascii_alphanumeric() || *c == '_' || *c == '.')
+            .last()
+            .map_or(pos, |(i, _)| i);
+        let word = &before[start..];
+        let line_start = before[..start].trim().is_empty();
+        let pairs = self
+            .candidates(word, line_start)
+            .into_iter()
+            .map(|c| Pair { display: c.clone(), replacement: c })
+            .collect();
+        Ok((start, pairs))
+    }
+}
+
+impl Validator for ShellHelper {
+    fn validate(&self, ctx: &mut ValidationContext<'_>) -> rustyline::Result<ValidationResult> {
+        let input = ctx.input();
+        let trimmed = input.trim_start();
+        if trimmed.starts_with('.') && !trimmed.contains('\n') {
+            return Ok(ValidationResult::Valid(None));
+        }
+        Ok(match statement_state(input) {
+            StatementState::Incomplete => ValidationResult::Incomplete,
+            _ => ValidationResult::Valid(None),
+        })
+    }
+}
+
+impl Hinter for ShellHelper {
+    type Hint = String;
+}
+
+impl Highlighter for ShellHelper {
+    fn highlight_prompt<'b, 's: 'b, 'p: 'b>(&'s self, prompt: &'p str, _default: bool) -> Cow<'b, str> {
+        Cow::Borrowed(prompt)
+    }
+}
+
+impl Helper for ShellHelper {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn statement_ends() {
+        assert_eq!(statement_state(""), StatementState::Empty);
+        assert_eq!(statement_state("  -- just a comment\n"), StatementState::Empty);
+        assert_eq!(statement_state("SELECT 1"), StatementState::Incomplete);
+        assert_eq!(statement_state("SELECT 1;"), StatementState::Complete);
+        assert_eq!(statement_state("SELECT 1; -- done\n"), StatementState::Complete);
+        assert_eq!(statement_state("SELECT 'a;"), StatementState::Incomplete);
+        assert_eq!(statement_state("SELECT 'a;' "), StatementState::Incomplete);
+        assert_eq!(statement_state("SELECT 'it\\'s';"), StatementState::Complete);
+        assert_eq!(statement_state("SELECT 1 -- ;\n"), StatementState::Incomplete);
+        assert_eq!(statement_state("SELECT 1 - -2;"), StatementState::Complete);
+    }
+
+    #[test]
+    fn splits_scripts() {
+        let s = "SELECT 1; -- one;\nSELECT ';' ;\n\nbroken {;\n-- trailing\nlast";
+        let pieces: Vec<&str> = split_statements(s).into_iter().map(|r| &s[r]).collect();
+        assert_eq!(pieces, ["SELECT 1;", " -- one;\nSELECT ';' ;", "\n\nbroken {;", "\n-- trailing\nlast"]);
+        assert!(split_statements("  -- nothing\n").is_empty());
+    }
+
+    #[test]
+    fn completes_names() {
+        let mut w = World::new();
+        w.define_component(&ecsdb::ComponentDef::new("Health", &[("hp", ecsdb::FieldType::F32)])).unwrap();
+        let h = ShellHelper::from_world(&w);
+        assert_eq!(h.candidates("Hea", false), vec!["Health".to_string()]);
+        assert_eq!(h.candidates("Health.", false), vec!["Health.hp".to_string()]);
+        assert!(h.candidates("sel", false).contains(&"select".to_string()));
+        assert!(h.candidates("SEL", false).contains(&"SELECT".to_string()));
+        assert_eq!(h.candidates(".ta", true), vec![".tables".to_string()]);
+    }
+}
