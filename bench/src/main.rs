@@ -1,1 +1,119 @@
-fn main() {}
+//! ecsdb against its peers on identical workloads.
+//!
+//! ```text
+//! cargo run -p ecsdb-bench --release -- <suite|all> [--json FILE] [--time SECS] [--filter WORKLOAD]
+//! ```
+//!
+//! Prints the machine and one markdown table per suite on stdout (progress on stderr); with
+//! `--json FILE`, also one JSON object per measurement and line.
+//!
+//! Adding a suite: write `src/<suite>.rs` with `pub fn run(s: &mut harness::Suite)`, declare
+//! the module below and add one line to [`SUITES`].
+
+mod ecs;
+mod harness;
+mod index;
+mod query;
+mod snapshot;
+mod spatial;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use harness::{Config, Harness, SuiteFn};
+
+/// Every allocation of every library goes through the platform allocator (glibc malloc on
+/// Linux), named here so that runs compare; no library brings its own.
+#[global_allocator]
+static ALLOCATOR: std::alloc::System = std::alloc::System;
+
+const ALLOCATOR_NAME: &str = if cfg!(all(target_os = "linux", target_env = "gnu")) {
+    "system (std::alloc::System = glibc malloc)"
+} else {
+    "system (std::alloc::System)"
+};
+
+/// The suites, in the order `all` runs them.
+const SUITES: &[(&str, SuiteFn)] = &[
+    ("ecs", ecs::run),
+    ("query", query::run),
+    ("spatial", spatial::run),
+    ("index", index::run),
+    ("snapshot", snapshot::run),
+];
+
+const USAGE: &str = "usage: ecsdb-bench <suite|all> [--json FILE] [--time SECS] [--filter WORKLOAD]
+  suite        one of the suites below, or `all`
+  --json FILE  also write one JSON object per measurement and line to FILE
+  --time SECS  measuring time per library per workload (default 0.75)
+  --filter S   only workloads whose name contains S";
+
+fn main() -> ExitCode {
+    match run() {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e}\n\n{USAGE}\nsuites: {}", suite_names());
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn suite_names() -> String {
+    SUITES.iter().map(|(n, _)| *n).collect::<Vec<_>>().join(", ")
+}
+
+fn run() -> Result<(), String> {
+    let mut args = std::env::args().skip(1);
+    let mut suite = None;
+    let mut json = None;
+    let mut config = Config::default();
+    while let Some(a) = args.next() {
+        match a.as_str() {
+            "-h" | "--help" => {
+                println!("{USAGE}\nsuites: {}", suite_names());
+                return Ok(());
+            }
+            "--json" => json = Some(PathBuf::from(args.next().ok_or("--json needs a file name")?)),
+            "--time" => {
+                let v = args.next().ok_or("--time needs seconds")?;
+                let secs: f64 = v.parse().map_err(|_| format!("--time: not a number: {v}"))?;
+                if !(secs > 0.0 && secs < 3600.0) {
+                    return Err(format!("--time: out of range: {v}"));
+                }
+                config.time = Duration::from_secs_f64(secs);
+            }
+            "--filter" => config.filter = Some(args.next().ok_or("--filter needs a workload name")?),
+            s if s.starts_with('-') => return Err(format!("unknown option {s}")),
+            s if suite.is_none() => suite = Some(s.to_string()),
+            s => return Err(format!("unexpected argument {s}")),
+        }
+    }
+    let suite = suite.ok_or("no suite given")?;
+    let selected: Vec<_> = if suite == "all" {
+        SUITES.to_vec()
+    } else {
+        let s = SUITES.iter().find(|(n, _)| *n == suite).ok_or(format!("unknown suite {suite}"))?;
+        vec![*s]
+    };
+
+    println!("## ecsdb-bench\n");
+    print!("{}", harness::machine_info(ALLOCATOR_NAME));
+    println!(
+        "- method: {:.2} s per library per workload after {:.2} s warm-up, in {} interleaved rounds \
+         (fixed order); median of runs, a run repeats the workload for ≥ {} µs",
+        config.time.as_secs_f64(),
+        config.warmup.as_secs_f64(),
+        config.rounds,
+        config.target_run.as_micros()
+    );
+
+    let mut h = Harness::new(config, json.as_deref()).map_err(|e| format!("--json: {e}"))?;
+    for (name, f) in selected {
+        h.run_suite(name, f).map_err(|e| format!("suite {name}: {e}"))?;
+    }
+    if h.results().is_empty() {
+        return Err("no workload ran (check --filter)".into());
+    }
+    Ok(())
+}
