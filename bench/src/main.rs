@@ -10,6 +10,7 @@
 //! Adding a suite: write `src/<suite>.rs` with `pub fn run(s: &mut harness::Suite)`, declare
 //! the module below and add one line to [`SUITES`].
 
+mod data;
 mod ecs;
 mod harness;
 mod index;

@@ -27,10 +27,10 @@ use ecsdb::{Component, Entity, QueryState, Value, World};
 
 use rusqlite::Connection;
 
+use crate::data::{game_world, Row, TEAMS};
 use crate::harness::{iter, Suite};
 
 const N: usize = 1_000_000;
-const TEAMS: [&str; 4] = ["red", "blue", "green", "yellow"];
 
 #[derive(Component, Clone, Copy)]
 struct Position {
@@ -83,45 +83,8 @@ const SQL_GROUP_BY: &str =
 const SQL_TOP_K: &str = "SELECT h.entity, h.hp FROM health h ORDER BY h.hp DESC LIMIT 10";
 
 /// xorshift64*: a fixed-seed generator, the same numbers on every run.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-    fn unit(&mut self) -> f32 {
-        (self.next() >> 40) as f32 / (1u64 << 24) as f32
-    }
-}
-
-struct Row {
-    pos: [f32; 3],
-    vel: [f32; 3],
-    hp: f32,
-    max: f32,
-    team: usize,
-    level: i32,
-    player: bool,
-    frozen: bool,
-}
-
 fn rows() -> Vec<Row> {
-    let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
-    (0..N)
-        .map(|i| Row {
-            pos: [rng.unit() * 1000.0, rng.unit() * 1000.0, rng.unit() * 100.0],
-            vel: [rng.unit() - 0.5, rng.unit() - 0.5, 0.0],
-            hp: rng.unit() * 100.0,
-            max: 100.0,
-            team: (rng.next() % 4) as usize,
-            level: (rng.next() % 100) as i32 + 1,
-            player: i % 2 == 0,
-            frozen: i % 10 == 0,
-        })
-        .collect()
+    game_world(N)
 }
 
 fn build_world(rows: &[Row]) -> World {

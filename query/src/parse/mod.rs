@@ -26,6 +26,8 @@
 pub mod ast;
 mod parser;
 
+pub use parser::KEYWORDS;
+
 pub use ast::*;
 
 use crate::error::Error;

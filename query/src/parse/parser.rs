@@ -991,8 +991,9 @@ fn found_at(src: &str, pos: usize) -> (String, Span) {
     (described, Span::new(pos, pos + len))
 }
 
-/// Every keyword, for "did you mean" on a misspelt one.
-const KEYWORDS: &[&str] = &[
+/// Every keyword of the language (upper case): for "did you mean" on a misspelt one, and
+/// for tools that complete or highlight keywords.
+pub const KEYWORDS: &[&str] = &[
     "SELECT",
     "FROM",
     "WHERE",

@@ -1,0 +1,55 @@
+//! Generated data shared by the suites: a seeded RNG and the 1M-entity "game world" of the
+//! query and snapshot suites, so every suite and every library sees identical inputs.
+
+/// A small seeded xorshift generator: reproducible inputs without a dependency.
+pub struct Rng(pub u64);
+
+impl Rng {
+    /// The next 64 random bits.
+    pub fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+
+    /// Uniform in [0, 1) with 24 bits of precision.
+    pub fn unit(&mut self) -> f32 {
+        (self.next() >> 40) as f32 / (1u64 << 24) as f32
+    }
+}
+
+/// The team names of the game world (a 4-value field).
+pub const TEAMS: [&str; 4] = ["red", "blue", "green", "yellow"];
+
+/// One entity of the game world, the same for every library.
+pub struct Row {
+    pub pos: [f32; 3],
+    pub vel: [f32; 3],
+    pub hp: f32,
+    pub max: f32,
+    /// Index into [`TEAMS`].
+    pub team: usize,
+    pub level: i32,
+    /// Player if true, Monster otherwise.
+    pub player: bool,
+    pub frozen: bool,
+}
+
+/// `n` entities of the game world: positions in a 1000×1000×100 box, hp in [0, 100),
+/// 4 teams, levels 1–100, half players, one in ten frozen.
+pub fn game_world(n: usize) -> Vec<Row> {
+    let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+    (0..n)
+        .map(|i| Row {
+            pos: [rng.unit() * 1000.0, rng.unit() * 1000.0, rng.unit() * 100.0],
+            vel: [rng.unit() - 0.5, rng.unit() - 0.5, 0.0],
+            hp: rng.unit() * 100.0,
+            max: 100.0,
+            team: (rng.next() % 4) as usize,
+            level: (rng.next() % 100) as i32 + 1,
+            player: i % 2 == 0,
+            frozen: i % 10 == 0,
+        })
+        .collect()
+}
