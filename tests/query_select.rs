@@ -455,6 +455,15 @@ fn indexes_are_chosen_and_never_change_answers() {
         "SELECT entity WHERE distance(Position, [3, 3, 0]) < 2",
         "SELECT entity WHERE inside(Position, [0, 0, 0], [2, 2, 0])",
     ];
+    // Nearest neighbours: ties (four grid points equidistant), a filter that forces the
+    // index's prefix to grow, OFFSET. Order matters here, so these are compared as sequences.
+    let nearest = [
+        "SELECT entity, distance(Position, [10.5, 10.5, 0]) AS d ORDER BY distance(Position, [10.5, 10.5, 0]) LIMIT 7",
+        "SELECT entity ORDER BY distance(Position, [3, 30, 0]) LIMIT 5 OFFSET 2",
+        "SELECT entity, Health.hp WHERE Health.hp = 96 ORDER BY distance(Position, [25, 20, 0]) LIMIT 3",
+        "SELECT entity WHERE Team.name = 'red' AND Health.hp < 10 ORDER BY distance([0, 0, 0], Position) LIMIT 40",
+    ];
+    let nearest_before: Vec<_> = nearest.iter().map(|q| db.execute(q).unwrap().rows).collect();
     let sorted = |db: &mut ecsdb::query::Database, q: &str| {
         let mut rows = db.execute(q).unwrap().rows;
         rows.sort_by_key(|r| r[0].to_string());
@@ -471,6 +480,12 @@ fn indexes_are_chosen_and_never_change_answers() {
         let plan: Vec<String> =
             db.execute(&format!("EXPLAIN {q}")).unwrap().rows.iter().map(|r| r[0].to_string()).collect();
         assert!(plan.iter().any(|l| l.contains("USING INDEX")), "{q}: {plan:?}");
+    }
+    for (q, expected) in nearest.iter().zip(&nearest_before) {
+        assert_eq!(&db.execute(q).unwrap().rows, expected, "{q}");
+        let plan: Vec<String> =
+            db.execute(&format!("EXPLAIN {q}")).unwrap().rows.iter().map(|r| r[0].to_string()).collect();
+        assert!(plan.iter().any(|l| l.contains("nearest-neighbour walk")), "{q}: {plan:?}");
     }
     // Moving entities and changing values through text keeps the indexes exact.
     db.execute("UPDATE Position SET x = Position.x + 1 WHERE Position.y < 10").unwrap();

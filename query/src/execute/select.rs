@@ -84,7 +84,10 @@ pub fn execute_select(phys: &PhysicalSelect, world: &World, params: &[Value]) ->
             sink.rows
         }
         Strategy::Sort | Strategy::TopK => {
-            let order = sorted_rows(phys, world, params, bounds)?;
+            let order = match nearest_rows(phys, world, params, bounds)? {
+                Some(order) => order,
+                None => sorted_rows(phys, world, params, bounds)?,
+            };
             materialize(&phys.scan, plan, world, params, &order)?
         }
         Strategy::Aggregate => {
@@ -423,6 +426,61 @@ fn sorted_rows(phys: &PhysicalSelect, world: &World, params: &[Value], bounds: B
     };
     let end = bounds.limit.map_or(refs.len(), |l| bounds.offset.saturating_add(l).min(refs.len()));
     Ok(refs.get(bounds.offset.min(end)..end).map(<[RowRef]>::to_vec).unwrap_or_default())
+}
+
+/// A fixed entity set as an index answer (one prefix of a nearest-neighbour stream).
+struct FixedEntities(roaring::RoaringBitmap);
+
+impl crate::plan::physical::IndexLookup for FixedEntities {
+    fn lookup(&self, _: &World, _: &[Value]) -> Result<roaring::RoaringBitmap, Error> {
+        Ok(self.0.clone())
+    }
+}
+
+/// `ORDER BY distance(C, p) LIMIT k` through the rtree: takes growing prefixes of the index's
+/// nearest-first stream and runs the ordinary top-k over just those entities, until a prefix
+/// yields `offset + limit` rows passing the WHERE clause or the stream ends. `None` when the
+/// plan has no nearest-neighbour path or the index declines (then the caller scans).
+fn nearest_rows(
+    phys: &PhysicalSelect,
+    world: &World,
+    params: &[Value],
+    bounds: Bounds,
+) -> Result<Option<Vec<RowRef>>, Error> {
+    use crate::plan::physical::{Access, IndexScan};
+    use ecsdb_engine::index::IndexPredicate;
+    let (Some(nearest), Some(need)) = (&phys.nearest, bounds.needed()) else { return Ok(None) };
+    let Some(point) = nearest.point(params) else { return Ok(None) };
+    let mut fetch = need.max(32);
+    loop {
+        let pred = IndexPredicate::Nearest { point: point.clone(), k: fetch };
+        let ids = match world.index_answer(&nearest.index, &pred) {
+            Ok(Some(answer)) => answer.into_vec(Some(fetch)),
+            _ => return Ok(None),
+        };
+        let exhausted = ids.len() < fetch;
+        let mut scan = phys.scan.clone();
+        scan.access = Access::Index(IndexScan {
+            index: nearest.index.clone(),
+            kind: "rtree".to_string(),
+            predicate: "nearest".to_string(),
+            estimated_rows: ids.len(),
+            lookup: std::sync::Arc::new(FixedEntities(ids.into_iter().collect())),
+        });
+        let prefix = PhysicalSelect {
+            logical: phys.logical.clone(),
+            scan,
+            strategy: phys.strategy,
+            fast_sort_key: phys.fast_sort_key,
+            nearest: None,
+        };
+        let refs = sorted_rows(&prefix, world, params, Bounds { offset: 0, limit: Some(need) })?;
+        if refs.len() >= need || exhausted {
+            let end = refs.len().min(need);
+            return Ok(Some(refs.get(bounds.offset.min(end)..end).map(<[RowRef]>::to_vec).unwrap_or_default()));
+        }
+        fetch = fetch.saturating_mul(4);
+    }
 }
 
 /// Computes the items of the given rows (grouped by table, evaluated in batches), in order.

@@ -176,7 +176,15 @@ pub fn explain_select(phys: &PhysicalSelect, world: &World, params: &[ParamSpec]
             current = sort;
         }
     } else if !plan.order_by.is_empty() {
-        let how = if phys.fast_sort_key.is_some() { "; key read straight from its column" } else { "" };
+        let nearest;
+        let how = if let Some(n) = &phys.nearest {
+            nearest = format!("; nearest-neighbour walk USING INDEX {} (rtree)", n.index);
+            nearest.as_str()
+        } else if phys.fast_sort_key.is_some() {
+            "; key read straight from its column"
+        } else {
+            ""
+        };
         let text = match phys.strategy {
             Strategy::TopK => {
                 let k = plan.limit.as_ref().map_or_else(String::new, |l| {

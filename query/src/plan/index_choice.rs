@@ -17,7 +17,7 @@ use roaring::RoaringBitmap;
 
 use crate::error::Error;
 use crate::functions::{Builtin, Function};
-use crate::plan::logical::{BinaryOp, Expr, ExprKind, Source};
+use crate::plan::logical::{BinaryOp, Expr, ExprKind, SelectPlan, Source, Term};
 use crate::plan::physical::{IndexLookup, IndexScan, Operand};
 
 /// A predicate shape with its constants still unresolved (parameters bind at run time).
@@ -266,4 +266,50 @@ fn has_param(shape: &Shape) -> bool {
         Shape::Radius { center, radius, .. } => p(center) || p(radius),
         Shape::Box { lo, hi } => p(lo) || p(hi),
     }
+}
+
+/// `ORDER BY distance(C, point) LIMIT k` answered from an rtree on `C`.
+#[derive(Clone, Debug)]
+pub struct NearestPlan {
+    /// The rtree's name.
+    pub index: String,
+    /// The query point (a literal or a parameter).
+    pub point: Operand,
+}
+
+impl NearestPlan {
+    /// The query point's coordinates, once parameters are bound.
+    pub fn point(&self, params: &[Value]) -> Option<Vec<f64>> {
+        coords(self.point.resolve(params))
+    }
+}
+
+/// The nearest-neighbour plan for a SELECT, when its only ORDER BY key is ascending
+/// `distance` between a required vector-like component and a constant point, and an rtree
+/// covers that component's fields. The index streams entities by (distance, entity), the
+/// language's own order for that key, so a prefix of the stream that yields enough rows
+/// passing the WHERE clause holds exactly the first rows of the answer.
+pub fn choose_nearest(plan: &SelectPlan, world: &World) -> Option<NearestPlan> {
+    let [key] = plan.order_by.as_slice() else { return None };
+    if key.descending || plan.aggregated {
+        return None;
+    }
+    let ExprKind::Call { func: Function::Builtin(Builtin::Distance), args } = &key.expr.kind else { return None };
+    let source = &plan.source;
+    let ((slot, fields), point) = match (indexed_operand(&args[0], source, world), constant(&args[1])) {
+        (Some(p), Some(c)) => (p, c),
+        _ => (indexed_operand(&args[1], source, world)?, constant(&args[0])?),
+    };
+    // Entities lacking C would sort first (null distance): only a required C qualifies.
+    if !source.terms.iter().any(|t| matches!(t, Term::Required { slot: s, .. } if *s == slot)) {
+        return None;
+    }
+    let id = source.slots.get(slot)?.id;
+    let info = world.components().info(id);
+    let want: Vec<String> = match fields {
+        Some(f) => f,
+        None => info.fields().iter().map(|f| f.name.clone()).collect(),
+    };
+    let ix = world.indexes_on(id).into_iter().find(|ix| ix.kind == IndexKind::Rtree && ix.fields == want)?;
+    Some(NearestPlan { index: ix.name, point })
 }

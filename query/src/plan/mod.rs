@@ -42,6 +42,9 @@ pub struct PhysicalSelect {
     pub strategy: Strategy,
     /// A single ORDER BY key that is a numeric field read exactly as f64: (slot, field).
     pub fast_sort_key: Option<(usize, usize)>,
+    /// `ORDER BY distance(C, point) LIMIT k` with an rtree on C: answered by walking the
+    /// index's nearest-neighbour stream.
+    pub nearest: Option<index_choice::NearestPlan>,
 }
 
 impl PhysicalSelect {
@@ -80,7 +83,11 @@ impl PhysicalSelect {
             },
             _ => None,
         };
-        PhysicalSelect { logical, scan, strategy, fast_sort_key }
+        let nearest = match strategy {
+            Strategy::TopK => index_choice::choose_nearest(&logical, world),
+            _ => None,
+        };
+        PhysicalSelect { logical, scan, strategy, fast_sort_key, nearest }
     }
 
     /// Matches tables created since the plan was made or last refreshed.
