@@ -43,7 +43,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::time::Instant;
 
 use ecsdb::query::parse::{parse_statement, Statement};
-use ecsdb::query::{Database, Error, ErrorKind, Prepared, ResultSet};
+use ecsdb::query::{Database, Error, ErrorKind, PlanOptions, Prepared, ResultSet};
 use ecsdb::Value;
 
 use compare::{compare, describe_expected, describe_got};
@@ -346,6 +346,9 @@ fn with_each_index(
     mut run: impl FnMut(&mut Database, Setup, &mut Report),
 ) {
     run(db, Setup { label: "none", component: None }, report);
+    // Worlds here are small, where the cost model would mostly scan: make the planner take
+    // every index that applies, so the index paths are what gets compared.
+    db.set_plan_options(PlanOptions { prefer_indexes: true });
     let mut supported = Vec::new();
     for (name, component, create) in INDEXES {
         match create_index(db, name, create) {
@@ -372,6 +375,7 @@ fn with_each_index(
         }
         run(db, Setup { label: "all indexes", component: None }, report);
     }
+    db.set_plan_options(PlanOptions::default());
 }
 
 /// `Ok(true)` when created, `Ok(false)` when the kind is not supported yet.
@@ -402,7 +406,8 @@ fn select_world(seed: u64, queries: usize, report: &mut Report) {
     let mut cases = vec![state_case(&w.model)];
     for i in 0..queries {
         let mut g = Gen::new(Rng::new(mix(seed, i as u64 + 1)), &w.model, &w.dead);
-        cases.push(g.query());
+        // One in six shaped for the index paths (ordered walks, intersections, unions).
+        cases.push(if i % 6 == 5 { g.index_query() } else { g.query() });
     }
     let TestWorld { db, model, .. } = &mut w;
     let model = &*model;
@@ -524,7 +529,10 @@ fn mutation_world(seed: u64, steps: usize, report: &mut Report) {
     if pick > 0 {
         let (name, _, create) = INDEXES[pick - 1];
         match create_index(&mut w.db, name, create) {
-            Ok(true) => setup = name,
+            Ok(true) => {
+                setup = name;
+                w.db.set_plan_options(PlanOptions { prefer_indexes: true });
+            }
             Ok(false) => {
                 report.unsupported_indexes.insert(name);
             }

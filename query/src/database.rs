@@ -13,7 +13,7 @@ use crate::parse::{self, ast};
 use crate::plan::explain::explain_select;
 use crate::plan::logical::{ComponentValue, Expr, LogicalPlan, ParamKey, ParamSpec, ShowKind};
 use crate::plan::physical::ScanPlan;
-use crate::plan::PhysicalSelect;
+use crate::plan::{PhysicalSelect, PlanOptions};
 use crate::result::ResultSet;
 
 /// An entity database: a [`World`] you can also talk to in the query language.
@@ -32,6 +32,7 @@ use crate::result::ResultSet;
 pub struct Database {
     world: World,
     functions: FunctionRegistry,
+    plan_options: PlanOptions,
 }
 
 impl std::fmt::Debug for Database {
@@ -74,7 +75,7 @@ impl Database {
 
     /// A database over an existing world.
     pub fn from_world(world: World) -> Database {
-        Database { world, functions: FunctionRegistry::default() }
+        Database { world, functions: FunctionRegistry::default(), plan_options: PlanOptions::default() }
     }
 
     /// The world.
@@ -92,9 +93,26 @@ impl Database {
         self.world
     }
 
+    /// The planner's settings.
+    pub fn plan_options(&self) -> PlanOptions {
+        self.plan_options
+    }
+
+    /// Changes the planner's settings for statements prepared from now on.
+    ///
+    /// ```
+    /// use ecsdb_query::{Database, PlanOptions};
+    /// let mut db = Database::new();
+    /// db.set_plan_options(PlanOptions { prefer_indexes: true });
+    /// assert!(db.plan_options().prefer_indexes);
+    /// ```
+    pub fn set_plan_options(&mut self, options: PlanOptions) {
+        self.plan_options = options;
+    }
+
     fn prepare_statement(&self, stmt: &ast::Statement) -> Result<Prepared, Error> {
         let bound = bind_statement(stmt, &self.world, &self.functions)?;
-        Ok(Prepared::new(bound, &self.world, stmt.span()))
+        Ok(Prepared::new(bound, &self.world, stmt.span(), self.plan_options))
     }
 
     /// Runs exactly one statement (a trailing `;` is fine) of any kind.
@@ -200,6 +218,62 @@ impl Database {
         self.functions.register(name, f).map_err(|m| Error::new(ErrorKind::Constraint, m))
     }
 
+    /// Creates a function index: `f` is evaluated for every entity with `component` (as the
+    /// component's value, an object of its fields) and re-evaluated only for rows whose
+    /// ticks changed since the index's last refresh. Text calls it as `name(Component)`: in
+    /// WHERE it is answered from the index, elsewhere read from it. Returns the index's name.
+    ///
+    /// A built-in function or a function registered with [`Database::register_function`]
+    /// takes precedence over a function index of the same name, so such names are refused.
+    ///
+    /// ```
+    /// use ecsdb_query::Database;
+    /// use ecsdb_engine::Value;
+    /// let mut db = Database::new();
+    /// db.execute("CREATE COMPONENT Position (x f32, y f32)").unwrap();
+    /// db.execute_script("SPAWN Position {x: 5, y: 1}; SPAWN Position {x: -5, y: 1}").unwrap();
+    /// db.create_function_index("visible", "Position", |p| match p {
+    ///     Value::Object(fields) => fields[0].1.as_f64().is_some_and(|x| x > 0.0),
+    ///     _ => false,
+    /// }).unwrap();
+    /// let seen = db.query("SELECT Position.x WHERE visible(Position)").unwrap();
+    /// assert_eq!(seen.rows, [[Value::Float(5.0)]]);
+    /// ```
+    pub fn create_function_index(
+        &mut self,
+        name: &str,
+        component: &str,
+        f: impl Fn(&Value) -> bool + Send + Sync + 'static,
+    ) -> Result<String, Error> {
+        self.check_function_index_name(name)?;
+        Ok(self.world.create_function_index(name, component, f)?)
+    }
+
+    /// [`Database::create_function_index`] with a predicate over the Rust component type
+    /// (registered if needed).
+    pub fn create_function_index_typed<T: ecsdb_engine::Component>(
+        &mut self,
+        name: &str,
+        f: impl Fn(&T) -> bool + Send + Sync + 'static,
+    ) -> Result<String, Error> {
+        self.check_function_index_name(name)?;
+        Ok(self.world.create_function_index_typed(name, f)?)
+    }
+
+    fn check_function_index_name(&self, name: &str) -> Result<(), Error> {
+        let lower = name.to_ascii_lowercase();
+        let builtin = crate::functions::Builtin::from_name(&lower).is_some()
+            || matches!(lower.as_str(), "count" | "sum" | "avg" | "has");
+        if builtin || self.functions.get(name).is_some() {
+            let what = if builtin { "a built-in function" } else { "a registered function" };
+            return Err(Error::new(
+                ErrorKind::Constraint,
+                format!("a function index cannot be named '{name}': text calls of {name}() reach {what}"),
+            ));
+        }
+        Ok(())
+    }
+
     /// The entities a read query selects: a SELECT or bare term list, or just
     /// `[FROM <terms>] [WHERE <cond>]`. ORDER BY, LIMIT and OFFSET are honoured.
     pub fn select_entities(&self, text: &str, params: &Params) -> Result<Vec<Entity>, Error> {
@@ -210,7 +284,7 @@ impl Database {
                 return Err(Error::new(ErrorKind::Type, "a selection must be a query (SELECT or FROM/WHERE)"));
             };
             let values = resolve_params(&bound.params, params)?;
-            let phys = PhysicalSelect::new(plan, &self.world);
+            let phys = PhysicalSelect::new(plan, &self.world, self.plan_options);
             select::selected_entities(&phys, &self.world, &values)
         };
         run().map_err(|e| unshift(e, shift))
@@ -389,7 +463,7 @@ pub struct Prepared {
 }
 
 impl Prepared {
-    fn new(bound: Bound, world: &World, span: Span) -> Prepared {
+    fn new(bound: Bound, world: &World, span: Span, options: PlanOptions) -> Prepared {
         let Bound { plan, params } = bound;
         let columns: Vec<String> = match &plan {
             LogicalPlan::Select(s) => s.items.iter().map(|i| i.name.clone()).collect(),
@@ -404,14 +478,14 @@ impl Prepared {
             LogicalPlan::Describe(_) => catalog::describe_columns(),
         };
         let exec = match plan {
-            LogicalPlan::Select(s) => Executable::Select(PhysicalSelect::new(s, world)),
-            LogicalPlan::Explain(s) => Executable::Explain(PhysicalSelect::new(s, world)),
+            LogicalPlan::Select(s) => Executable::Select(PhysicalSelect::new(s, world, options)),
+            LogicalPlan::Explain(s) => Executable::Explain(PhysicalSelect::new(s, world, options)),
             LogicalPlan::Spawn(v) => Executable::Spawn(v),
-            LogicalPlan::Despawn(src) => Executable::Despawn(ScanPlan::new(&src, world)),
-            LogicalPlan::Add(v, src) => Executable::Add(v, ScanPlan::new(&src, world)),
-            LogicalPlan::Remove(c, src) => Executable::Remove(c, ScanPlan::new(&src, world)),
+            LogicalPlan::Despawn(src) => Executable::Despawn(ScanPlan::new(&src, world, options)),
+            LogicalPlan::Add(v, src) => Executable::Add(v, ScanPlan::new(&src, world, options)),
+            LogicalPlan::Remove(c, src) => Executable::Remove(c, ScanPlan::new(&src, world, options)),
             LogicalPlan::Update { component, assignments, source, .. } => {
-                Executable::Update { component, assignments, scan: ScanPlan::new(&source, world) }
+                Executable::Update { component, assignments, scan: ScanPlan::new(&source, world, options) }
             }
             LogicalPlan::CreateComponent(def) => Executable::CreateComponent(def),
             LogicalPlan::CreateIndex { def, span } => Executable::CreateIndex { def, span },

@@ -13,7 +13,8 @@
 //! | `inside(p, lo, hi)` | three vectors of one size | bool: every coordinate within `[lo, hi]` |
 //!
 //! `has(C)` and the aggregates (`count`, `sum`, `avg`, `min`/`max` with one argument) are bound
-//! specially and are not [`Function`]s. A registered function takes any values and returns any
+//! specially and are not [`Function`]s; neither is `name(C)` naming a function index
+//! ([`IndexCall`]), which reads the index's maintained answer. A registered function takes any values and returns any
 //! value; its result type is known only when it runs.
 
 use std::collections::HashMap;
@@ -373,6 +374,33 @@ impl fmt::Debug for Function {
             Function::Builtin(b) => write!(f, "{b:?}"),
             Function::Registered(name, _) => write!(f, "Registered({name})"),
         }
+    }
+}
+
+/// A call of a function index (`visible(Position)`): the index's name and its predicate.
+///
+/// Scans read the index's maintained answer (see `execute::scan::FunctionSets`), so the
+/// Rust predicate runs only for rows that changed since the index's last refresh; the
+/// predicate itself is kept for a prepared statement whose index was dropped since.
+#[derive(Clone)]
+pub struct IndexCall(pub ecsdb_engine::index::IndexFunction);
+
+impl IndexCall {
+    /// The function index's name.
+    pub fn name(&self) -> &str {
+        self.0.name()
+    }
+}
+
+impl PartialEq for IndexCall {
+    fn eq(&self, other: &IndexCall) -> bool {
+        self.name() == other.name()
+    }
+}
+
+impl fmt::Debug for IndexCall {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "IndexCall({})", self.name())
     }
 }
 

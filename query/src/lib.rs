@@ -89,4 +89,5 @@ mod result;
 pub use database::{is_read_only, Database, Prepared, Selected};
 pub use error::{Error, ErrorKind, Span};
 pub use params::Params;
+pub use plan::PlanOptions;
 pub use result::{value_to_json, ResultSet};

@@ -854,6 +854,66 @@ impl<'a> Gen<'a> {
         self.case(q, Expect::Rows, if star { "select *" } else { "select" })
     }
 
+    /// A query shaped for the index paths (with the differential's indexes present): ORDER BY
+    /// an indexed field or a distance, with and without more keys, LIMIT and OFFSET and a
+    /// range on the same field; ORs and ANDs of indexable predicates; `!=`; presence of a
+    /// tag. The random queries reach these shapes too, but rarely.
+    pub fn index_query(&mut self) -> Case {
+        self.begin();
+        let pred = |g: &mut Gen| -> String {
+            match g.rng.below(7) {
+                0 => format!("Health.hp {} {}", g.rng.pick(&["<", "<=", ">", ">=", "=", "!="]), g.float_lit()),
+                1 => format!("Level.value {} {}", g.rng.pick(&["<", ">=", "=", "!="]), g.int_lit()),
+                2 => {
+                    let t = g.str_lit();
+                    format!("Team.name {} {t}", g.rng.pick(&["=", "!="]))
+                }
+                3 => format!("Health.hp BETWEEN {} AND {}", g.float_lit(), g.float_lit()),
+                4 => {
+                    let v = g.vec_lit(3).text;
+                    format!("within(Position, {v}, {})", g.rng.range(1, 20))
+                }
+                5 => format!("Flags.a = {}", g.rng.chance(0.5)),
+                _ => "has(Frozen)".to_string(),
+            }
+        };
+        let mut wheres: Vec<String> = Vec::new();
+        for _ in 0..self.rng.range(0, 3) {
+            let p = if self.rng.chance(0.3) { format!("({} OR {})", pred(self), pred(self)) } else { pred(self) };
+            wheres.push(p);
+        }
+        let (key, items) = match self.rng.below(4) {
+            0 => {
+                let v = self.vec_lit(3).text;
+                (format!("distance(Position, {v})"), format!("entity, distance(Position, {v}) AS d, Health.hp"))
+            }
+            1 => ("Level.value".to_string(), "entity, Level.value, Team.name".to_string()),
+            _ => {
+                if self.rng.chance(0.5) {
+                    wheres.push(format!("Health.hp {} {}", self.rng.pick(&[">", "<="]), self.float_lit()));
+                }
+                ("Health.hp".to_string(), "entity, Health.hp, Level.value".to_string())
+            }
+        };
+        let dir = if key.starts_with("distance") { String::new() } else { self.direction() };
+        let mut keys = vec![format!("{key}{dir}")];
+        if self.rng.chance(0.5) {
+            let more = self.rng.pick(&["Team.name", "Level.value DESC", "Health.max", "Name.value DESC"]);
+            keys.push(more.to_string());
+        }
+        let from = if self.rng.chance(0.2) { " FROM Frozen" } else { "" };
+        let mut q = format!("SELECT {items}{from}");
+        if !wheres.is_empty() {
+            q += &format!(" WHERE {}", wheres.join(" AND "));
+        }
+        q += &format!(" ORDER BY {}", keys.join(", "));
+        q += &format!(" LIMIT {}", self.rng.range(1, 12));
+        if self.rng.chance(0.3) {
+            q += &format!(" OFFSET {}", self.rng.range(0, 5));
+        }
+        self.case(q, Expect::Rows, "index-shaped")
+    }
+
     /// A bare term list: `Position, ?Velocity, !Frozen`.
     pub fn bare_query(&mut self) -> Case {
         self.begin();

@@ -472,8 +472,9 @@ pub fn distance(a: &[f64], b: &[f64]) -> f64 {
 pub(crate) mod cost {
     /// Locating one key or descending one R-tree level.
     pub const DESCEND: f64 = 40.0;
-    /// Producing one matching entity from a key's posting list.
-    pub const POSTING: f64 = 2.0;
+    /// Producing one matching entity from a key's posting list (a btree range over 10k mostly
+    /// distinct float keys of 1M: about 16 ns per entity, ~10 scan rows).
+    pub const POSTING: f64 = 10.0;
     /// Copying one entity of a dense bitmap answer (a 64-bit word holds 64).
     pub const BITMAP_BIT: f64 = 1.0 / 32.0;
     /// Testing one R-tree candidate against its exact position.

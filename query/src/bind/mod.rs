@@ -20,7 +20,7 @@ use std::sync::Arc;
 use ecsdb_engine::{ComponentDef, ComponentId, Entity, Value, World};
 
 use crate::error::{suggest, Error, ErrorKind, Span};
-use crate::functions::{Builtin, Function, FunctionRegistry};
+use crate::functions::{Builtin, Function, FunctionRegistry, IndexCall};
 use crate::parse::ast;
 use crate::plan::logical::{
     AggFunc, AggregateExpr, BinaryOp, ComponentSlot, ComponentValue, DataType, EntityRef, Expr, ExprKind, Item,
@@ -396,17 +396,70 @@ impl<'a> Binder<'a> {
                 span,
             });
         }
+        if let Some(func) = self.index_function(&name.name) {
+            return self.index_call(func, args, place, span);
+        }
+        let index_names: Vec<String> = self
+            .world
+            .indexes()
+            .into_iter()
+            .filter(|ix| ix.kind == ecsdb_engine::index::IndexKind::Function)
+            .map(|ix| ix.name)
+            .collect();
         let known: Vec<&str> = Builtin::ALL
             .iter()
             .map(|b| b.name())
             .chain(["count", "sum", "avg", "has"])
             .chain(self.functions.names())
+            .chain(index_names.iter().map(String::as_str))
             .collect();
         let mut e = err(ErrorKind::UnknownFunction, format!("unknown function '{}'", name.name), name.span);
         if let Some(s) = suggest(&name.name, known) {
             e = e.with_suggestion(s);
         }
         Err(e)
+    }
+
+    /// The function index called `name`: its exact name, else the only one whose name
+    /// matches ignoring case (function names are case-insensitive, index names are not).
+    fn index_function(&self, name: &str) -> Option<ecsdb_engine::index::IndexFunction> {
+        if let Some(f) = self.world.index_function(name) {
+            return Some(f);
+        }
+        let mut matches = self
+            .world
+            .indexes()
+            .into_iter()
+            .filter(|ix| ix.kind == ecsdb_engine::index::IndexKind::Function && ix.name.eq_ignore_ascii_case(name));
+        match (matches.next(), matches.next()) {
+            (Some(ix), None) => self.world.index_function(&ix.name),
+            _ => None,
+        }
+    }
+
+    /// `name(C)` where `name` is a function index over `C`.
+    fn index_call(
+        &mut self,
+        func: ecsdb_engine::index::IndexFunction,
+        args: &[ast::Expr],
+        place: Place,
+        span: Span,
+    ) -> Result<Expr, Error> {
+        let component = self.world.components().info(func.component()).name().to_string();
+        let usage = || {
+            format!("{}() is a function index over {component}: call it as {}({component})", func.name(), func.name())
+        };
+        let [arg] = args else {
+            return Err(type_err(format!("{} (got {} arguments)", usage(), args.len()), span));
+        };
+        let ast::ExprKind::Component(c) = &arg.kind else { return Err(type_err(usage(), arg.span)) };
+        self.no_row_in_constant(place, span)?;
+        let slot = self.slot(c)?;
+        if self.slots[slot].id != func.component() {
+            return Err(type_err(usage(), arg.span));
+        }
+        self.mention(slot);
+        Ok(Expr { kind: ExprKind::IndexCall { func: IndexCall(func), slot }, ty: DataType::Bool, span })
     }
 
     fn condition(&mut self, e: &ast::Expr, what: &str) -> Result<Expr, Error> {
@@ -882,7 +935,8 @@ fn over_groups(e: &Expr, group_by: &[Expr], name: &dyn Fn(&Expr) -> String) -> R
         | ExprKind::Field { .. }
         | ExprKind::Component(_)
         | ExprKind::ComponentVector(_)
-        | ExprKind::Has(_) => {
+        | ExprKind::Has(_)
+        | ExprKind::IndexCall { .. } => {
             Err(type_err(format!("'{}' must appear in GROUP BY or be used in an aggregate function", name(e)), e.span))
         }
         _ => {

@@ -63,6 +63,7 @@ impl<'a, S: RowSource + ?Sized> Evaluator<'a, S> {
             | ExprKind::Component(_)
             | ExprKind::ComponentVector(_)
             | ExprKind::Has(_)
+            | ExprKind::IndexCall { .. }
             | ExprKind::GroupKey(_)
             | ExprKind::Aggregate(_) => {
                 let mut out = Vec::with_capacity(n);

@@ -7,10 +7,14 @@
 //! column, read through the engine's typed strided view ([`FieldColumn`]): no `Value` is built
 //! and there is no per-row dispatch. The surviving rows go to a [`Sink`] in batches.
 
+use std::cell::RefCell;
 use std::collections::BTreeMap;
+use std::rc::Rc;
 
+use ecsdb_engine::index::IndexPredicate;
 use ecsdb_engine::storage::{ArchetypeTable, FieldColumn, FieldScalar, SparseSet, TableId};
 use ecsdb_engine::{Entity, FieldType, Value, World};
+use roaring::RoaringBitmap;
 
 use crate::error::{Error, ErrorKind};
 use crate::execute::eval::{eval_error, Evaluator, RowSource};
@@ -295,11 +299,50 @@ pub struct TableCtx<'w> {
     pub meta: &'w [PhysicalSlot],
     /// The position of this table in the plan's matched tables.
     pub plan_index: usize,
+    /// The world.
+    pub world: &'w World,
+    /// The answers of the function indexes the statement calls.
+    pub function_sets: Rc<FunctionSets<'w>>,
+}
+
+/// The maintained answers of function indexes (`visible(Position)`), fetched once per
+/// statement on first use and shared by its tables: a call reads the index's bitmap rather
+/// than running the Rust predicate, which the index re-evaluates only for changed rows.
+pub struct FunctionSets<'w> {
+    world: &'w World,
+    sets: RefCell<Vec<(String, Option<Rc<RoaringBitmap>>)>>,
+}
+
+impl<'w> FunctionSets<'w> {
+    /// An empty cache for one statement over `world`.
+    pub fn new(world: &'w World) -> Rc<FunctionSets<'w>> {
+        Rc::new(FunctionSets { world, sets: RefCell::new(Vec::new()) })
+    }
+
+    /// The entities (by index) for which function index `name` holds; `None` when there is
+    /// no such index (dropped since the statement was prepared).
+    fn answer(&self, name: &str) -> Option<Rc<RoaringBitmap>> {
+        if let Some((_, set)) = self.sets.borrow().iter().find(|(n, _)| n == name) {
+            return set.clone();
+        }
+        let pred = IndexPredicate::Function { name: name.to_string() };
+        let set = match self.world.index_answer(name, &pred) {
+            Ok(Some(answer)) => Some(Rc::new(answer.into_set(None))),
+            _ => None,
+        };
+        self.sets.borrow_mut().push((name.to_string(), set.clone()));
+        set
+    }
 }
 
 impl<'w> TableCtx<'w> {
     /// Builds the readers of a matched table.
-    pub fn new(world: &'w World, plan: &'w ScanPlan, plan_index: usize) -> Option<TableCtx<'w>> {
+    pub fn new(
+        world: &'w World,
+        plan: &'w ScanPlan,
+        plan_index: usize,
+        function_sets: &Rc<FunctionSets<'w>>,
+    ) -> Option<TableCtx<'w>> {
         let tp = plan.tables.get(plan_index)?;
         let table = world.tables().get(tp.table.index())?;
         let slots = plan
@@ -320,7 +363,15 @@ impl<'w> TableCtx<'w> {
                 },
             })
             .collect();
-        Some(TableCtx { table, entities: table.entities(), slots, meta: &plan.slots, plan_index })
+        Some(TableCtx {
+            table,
+            entities: table.entities(),
+            slots,
+            meta: &plan.slots,
+            plan_index,
+            world,
+            function_sets: function_sets.clone(),
+        })
     }
 
     /// The reader of a field of a slot stored in a column of this table.
@@ -424,6 +475,24 @@ impl RowSource for TableCtx<'_> {
                 }
             }
             ExprKind::Has(slot) => out.extend(rows.iter().map(|&r| Value::Bool(self.has(*slot, r)))),
+            ExprKind::IndexCall { func, slot } => {
+                let set = self.function_sets.answer(func.name());
+                for &r in rows {
+                    let entity = self.entities.get(r as usize).copied().unwrap_or(Entity::NULL);
+                    out.push(if !self.has(*slot, r) {
+                        Value::Null
+                    } else if let Some(set) = &set {
+                        Value::Bool(set.contains(entity.index()))
+                    } else {
+                        // The index is gone: run its predicate, which gives the same answer.
+                        match func.0.eval(self.world, entity) {
+                            Ok(Some(b)) => Value::Bool(b),
+                            Ok(None) => Value::Null,
+                            Err(err) => return Err(eval_error(e, err.to_string())),
+                        }
+                    });
+                }
+            }
             _ => return Err(Error::internal("group values read outside aggregation").with_span(e.span)),
         }
         Ok(())
@@ -824,6 +893,7 @@ pub fn run_scan<'w>(
     sink: &mut dyn Sink<'w>,
 ) -> Result<(), Error> {
     let restrict = access_rows(plan, world, params)?;
+    let function_sets = FunctionSets::new(world);
     for (plan_index, tp) in plan.tables.iter().enumerate() {
         let steps = match &*tp.filter {
             TableFilter::Never => continue,
@@ -842,7 +912,7 @@ pub fn run_scan<'w>(
             sink.count(sel.len());
             continue;
         }
-        let Some(ctx) = TableCtx::new(world, plan, plan_index) else { continue };
+        let Some(ctx) = TableCtx::new(world, plan, plan_index, &function_sets) else { continue };
         for check in &tp.checks {
             apply_check(check, &ctx, &mut sel);
         }

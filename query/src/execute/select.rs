@@ -22,7 +22,7 @@ use crate::error::{Error, ErrorKind};
 use crate::execute::aggregate::{AggregateSink, GroupRows};
 use crate::execute::eval::Evaluator;
 use crate::execute::ops::sort_cmp;
-use crate::execute::scan::{run_scan, FieldReader, Num, Sink, SlotReader, TableCtx};
+use crate::execute::scan::{run_scan, FieldReader, FunctionSets, Num, Sink, SlotReader, TableCtx};
 use crate::plan::logical::{Expr, ExprKind, SelectPlan};
 use crate::plan::physical::{eval_constant, ScanPlan};
 use crate::plan::{PhysicalSelect, Strategy};
@@ -84,7 +84,7 @@ pub fn execute_select(phys: &PhysicalSelect, world: &World, params: &[Value]) ->
             sink.rows
         }
         Strategy::Sort | Strategy::TopK => {
-            let order = match nearest_rows(phys, world, params, bounds)? {
+            let order = match ordered_rows(phys, world, params, bounds)? {
                 Some(order) => order,
                 None => sorted_rows(phys, world, params, bounds)?,
             };
@@ -428,7 +428,7 @@ fn sorted_rows(phys: &PhysicalSelect, world: &World, params: &[Value], bounds: B
     Ok(refs.get(bounds.offset.min(end)..end).map(<[RowRef]>::to_vec).unwrap_or_default())
 }
 
-/// A fixed entity set as an index answer (one prefix of a nearest-neighbour stream).
+/// A fixed entity set as an index answer (one prefix of an index's ordered stream).
 struct FixedEntities(roaring::RoaringBitmap);
 
 impl crate::plan::physical::IndexLookup for FixedEntities {
@@ -437,50 +437,85 @@ impl crate::plan::physical::IndexLookup for FixedEntities {
     }
 }
 
-/// `ORDER BY distance(C, p) LIMIT k` through the rtree: takes growing prefixes of the index's
-/// nearest-first stream and runs the ordinary top-k over just those entities, until a prefix
-/// yields `offset + limit` rows passing the WHERE clause or the stream ends. `None` when the
-/// plan has no nearest-neighbour path or the index declines (then the caller scans).
-fn nearest_rows(
+/// The physical plan restricted to a fixed set of entities (the scan's filters unchanged).
+fn restricted(phys: &PhysicalSelect, ids: roaring::RoaringBitmap, what: &str) -> PhysicalSelect {
+    use crate::plan::physical::{Access, IndexScan};
+    let mut scan = phys.scan.clone();
+    scan.access = Access::Index(IndexScan {
+        indexes: Vec::new(),
+        description: what.to_string(),
+        estimated_rows: ids.len() as usize,
+        lookup: std::sync::Arc::new(FixedEntities(ids)),
+    });
+    PhysicalSelect {
+        logical: phys.logical.clone(),
+        scan,
+        strategy: phys.strategy,
+        fast_sort_key: phys.fast_sort_key,
+        ordered: None,
+    }
+}
+
+/// `ORDER BY <key> … LIMIT k` through an index's ordered stream (an rtree's nearest-first,
+/// a btree's key order): takes growing prefixes of the stream and runs the ordinary top-k over
+/// just those entities, until a prefix yields `offset + limit` rows passing the WHERE clause
+/// or the stream ends. The stream's order is the first key's order with ties by entity, so
+/// with one key that prefix holds exactly the first rows. With more keys, rows outside the
+/// prefix may tie with the last row kept on the first key and beat it on the next: those are
+/// fetched by a second lookup (every entity whose first key is at or before that row's) and
+/// the top-k runs once more over them. `None` when the plan has no ordered path or the index
+/// declines (then the caller scans).
+fn ordered_rows(
     phys: &PhysicalSelect,
     world: &World,
     params: &[Value],
     bounds: Bounds,
 ) -> Result<Option<Vec<RowRef>>, Error> {
-    use crate::plan::physical::{Access, IndexScan};
-    use ecsdb_engine::index::IndexPredicate;
-    let (Some(nearest), Some(need)) = (&phys.nearest, bounds.needed()) else { return Ok(None) };
-    let Some(point) = nearest.point(params) else { return Ok(None) };
+    let (Some(ordered), Some(need)) = (&phys.ordered, bounds.needed()) else { return Ok(None) };
+    let window = |refs: Vec<RowRef>| {
+        let end = refs.len().min(need);
+        refs.get(bounds.offset.min(end)..end).map(<[RowRef]>::to_vec).unwrap_or_default()
+    };
     let mut fetch = need.max(32);
     loop {
-        let pred = IndexPredicate::Nearest { point: point.clone(), k: fetch };
-        let ids = match world.index_answer(&nearest.index, &pred) {
+        let Some(pred) = ordered.stream(params, fetch) else { return Ok(None) };
+        let ids = match world.index_answer(&ordered.index, &pred) {
             Ok(Some(answer)) => answer.into_vec(Some(fetch)),
             _ => return Ok(None),
         };
         let exhausted = ids.len() < fetch;
-        let mut scan = phys.scan.clone();
-        scan.access = Access::Index(IndexScan {
-            index: nearest.index.clone(),
-            kind: "rtree".to_string(),
-            predicate: "nearest".to_string(),
-            estimated_rows: ids.len(),
-            lookup: std::sync::Arc::new(FixedEntities(ids.into_iter().collect())),
-        });
-        let prefix = PhysicalSelect {
-            logical: phys.logical.clone(),
-            scan,
-            strategy: phys.strategy,
-            fast_sort_key: phys.fast_sort_key,
-            nearest: None,
-        };
+        let prefix = restricted(phys, ids.into_iter().collect(), "an ordered index stream's prefix");
         let refs = sorted_rows(&prefix, world, params, Bounds { offset: 0, limit: Some(need) })?;
-        if refs.len() >= need || exhausted {
-            let end = refs.len().min(need);
-            return Ok(Some(refs.get(bounds.offset.min(end)..end).map(<[RowRef]>::to_vec).unwrap_or_default()));
+        if exhausted {
+            return Ok(Some(window(refs)));
+        }
+        if refs.len() >= need {
+            if !ordered.more_keys {
+                return Ok(Some(window(refs)));
+            }
+            let Some(last) = refs.get(need - 1) else { return Ok(None) };
+            let key = first_key(&prefix, world, params, last)?;
+            let Some(pred) = ordered.up_to(params, &key) else { return Ok(None) };
+            let ids = match world.index_answer(&ordered.index, &pred) {
+                Ok(Some(answer)) => answer.into_set(None),
+                _ => return Ok(None),
+            };
+            let tied = restricted(phys, ids, "rows up to the last kept row's first key");
+            let refs = sorted_rows(&tied, world, params, Bounds { offset: 0, limit: Some(need) })?;
+            return Ok(Some(window(refs)));
         }
         fetch = fetch.saturating_mul(4);
     }
+}
+
+/// The first ORDER BY key of one row.
+fn first_key(phys: &PhysicalSelect, world: &World, params: &[Value], at: &RowRef) -> Result<Value, Error> {
+    let Some(key) = phys.logical.order_by.first() else { return Ok(Value::Null) };
+    let function_sets = FunctionSets::new(world);
+    let Some(ctx) = TableCtx::new(world, &phys.scan, at.table_plan as usize, &function_sets) else {
+        return Ok(Value::Null);
+    };
+    Ok(Evaluator::new(&ctx, params).eval(&key.expr, &[at.row])?.pop().unwrap_or(Value::Null))
 }
 
 /// Computes the items of the given rows (grouped by table, evaluated in batches), in order.
@@ -499,8 +534,9 @@ fn materialize(
             None => by_table.push((r.table_plan, vec![(pos, r.row)])),
         }
     }
+    let function_sets = FunctionSets::new(world);
     for (tp, rows) in by_table {
-        let Some(ctx) = TableCtx::new(world, scan, tp as usize) else { continue };
+        let Some(ctx) = TableCtx::new(world, scan, tp as usize, &function_sets) else { continue };
         for chunk in rows.chunks(crate::execute::scan::BATCH) {
             let just_rows: Vec<u32> = chunk.iter().map(|(_, r)| *r).collect();
             let mut values = Vec::new();

@@ -130,10 +130,8 @@ pub fn explain_select(phys: &PhysicalSelect, world: &World, params: &[ParamSpec]
             rows(estimate)
         ),
         Access::Index(ix) => format!(
-            "SEARCH {terms} USING INDEX {} ({}) FOR {} (index est. {} rows; {})",
-            ix.index,
-            ix.kind,
-            ix.predicate,
+            "SEARCH {terms} USING {} (index est. {} rows; {})",
+            ix.description,
             ix.estimated_rows,
             rows(estimate)
         ),
@@ -177,8 +175,13 @@ pub fn explain_select(phys: &PhysicalSelect, world: &World, params: &[ParamSpec]
         }
     } else if !plan.order_by.is_empty() {
         let nearest;
-        let how = if let Some(n) = &phys.nearest {
-            nearest = format!("; nearest-neighbour walk USING INDEX {} (rtree)", n.index);
+        let how = if let Some(n) = &phys.ordered {
+            let walk = match n.source {
+                crate::plan::index_choice::OrderedSource::Nearest { .. } => "nearest-neighbour walk",
+                crate::plan::index_choice::OrderedSource::Field { .. } => "ordered walk",
+            };
+            let ties = if n.more_keys { ", rows tied on the first key fetched again" } else { "" };
+            nearest = format!("; {walk} USING INDEX {} ({}){ties}", n.index, n.kind.name());
             nearest.as_str()
         } else if phys.fast_sort_key.is_some() {
             "; key read straight from its column"

@@ -22,7 +22,7 @@ use std::sync::Arc;
 use ecsdb_engine::{ComponentDef, ComponentId, Entity, Value};
 
 use crate::error::Span;
-use crate::functions::Function;
+use crate::functions::{Function, IndexCall};
 
 /// The type of an expression, inferred by the binder.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -396,6 +396,15 @@ pub enum ExprKind {
         /// Its arguments.
         args: Vec<Expr>,
     },
+    /// `name(C)`: the predicate of a function index over the component in `slot`; null where
+    /// the entity lacks it. Read from the index's maintained answer, so the Rust predicate runs
+    /// only for rows that changed since the index's last refresh.
+    IndexCall {
+        /// The function index.
+        func: IndexCall,
+        /// The component it reads.
+        slot: Slot,
+    },
     /// After aggregation: the value of GROUP BY key `n` for the group.
     GroupKey(usize),
     /// After aggregation: the value of aggregate `n` for the group.
@@ -449,6 +458,7 @@ impl Expr {
                     | ExprKind::Component(_)
                     | ExprKind::ComponentVector(_)
                     | ExprKind::Has(_)
+                    | ExprKind::IndexCall { .. }
                     | ExprKind::GroupKey(_)
                     | ExprKind::Aggregate(_)
             )
@@ -565,6 +575,7 @@ impl fmt::Display for ExprDisplay<'_> {
             }
             ExprKind::Component(slot) | ExprKind::ComponentVector(slot) => f.write_str(self.slot_name(*slot)),
             ExprKind::Has(slot) => write!(f, "has({})", self.slot_name(*slot)),
+            ExprKind::IndexCall { func, slot } => write!(f, "{}({})", func.name(), self.slot_name(*slot)),
             ExprKind::Neg(e) => {
                 f.write_str("-")?;
                 self.operand(e, 8, f)

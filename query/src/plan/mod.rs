@@ -18,6 +18,15 @@ use ecsdb_engine::{FieldType, World};
 use crate::plan::logical::{ExprKind, SelectPlan};
 use crate::plan::physical::ScanPlan;
 
+/// Planner settings, per [`Database`](crate::Database).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PlanOptions {
+    /// Use every secondary index that applies, even where the cost model would scan (on
+    /// small worlds an index rarely pays). For tests that must exercise index paths and for
+    /// comparing plans; answers never change.
+    pub prefer_indexes: bool,
+}
+
 /// What happens to the selected rows.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Strategy {
@@ -42,15 +51,15 @@ pub struct PhysicalSelect {
     pub strategy: Strategy,
     /// A single ORDER BY key that is a numeric field read exactly as f64: (slot, field).
     pub fast_sort_key: Option<(usize, usize)>,
-    /// `ORDER BY distance(C, point) LIMIT k` with an rtree on C: answered by walking the
-    /// index's nearest-neighbour stream.
-    pub nearest: Option<index_choice::NearestPlan>,
+    /// `ORDER BY distance(C, point) … LIMIT k` with an rtree on C, or `ORDER BY C.f … LIMIT
+    /// k` with a btree on C.f: answered by walking the index's ordered stream.
+    pub ordered: Option<index_choice::OrderedPlan>,
 }
 
 impl PhysicalSelect {
     /// Plans a bound SELECT against the world.
-    pub fn new(logical: Arc<SelectPlan>, world: &World) -> PhysicalSelect {
-        let scan = ScanPlan::new(&logical.source, world);
+    pub fn new(logical: Arc<SelectPlan>, world: &World, options: PlanOptions) -> PhysicalSelect {
+        let scan = ScanPlan::new(&logical.source, world, options);
         let strategy = if logical.aggregated {
             Strategy::Aggregate
         } else if logical.order_by.is_empty() {
@@ -83,11 +92,11 @@ impl PhysicalSelect {
             },
             _ => None,
         };
-        let nearest = match strategy {
-            Strategy::TopK => index_choice::choose_nearest(&logical, world),
+        let ordered = match strategy {
+            Strategy::TopK => index_choice::choose_ordered(&logical, world, options),
             _ => None,
         };
-        PhysicalSelect { logical, scan, strategy, fast_sort_key, nearest }
+        PhysicalSelect { logical, scan, strategy, fast_sort_key, ordered }
     }
 
     /// Matches tables created since the plan was made or last refreshed.

@@ -57,24 +57,23 @@ impl Operand {
 
 /// What the index layer answers: a set of entity indices (a bitmap) for one predicate.
 ///
-/// This is the seam for secondary indexes. The planner's [`index_access`] asks for one; the
-/// executor intersects the matched tables' rows with the answer and still applies the whole
+/// This is the seam for secondary indexes. The planner's
+/// [`choose_index`](crate::plan::index_choice::choose_index) makes one; the executor intersects the matched tables' rows with the answer and still applies the whole
 /// predicate (an index narrows the rows, it never decides the answer).
 pub trait IndexLookup: Send + Sync {
     /// The entity indices that may satisfy the predicate (a superset is fine).
     fn lookup(&self, world: &World, params: &[Value]) -> Result<RoaringBitmap, Error>;
 }
 
-/// An access path through a secondary index.
+/// An access path through secondary indexes: one index's answer, or several combined.
 #[derive(Clone)]
 pub struct IndexScan {
-    /// The index's name.
-    pub index: String,
-    /// Its kind (`btree`, `bitmap`, `rtree`, …).
-    pub kind: String,
-    /// The predicate it answers, as text.
-    pub predicate: String,
-    /// Its estimate of the rows it returns.
+    /// The indexes used, by name.
+    pub indexes: Vec<String>,
+    /// What EXPLAIN shows after `USING`: `INDEX name (kind) FOR predicate`, or `INDEXES …`
+    /// joined by `AND` / `OR`.
+    pub description: String,
+    /// The estimate of the rows it returns.
     pub estimated_rows: usize,
     /// The lookup.
     pub lookup: Arc<dyn IndexLookup>,
@@ -82,7 +81,7 @@ pub struct IndexScan {
 
 impl std::fmt::Debug for IndexScan {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "IndexScan({} USING {} for {})", self.index, self.kind, self.predicate)
+        write!(f, "IndexScan(USING {})", self.description)
     }
 }
 
@@ -230,7 +229,7 @@ pub struct ScanPlan {
 
 impl ScanPlan {
     /// Plans a source against the world's catalog and matches its current tables.
-    pub fn new(source: &Source, world: &World) -> ScanPlan {
+    pub fn new(source: &Source, world: &World, options: crate::plan::PlanOptions) -> ScanPlan {
         let slots: Vec<PhysicalSlot> = source
             .slots
             .iter()
@@ -269,7 +268,6 @@ impl ScanPlan {
                 }
             }
         }
-        let access = choose_access(source, world);
         let mut plan = ScanPlan {
             world_id: world.id(),
             slots,
@@ -278,12 +276,14 @@ impl ScanPlan {
             any_of,
             base_checks,
             filter: source.filter.clone(),
-            access,
+            access: Access::Scan { reason: String::new() },
             tables: Vec::new(),
             tables_seen: 0,
             filters: Vec::new(),
         };
         plan.refresh(world);
+        // After matching: an index must beat a scan of the matched tables, not of the world.
+        plan.access = choose_access(source, world, plan.matched_rows(world), options);
         plan
     }
 
@@ -353,9 +353,9 @@ impl ScanPlan {
 }
 
 /// Picks the access path. Entity targets and `entity = …` / `entity IN (…)` conjuncts are
-/// answered through the entity table; everything else scans, until the index layer plugs in
-/// here (see [`index_access`]).
-fn choose_access(source: &Source, world: &World) -> Access {
+/// answered through the entity table; otherwise secondary indexes where they are cheaper than
+/// a scan ([`choose_index`](crate::plan::index_choice::choose_index)); otherwise a scan.
+fn choose_access(source: &Source, world: &World, scan_rows: usize, options: crate::plan::PlanOptions) -> Access {
     if let Some(target) = &source.target {
         let (operand, origin, span) = match target {
             EntityRef::Literal(e, span) => (Operand::Value(Value::Entity(*e)), format!("entity {e}"), *span),
@@ -371,12 +371,11 @@ fn choose_access(source: &Source, world: &World) -> Access {
                 };
             }
         }
-        let scan_rows = world.tables().iter().map(|t| t.len()).sum();
-        if let Some(ix) = crate::plan::index_choice::choose_index(source, world, scan_rows) {
-            return Access::Index(ix);
-        }
     }
-    let reason = if world.indexes().is_empty() { "no index exists" } else { "no index applies" };
+    if let Some(ix) = crate::plan::index_choice::choose_index(source, world, scan_rows, options) {
+        return Access::Index(ix);
+    }
+    let reason = if world.index_definitions().is_empty() { "no index exists" } else { "no index applies" };
     Access::Scan { reason: reason.to_string() }
 }
 
@@ -406,9 +405,10 @@ fn push_down(filter: &Expr, sources: &[SlotSource], slots: &[PhysicalSlot]) -> T
     // Rewrite only when something changes (planning a typical query must stay in microseconds).
     let source = |slot: Slot| sources.get(slot).copied().unwrap_or(SlotSource::Absent);
     let needs_specialising = filter.any(&mut |e| match e.kind {
-        ExprKind::Field { slot, .. } | ExprKind::Component(slot) | ExprKind::ComponentVector(slot) => {
-            source(slot) == SlotSource::Absent
-        }
+        ExprKind::Field { slot, .. }
+        | ExprKind::Component(slot)
+        | ExprKind::ComponentVector(slot)
+        | ExprKind::IndexCall { slot, .. } => source(slot) == SlotSource::Absent,
         ExprKind::Has(slot) => source(slot) != SlotSource::Sparse,
         _ => false,
     });
@@ -451,7 +451,10 @@ pub fn specialise(e: &Expr, sources: &[SlotSource]) -> Expr {
     let source = |slot: Slot| sources.get(slot).copied().unwrap_or(SlotSource::Absent);
     let null = || Expr { kind: ExprKind::Literal(Value::Null), ty: e.ty, span: e.span };
     match &e.kind {
-        ExprKind::Field { slot, .. } | ExprKind::Component(slot) | ExprKind::ComponentVector(slot)
+        ExprKind::Field { slot, .. }
+        | ExprKind::Component(slot)
+        | ExprKind::ComponentVector(slot)
+        | ExprKind::IndexCall { slot, .. }
             if source(*slot) == SlotSource::Absent =>
         {
             null()
@@ -551,7 +554,7 @@ mod tests {
     fn plan(w: &World, text: &str) -> ScanPlan {
         let stmt = parse_statement(text).unwrap();
         match bind_statement(&stmt, w, &FunctionRegistry::default()).unwrap().plan {
-            LogicalPlan::Select(s) => ScanPlan::new(&s.source, w),
+            LogicalPlan::Select(s) => ScanPlan::new(&s.source, w, Default::default()),
             other => panic!("not a select: {other:?}"),
         }
     }
