@@ -227,6 +227,8 @@ enum Api {
     Execute,
     Query,
     Prepared,
+    /// Prepared, rows streamed through `query_each` and collected here.
+    Streamed,
 }
 
 fn run_engine(db: &mut Database, case: &Case, api: Api) -> Result<Result<ResultSet, Error>, String> {
@@ -238,6 +240,12 @@ fn run_engine(db: &mut Database, case: &Case, api: Api) -> Result<Result<ResultS
         Api::Execute => db.execute_with(text, &params),
         Api::Query => db.query_with(text, &params),
         Api::Prepared => db.prepare(text).and_then(|mut p| p.query(db, &params)),
+        Api::Streamed => db.prepare(text).and_then(|mut p| {
+            let mut rows = Vec::new();
+            let n = p.query_each(db, &params, |r| rows.push(r.to_vec()))?;
+            assert_eq!(n, rows.len(), "query_each's count");
+            Ok(ResultSet { columns: p.columns().to_vec(), rows })
+        }),
     })
 }
 
@@ -416,7 +424,7 @@ fn select_world(seed: u64, queries: usize, report: &mut Report) {
             if !setup.concerns(&case.text) {
                 continue;
             }
-            let api = [Api::Execute, Api::Query, Api::Prepared][i % 3];
+            let api = [Api::Execute, Api::Query, Api::Prepared, Api::Streamed][i % 4];
             let got = run_engine(db, case, api);
             let outcome = judge(model, case, got);
             let at = if i == 0 { "whole-world check".to_string() } else { format!("query #{} via {api:?}", i - 1) };

@@ -561,6 +561,35 @@ impl Prepared {
         self.run_read(&db.world, &values)
     }
 
+    /// Runs a read-only statement, handing each result row to `f` in order rather than
+    /// building a [`ResultSet`] (the column names are [`Prepared::columns`]). A plain
+    /// projection streams from the scan without allocating per row: the way to read a large
+    /// result into your own structures. Returns the number of rows.
+    ///
+    /// ```
+    /// use ecsdb_query::{Database, Params};
+    /// let mut db = Database::new();
+    /// db.execute_script("CREATE COMPONENT Health (hp f32); SPAWN Health {hp: 5}; SPAWN Health {hp: 50}").unwrap();
+    /// let mut low = db.prepare("SELECT entity, Health.hp WHERE Health.hp < $1").unwrap();
+    /// let mut hps: Vec<f64> = Vec::new();
+    /// let n = low.query_each(&db, &Params::positional([10]), |row| hps.extend(row[1].as_f64())).unwrap();
+    /// assert_eq!((n, hps), (1, vec![5.0]));
+    /// ```
+    pub fn query_each(&mut self, db: &Database, params: &Params, mut f: impl FnMut(&[Value])) -> Result<usize, Error> {
+        self.check_world(&db.world)?;
+        if !self.is_read_only() {
+            return Err(mutates_error(self.span));
+        }
+        let values = resolve_params(&self.params, params)?;
+        if let Executable::Select(phys) = &mut self.exec {
+            phys.refresh(&db.world);
+            return select::stream_select(phys, &db.world, &values, &mut f);
+        }
+        let rs = self.run_read(&db.world, &values)?;
+        rs.rows.iter().for_each(|r| f(r));
+        Ok(rs.rows.len())
+    }
+
     fn run_read(&mut self, world: &World, values: &[Value]) -> Result<ResultSet, Error> {
         match &mut self.exec {
             Executable::Select(phys) => {

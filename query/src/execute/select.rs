@@ -79,9 +79,13 @@ pub fn execute_select(phys: &PhysicalSelect, world: &World, params: &[Value]) ->
     }
     let rows = match phys.strategy {
         Strategy::Project => {
-            let mut sink = ProjectSink { plan, params, rows: Vec::new(), skip: bounds.offset, left: bounds.limit };
+            let out = ProjectOut::Collect(Vec::new());
+            let mut sink = ProjectSink { plan, params, out, skip: bounds.offset, left: bounds.limit };
             run_scan(&phys.scan, world, params, &mut sink)?;
-            sink.rows
+            match sink.out {
+                ProjectOut::Collect(rows) => rows,
+                ProjectOut::Stream { .. } => Vec::new(),
+            }
         }
         Strategy::Sort | Strategy::TopK => {
             let order = match ordered_rows(phys, world, params, bounds)? {
@@ -99,18 +103,63 @@ pub fn execute_select(phys: &PhysicalSelect, world: &World, params: &[Value]) ->
     Ok(ResultSet { columns, rows })
 }
 
-struct ProjectSink<'p> {
+/// Runs a planned SELECT, handing each result row to `f` in order instead of collecting a
+/// [`ResultSet`]: a plain projection streams straight from the scan, one batch of columns at
+/// a time, with no allocation per row; sorted and aggregated results are computed first (they
+/// are small or need every row anyway). Returns the number of rows.
+pub fn stream_select(
+    phys: &PhysicalSelect,
+    world: &World,
+    params: &[Value],
+    f: &mut dyn FnMut(&[Value]),
+) -> Result<usize, Error> {
+    let plan = &*phys.logical;
+    let bounds = bounds(plan, params)?;
+    if bounds.limit == Some(0) {
+        return Ok(0);
+    }
+    if phys.strategy != Strategy::Project {
+        let rs = execute_select(phys, world, params)?;
+        rs.rows.iter().for_each(|r| f(r));
+        return Ok(rs.rows.len());
+    }
+    let out = ProjectOut::Stream { f, count: 0, row: Vec::new(), cols: Vec::new() };
+    let mut sink = ProjectSink { plan, params, out, skip: bounds.offset, left: bounds.limit };
+    run_scan(&phys.scan, world, params, &mut sink)?;
+    Ok(match sink.out {
+        ProjectOut::Stream { count, .. } => count,
+        ProjectOut::Collect(rows) => rows.len(),
+    })
+}
+
+/// Where projected rows go.
+enum ProjectOut<'f> {
+    /// Into the result's rows.
+    Collect(Vec<Vec<Value>>),
+    /// To a callback, through one reused row.
+    Stream {
+        f: &'f mut dyn FnMut(&[Value]),
+        count: usize,
+        row: Vec<Value>,
+        /// One column of values per item, reused batch to batch.
+        cols: Vec<Vec<Value>>,
+    },
+}
+
+struct ProjectSink<'p, 'f> {
     plan: &'p SelectPlan,
     params: &'p [Value],
-    rows: Vec<Vec<Value>>,
+    out: ProjectOut<'f>,
     skip: usize,
     left: Option<usize>,
 }
 
-impl<'w> Sink<'w> for ProjectSink<'_> {
+impl<'w> Sink<'w> for ProjectSink<'_, '_> {
     fn expect_rows(&mut self, n: usize) {
         let n = n.saturating_sub(self.skip);
-        self.rows.reserve(self.left.map_or(n, |l| l.min(n)));
+        if let ProjectOut::Collect(rows) = &mut self.out {
+            rows.reserve(self.left.map_or(n, |l| l.min(n)));
+        }
     }
 
     fn rows(&mut self, ctx: &TableCtx<'w>, rows: &[u32]) -> Result<bool, Error> {
@@ -126,7 +175,18 @@ impl<'w> Sink<'w> for ProjectSink<'_> {
         if rows.is_empty() {
             return Ok(self.left != Some(0));
         }
-        project_into(&mut self.rows, self.plan, ctx, rows, self.params)?;
+        match &mut self.out {
+            ProjectOut::Collect(out) => project_into(out, self.plan, ctx, rows, self.params)?,
+            ProjectOut::Stream { f, count, row, cols } => {
+                project_columns(cols, self.plan, ctx, rows, self.params)?;
+                for i in 0..rows.len() {
+                    row.clear();
+                    row.extend(cols.iter_mut().map(|c| std::mem::take(&mut c[i])));
+                    f(row);
+                }
+                *count += rows.len();
+            }
+        }
         if let Some(left) = &mut self.left {
             *left -= rows.len();
             return Ok(*left > 0);
@@ -161,6 +221,31 @@ fn project_into(
         for (row, v) in out[first..].iter_mut().zip(values) {
             row.push(v);
         }
+    }
+    Ok(())
+}
+
+/// Evaluates the items for `rows` of one table into one column of values per item.
+fn project_columns(
+    cols: &mut Vec<Vec<Value>>,
+    plan: &SelectPlan,
+    ctx: &TableCtx<'_>,
+    rows: &[u32],
+    params: &[Value],
+) -> Result<(), Error> {
+    let ev = Evaluator::new(ctx, params);
+    cols.resize_with(plan.items.len(), Vec::new);
+    for (item, col) in plan.items.iter().zip(cols.iter_mut()) {
+        col.clear();
+        if let ExprKind::Field { slot, field } = item.expr.kind {
+            if let Some(reader) = ctx.dense_reader(slot, field) {
+                reader
+                    .for_each_value(rows, |_, v| col.push(v))
+                    .map_err(|v| ctx.out_of_range(&item.expr, slot, field, v))?;
+                continue;
+            }
+        }
+        *col = ev.eval(&item.expr, rows)?;
     }
     Ok(())
 }
