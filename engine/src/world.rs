@@ -3,7 +3,7 @@
 use std::any::TypeId;
 use std::collections::HashMap;
 use std::ptr::NonNull;
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 
 use crate::bundle::{Bundle, BundleInfo};
 use crate::component::{
@@ -202,6 +202,10 @@ pub struct World {
     bundles: Vec<BundleInfo>,
     bundle_by_type: TypeIdMap<usize>,
     tick: AtomicU32,
+    /// Whether a write may have happened since the indexes last refreshed: set whenever a
+    /// tick is handed to a writer (every write path stamps one), cleared by the index
+    /// refresh, which can then skip scanning change ticks.
+    written: AtomicBool,
     /// Secondary indexes (`crate::index`): kept in step through change ticks and `note_removed`.
     pub(crate) indexes: crate::index::IndexRegistry,
     /// Serde functions of opaque components, for snapshots.
@@ -228,6 +232,7 @@ impl World {
             bundles: Vec::new(),
             bundle_by_type: TypeIdMap::default(),
             tick: AtomicU32::new(1),
+            written: AtomicBool::new(true),
             indexes: Default::default(),
             opaque_serde: Default::default(),
         }
@@ -338,6 +343,7 @@ impl World {
     /// The current change tick: writes made now are stamped with it.
     #[inline]
     pub fn change_tick(&self) -> Tick {
+        self.written.store(true, Ordering::Relaxed);
         self.tick.load(Ordering::Relaxed)
     }
 
@@ -345,11 +351,21 @@ impl World {
     /// newer than the returned tick. Returns the taken tick.
     #[inline]
     pub fn read_change_tick(&self) -> Tick {
+        self.written.store(true, Ordering::Relaxed);
         self.tick.fetch_add(1, Ordering::Relaxed)
+    }
+
+    /// For the index refresh: a new tick as [`World::read_change_tick`] gives, and whether any
+    /// tick went to a writer since the last call (if not, no component value, row or entity
+    /// changed: writes need `&mut World` and every write path takes a tick first).
+    pub(crate) fn take_index_tick(&self) -> (Tick, bool) {
+        let written = self.written.swap(false, Ordering::Relaxed);
+        (self.tick.fetch_add(1, Ordering::Relaxed), written)
     }
 
     #[allow(dead_code)] // the snapshot loader
     pub(crate) fn set_change_tick(&mut self, tick: Tick) {
+        *self.written.get_mut() = true;
         *self.tick.get_mut() = tick;
     }
 
@@ -599,6 +615,7 @@ impl World {
 
     /// Despawns every entity (component definitions stay).
     pub fn clear(&mut self) {
+        *self.written.get_mut() = true;
         let live: Vec<Entity> = self.iter_entities().collect();
         for t in self.storage.tables.iter_mut() {
             t.clear();

