@@ -5,9 +5,11 @@
 //! checking what the grammar cannot (number ranges, escapes, vector sizes, nesting depth).
 //! A failed pest parse becomes an [`Error`] that names what was expected in words.
 
+use std::borrow::Cow;
+
 use pest::error::{ErrorVariant, InputLocation};
 use pest::iterators::Pair;
-use pest::Parser as _;
+use pest::{Parser as _, Token};
 
 use super::ast::*;
 use super::{MAX_EXPR_DEPTH, MAX_NESTING};
@@ -36,42 +38,98 @@ pub(crate) enum Entry {
 }
 
 /// Parses `src` as `entry` into statements (exactly one for [`Entry::Statement`]).
+///
+/// A script is given to pest in pieces of about [`SCRIPT_PIECE`] bytes that end just after a
+/// `;` between statements: pest keeps every token of what it parses until the parse is
+/// dropped (tens of bytes per token), which for a long script would be far more memory than
+/// the text. Each piece is parsed with the same `script` rule; as nothing but `semicolon`
+/// matches a `;` outside strings and comments, a piece fails exactly where the whole script
+/// would, and the first piece that fails gives the error. As when the whole script was
+/// parsed before any statement was built, a syntax error anywhere comes before an error found
+/// while building (an integer out of range, …).
 pub(crate) fn parse(src: &str, entry: Entry) -> Result<Vec<Statement>, Error> {
-    check_nesting(src)?;
-    let rule = match entry {
-        Entry::Statement => Rule::single,
-        Entry::Script => Rule::script,
-    };
-    let mut pairs = Grammar::parse(rule, src).map_err(|e| syntax_error(src, e))?;
-    let top = pairs.next().expect("grammar: a successful parse has its entry rule");
-    let mut builder = Builder { depth: 0 };
+    let Prepared { text, cuts } = prepare(src)?;
+    let mut builder = Builder::default();
     let mut statements = Vec::new();
-    for pair in top.into_inner() {
-        match pair.as_rule() {
-            Rule::semicolon | Rule::EOI => {}
-            _ => statements.push(builder.statement(pair)?),
+    let (rule, cuts) = match entry {
+        Entry::Statement => (Rule::single, &[][..]),
+        Entry::Script => (Rule::script, &cuts[..]),
+    };
+    let starts = std::iter::once(0).chain(cuts.iter().copied());
+    let ends = cuts.iter().copied().chain(std::iter::once(text.len()));
+    let mut built = Ok(());
+    for piece in starts.zip(ends).map(|(start, end)| start..end) {
+        let mut pairs =
+            Grammar::parse(rule, &text[piece.clone()]).map_err(|e| syntax_error(src, shift_error(e, piece.start)))?;
+        if built.is_ok() {
+            let top = pairs.next().expect("grammar: a successful parse has its entry rule");
+            builder.base = piece.start;
+            built = top.into_inner().try_for_each(|pair| {
+                if !matches!(pair.as_rule(), Rule::semicolon | Rule::EOI) {
+                    statements.push(builder.statement(pair)?);
+                }
+                Ok(())
+            });
         }
     }
-    Ok(statements)
+    built.map(|()| statements)
 }
 
 /// Parses `src` as one expression.
 pub(crate) fn parse_expr(src: &str) -> Result<Expr, Error> {
-    check_nesting(src)?;
-    let mut pairs = Grammar::parse(Rule::single_expr, src).map_err(|e| syntax_error(src, e))?;
+    let text = prepare(src)?.text;
+    let mut pairs = Grammar::parse(Rule::single_expr, &text).map_err(|e| syntax_error(src, e))?;
     let top = pairs.next().expect("grammar: a successful parse has its entry rule");
     let expr = first(top, Rule::expr);
-    Builder { depth: 0 }.expr(expr)
+    Builder::default().expr(expr)
 }
 
-/// Rejects bracket nesting deeper than [`MAX_NESTING`] before pest sees the text, so that
-/// pest's recursive descent (and ours) stays far from the end of the stack.
-fn check_nesting(src: &str) -> Result<(), Error> {
+/// About how long a piece of a script given to pest at once is (see [`parse`]).
+const SCRIPT_PIECE: usize = 16 << 10;
+
+/// A pest error in a piece of the text that starts at byte `by`, moved to the whole text.
+fn shift_error(mut err: pest::error::Error<Rule>, by: usize) -> pest::error::Error<Rule> {
+    err.location = match err.location {
+        InputLocation::Pos(p) => InputLocation::Pos(p + by),
+        InputLocation::Span((start, end)) => InputLocation::Span((start + by, end + by)),
+    };
+    err
+}
+
+/// The text pest parses, from [`prepare`].
+struct Prepared<'s> {
+    /// The text with comments blanked out.
+    text: Cow<'s, str>,
+    /// Where to cut the text into pieces of at least [`SCRIPT_PIECE`] bytes (but the last):
+    /// just after a `;` outside strings and comments.
+    cuts: Vec<usize>,
+}
+
+/// The text pest parses: `src` checked for bracket nesting, with comments blanked out, and
+/// where a script may be cut into pieces.
+///
+/// Nesting deeper than [`MAX_NESTING`] is rejected before pest sees the text, so that pest's
+/// recursive descent (and ours) stays far from the end of the stack.
+///
+/// Every `--` comment (outside strings, up to the end of its line) becomes as many spaces, so
+/// positions do not move and the grammar's `WHITESPACE` needs no comment alternative (pest
+/// tries it at every gap between tokens: a measurable cost). This is exact: pest skips
+/// whitespace before every token, so a `--` outside a string always starts a comment. Text
+/// the AST keeps (names, strings, numbers, select items' text with whitespace collapsed) is
+/// the same in both; errors quote `src`.
+fn prepare(src: &str) -> Result<Prepared<'_>, Error> {
     let bytes = src.as_bytes();
+    let mut blanked: Option<Vec<u8>> = None;
+    let mut cuts = Vec::new();
+    let mut piece_start = 0;
     let mut depth = 0usize;
     let mut i = 0;
     while i < bytes.len() {
         match bytes[i] {
+            b';' if i + 1 - piece_start >= SCRIPT_PIECE => {
+                piece_start = i + 1;
+                cuts.push(piece_start);
+            }
             quote @ (b'\'' | b'"') => {
                 i += 1;
                 while i < bytes.len() && bytes[i] != quote {
@@ -79,9 +137,12 @@ fn check_nesting(src: &str) -> Result<(), Error> {
                 }
             }
             b'-' if bytes.get(i + 1) == Some(&b'-') => {
+                let start = i;
                 while i < bytes.len() && bytes[i] != b'\n' {
                     i += 1;
                 }
+                // (From `-` to before `\n` or the end: whole characters, so the copy stays UTF-8.)
+                blanked.get_or_insert_with(|| bytes.to_vec())[start..i].fill(b' ');
             }
             b'(' | b'[' | b'{' => {
                 depth += 1;
@@ -97,22 +158,34 @@ fn check_nesting(src: &str) -> Result<(), Error> {
         }
         i += 1;
     }
-    Ok(())
+    let text = match blanked {
+        Some(text) => Cow::Owned(String::from_utf8(text).expect("blanking whole characters keeps UTF-8")),
+        None => Cow::Borrowed(src),
+    };
+    Ok(Prepared { text, cuts })
 }
 
 /// The source text of `pair`, without the whitespace and comments pest may have skipped
-/// after its last token (a rule ending in an optional or repeated part keeps them).
-fn span_of(pair: &Pair<'_, Rule>) -> Span {
+/// after its last token (a rule ending in an optional or repeated part keeps them): it ends
+/// where its last leaf (last child, its last child, …) ends.
+///
+/// Positions are moved by `base`: where the text pest parsed starts in the whole text.
+fn span_of(pair: &Pair<'_, Rule>, base: usize) -> Span {
     let start = pair.as_span().start();
-    let mut last = pair.clone();
-    while let Some(child) = last.clone().into_inner().next_back() {
-        last = child;
+    // Read backwards from the pair's own end, the `End` tokens just before the first `Start`
+    // close the last child, its last child, …; the last of them closes the last leaf.
+    let mut end = start;
+    for token in pair.clone().tokens().rev() {
+        match token {
+            Token::End { pos, .. } => end = pos.pos(),
+            Token::Start { .. } => break,
+        }
     }
-    Span::new(start, last.as_span().end())
+    Span::new(base + start, base + end)
 }
 
-fn ident(pair: &Pair<'_, Rule>) -> Ident {
-    Ident::new(pair.as_str(), span_of(pair))
+fn ident(pair: &Pair<'_, Rule>, base: usize) -> Ident {
+    Ident::new(pair.as_str(), span_of(pair, base))
 }
 
 /// The first child of `pair` with rule `rule`, which the grammar guarantees is there.
@@ -133,22 +206,25 @@ enum Infix {
 }
 
 impl Infix {
-    fn of(rule: Rule) -> Option<Infix> {
-        Some(Infix::Binary(match rule {
+    fn of(token: &Pair<'_, Rule>) -> Option<Infix> {
+        Some(Infix::Binary(match token.as_rule() {
             Rule::op_or => BinaryOp::Or,
             Rule::op_and => BinaryOp::And,
-            Rule::op_eq => BinaryOp::Eq,
-            Rule::op_ne => BinaryOp::NotEq,
-            Rule::op_lt => BinaryOp::Lt,
-            Rule::op_le => BinaryOp::LtEq,
-            Rule::op_gt => BinaryOp::Gt,
-            Rule::op_ge => BinaryOp::GtEq,
-            Rule::op_concat => BinaryOp::Concat,
-            Rule::op_add => BinaryOp::Add,
-            Rule::op_sub => BinaryOp::Sub,
-            Rule::op_mul => BinaryOp::Mul,
-            Rule::op_div => BinaryOp::Div,
-            Rule::op_mod => BinaryOp::Mod,
+            Rule::op_compare | Rule::op_arith => match token.as_str() {
+                "==" | "=" => BinaryOp::Eq,
+                "!=" | "<>" => BinaryOp::NotEq,
+                "<" => BinaryOp::Lt,
+                "<=" => BinaryOp::LtEq,
+                ">" => BinaryOp::Gt,
+                ">=" => BinaryOp::GtEq,
+                "||" => BinaryOp::Concat,
+                "+" => BinaryOp::Add,
+                "-" => BinaryOp::Sub,
+                "*" => BinaryOp::Mul,
+                "/" => BinaryOp::Div,
+                "%" => BinaryOp::Mod,
+                _ => return None,
+            },
             Rule::op_like => return Some(Infix::Like { negated: false }),
             Rule::op_not_like => return Some(Infix::Like { negated: true }),
             _ => return None,
@@ -164,7 +240,7 @@ impl Infix {
 }
 
 /// Recursion through nested expressions: one level per bracket (plus one per BETWEEN bound),
-/// so [`check_nesting`] already bounds it; this is a second, independent guard.
+/// so [`prepare`] already bounds it; this is a second, independent guard.
 const MAX_RECURSION: usize = 2 * MAX_NESTING + 8;
 
 /// An operator waiting on the [`OperatorStack`] for its right operand.
@@ -194,6 +270,8 @@ impl Pending {
 struct OperatorStack {
     operands: Vec<(Expr, usize)>,
     operators: Vec<Pending>,
+    /// Where the text pest parsed starts in the whole text (see [`span_of`]).
+    base: usize,
 }
 
 impl OperatorStack {
@@ -240,13 +318,16 @@ impl OperatorStack {
         rest: &mut std::iter::Peekable<pest::iterators::Pairs<'i, Rule>>,
     ) -> Result<()> {
         let rule = token.as_rule();
-        let start = token.as_span().start();
+        let start = self.base + token.as_span().start();
         match rule {
-            Rule::op_neg => match rest.next_if(|t| matches!(t.as_rule(), Rule::int | Rule::float)) {
+            Rule::op_neg => match rest.next_if(|t| {
+                t.as_rule() == Rule::number && matches!(number_kind(t.as_str()), NumberKind::Int | NumberKind::Float)
+            }) {
                 // `-7`, `-0.25`, `-9223372036854775808`: one literal.
                 Some(number) => {
-                    let span = Span::new(start, number.as_span().end());
-                    self.push_checked((number_literal(&number, true, span)?, 1))
+                    let span = Span::new(start, self.base + number.as_span().end());
+                    let int = number_kind(number.as_str()) == NumberKind::Int;
+                    self.push_checked((number_literal(number.as_str(), int, true, span)?, 1))
                 }
                 None => {
                     self.operators.push(Pending::Prefix { not: false, start });
@@ -259,18 +340,18 @@ impl OperatorStack {
             }
             Rule::is_null => {
                 let (expr, height) = self.take_postfix_operand()?;
-                let span = Span::new(expr.span.start, span_of(&token).end);
+                let span = Span::new(expr.span.start, span_of(&token, self.base).end);
                 let negated = token.into_inner().any(|p| p.as_rule() == Rule::kw_not);
                 let kind = ExprKind::IsNull { expr: Box::new(expr), negated };
                 self.push_checked((Expr::new(kind, span), height + 1))
             }
-            _ => match Infix::of(rule) {
+            _ => match Infix::of(&token) {
                 Some(op) => {
                     self.reduce_while(op.precedence())?;
                     self.operators.push(Pending::Infix(op));
                     Ok(())
                 }
-                None => self.push_checked((leaf(token)?, 1)),
+                None => self.push_checked((leaf(token, self.base)?, 1)),
             },
         }
     }
@@ -286,7 +367,7 @@ impl OperatorStack {
     /// parenthesised expression, a vector, a call, or BETWEEN / IN applied to the operand
     /// before it.
     fn nested(&mut self, token: Pair<'_, Rule>, parts: Vec<(Expr, usize)>) -> Result<()> {
-        let span = span_of(&token);
+        let span = span_of(&token, self.base);
         let rule = token.as_rule();
         let height = parts.iter().map(|&(_, h)| h).max().unwrap_or(0);
         let mut exprs: Vec<Expr> = parts.into_iter().map(|(e, _)| e).collect();
@@ -297,8 +378,8 @@ impl OperatorStack {
                 (Expr::new(inner.kind, span), height)
             }
             Rule::vector => (Expr::new(vector(exprs, span)?, span), height + 1),
-            Rule::call => {
-                let name = ident(&first(token, Rule::function_name));
+            Rule::name_ref => {
+                let name = ident(&first(token, Rule::ref_name), self.base);
                 (Expr::new(ExprKind::Call { name, args: exprs }, span), height + 1)
             }
             _ => {
@@ -324,7 +405,7 @@ impl OperatorStack {
     }
 
     /// Applies every waiting operator and pushes the one expression left onto `out`.
-    fn finish_into(mut self, out: &mut Vec<(Expr, usize)>) -> Result<()> {
+    fn finish_into(&mut self, out: &mut Vec<(Expr, usize)>) -> Result<()> {
         self.reduce_while(0)?;
         match (self.operands.pop(), self.operands.is_empty()) {
             (Some(result), true) => {
@@ -355,9 +436,14 @@ fn internal(what: &str) -> Error {
 }
 
 /// Turns pest's parse tree into the AST.
+#[derive(Default)]
 struct Builder {
+    /// Where the text pest parsed starts in the whole text (see [`span_of`]).
+    base: usize,
     /// Current recursion depth of [`Builder::expr_into`].
     depth: usize,
+    /// Empty operator stacks to reuse, so that an expression allocates none.
+    spare_stacks: Vec<OperatorStack>,
 }
 
 type Result<T, E = Error> = std::result::Result<T, E>;
@@ -370,7 +456,7 @@ impl Builder {
     // ----- statements --------------------------------------------------------------------
 
     fn statement(&mut self, pair: Pair<'_, Rule>) -> Result<Statement> {
-        let span = span_of(&pair);
+        let span = span_of(&pair, self.base);
         Ok(match pair.as_rule() {
             Rule::select => Statement::Select(self.select(pair)?),
             Rule::term_list_query => Statement::Select(self.bare_select(pair)?),
@@ -397,24 +483,24 @@ impl Builder {
                 Statement::Add(Add { components, target: self.target(pair)?, span })
             }
             Rule::remove => {
-                let components = all(pair.clone(), Rule::component_name).map(|p| ident(&p)).collect();
+                let components = all(pair.clone(), Rule::component_name).map(|p| ident(&p, self.base)).collect();
                 Statement::Remove(Remove { components, target: self.target(pair)?, span })
             }
             Rule::update => {
-                let component = ident(&first(pair.clone(), Rule::component_name));
+                let component = ident(&first(pair.clone(), Rule::component_name), self.base);
                 let mut assignments = Vec::new();
                 for p in all(pair.clone(), Rule::assignment) {
-                    let a_span = span_of(&p);
+                    let a_span = span_of(&p, self.base);
                     let mut inner = p.into_inner();
-                    let field = ident(&inner.next().expect("grammar: assignment has a field"));
+                    let field = ident(&inner.next().expect("grammar: assignment has a field"), self.base);
                     let value = self.expr(inner.find(|p| p.as_rule() == Rule::expr).expect("grammar: a value"))?;
                     assignments.push(Assignment { field, value, span: a_span });
                 }
                 Statement::Update(Update { component, assignments, target: self.target(pair)?, span })
             }
             Rule::create_component => {
-                let name = ident(&first(pair.clone(), Rule::component_name));
-                let fields = all(pair, Rule::field_decl).map(field_decl).collect::<Result<_>>()?;
+                let name = ident(&first(pair.clone(), Rule::component_name), self.base);
+                let fields = all(pair, Rule::field_decl).map(|p| field_decl(p, self.base)).collect::<Result<_>>()?;
                 Statement::CreateComponent(CreateComponent { name, fields, span })
             }
             Rule::create_index => {
@@ -424,10 +510,10 @@ impl Builder {
                 let mut kind = None;
                 for p in pair.into_inner() {
                     match p.as_rule() {
-                        Rule::index_name => name = Some(ident(&p)),
-                        Rule::component_name => component = Some(ident(&p)),
-                        Rule::field_name => fields.push(ident(&p)),
-                        Rule::index_kind => kind = Some(ident(&p)),
+                        Rule::index_name => name = Some(ident(&p, self.base)),
+                        Rule::component_name => component = Some(ident(&p, self.base)),
+                        Rule::field_name => fields.push(ident(&p, self.base)),
+                        Rule::index_kind => kind = Some(ident(&p, self.base)),
                         _ => {}
                     }
                 }
@@ -439,7 +525,9 @@ impl Builder {
                     span,
                 })
             }
-            Rule::drop_index => Statement::DropIndex(DropIndex { name: ident(&first(pair, Rule::index_name)), span }),
+            Rule::drop_index => {
+                Statement::DropIndex(DropIndex { name: ident(&first(pair, Rule::index_name), self.base), span })
+            }
             Rule::show => {
                 let what = pair
                     .into_inner()
@@ -453,14 +541,14 @@ impl Builder {
                 Statement::Show(Show { what, span })
             }
             Rule::describe => {
-                Statement::Describe(Describe { component: ident(&first(pair, Rule::component_name)), span })
+                Statement::Describe(Describe { component: ident(&first(pair, Rule::component_name), self.base), span })
             }
             other => return Err(Error::internal(format!("parser: unexpected statement rule {other:?}"))),
         })
     }
 
     fn select(&mut self, pair: Pair<'_, Rule>) -> Result<Select> {
-        let span = span_of(&pair);
+        let span = span_of(&pair, self.base);
         let mut select = Select {
             items: Vec::new(),
             from: Vec::new(),
@@ -475,14 +563,14 @@ impl Builder {
         for p in pair.into_inner() {
             match p.as_rule() {
                 Rule::select_item => select.items.push(self.select_item(p)?),
-                Rule::from_clause => select.from = terms(first(p, Rule::terms)),
+                Rule::from_clause => select.from = terms(first(p, Rule::terms), self.base),
                 Rule::where_clause => select.where_ = Some(self.expr(first(p, Rule::expr))?),
                 Rule::group_clause => {
                     select.group_by = all(p, Rule::expr).map(|e| self.expr(e)).collect::<Result<_>>()?
                 }
                 Rule::order_clause => {
                     for key in all(p, Rule::order_key) {
-                        let key_span = span_of(&key);
+                        let key_span = span_of(&key, self.base);
                         let mut expr = None;
                         let mut desc = false;
                         for part in key.into_inner() {
@@ -505,10 +593,10 @@ impl Builder {
     }
 
     fn bare_select(&mut self, pair: Pair<'_, Rule>) -> Result<Select> {
-        let span = span_of(&pair);
+        let span = span_of(&pair, self.base);
         Ok(Select {
             items: vec![SelectItem::Star { span }],
-            from: terms(first(pair, Rule::terms)),
+            from: terms(first(pair, Rule::terms), self.base),
             where_: None,
             group_by: Vec::new(),
             order_by: Vec::new(),
@@ -520,17 +608,17 @@ impl Builder {
     }
 
     fn select_item(&mut self, pair: Pair<'_, Rule>) -> Result<SelectItem> {
-        let span = span_of(&pair);
+        let span = span_of(&pair, self.base);
         let mut expr = None;
         let mut alias = None;
         for p in pair.into_inner() {
             match p.as_rule() {
                 Rule::star => return Ok(SelectItem::Star { span }),
                 Rule::expr => {
-                    let text = collapse_whitespace(span_of(&p).text(p.get_input()));
+                    let text = collapse_whitespace(span_of(&p, 0).text(p.get_input()));
                     expr = Some((self.expr(p)?, text));
                 }
-                Rule::alias => alias = Some(ident(&p)),
+                Rule::alias => alias = Some(ident(&p, self.base)),
                 _ => {}
             }
         }
@@ -539,20 +627,22 @@ impl Builder {
     }
 
     fn component_value(&mut self, pair: Pair<'_, Rule>) -> Result<ComponentValue> {
-        let span = span_of(&pair);
+        let span = span_of(&pair, self.base);
         let mut component = None;
         let mut fields = Vec::new();
         for p in pair.into_inner() {
             match p.as_rule() {
-                Rule::component_name => component = Some(ident(&p)),
+                Rule::component_name => component = Some(ident(&p, self.base)),
                 Rule::field_init => {
-                    let f_span = span_of(&p);
+                    let f_span = span_of(&p, self.base);
                     let mut field = None;
                     let mut value = None;
                     for part in p.into_inner() {
                         match part.as_rule() {
-                            Rule::field_name => field = Some(ident(&part)),
+                            Rule::field_name => field = Some(ident(&part, self.base)),
                             Rule::expr => value = Some(self.expr(part)?),
+                            // A lone literal or parameter (the grammar's `literal_value`).
+                            Rule::number | Rule::string | Rule::param => value = Some(leaf(part, self.base)?),
                             _ => {}
                         }
                     }
@@ -574,16 +664,16 @@ impl Builder {
             match p.as_rule() {
                 Rule::entity_target => {
                     let inner = p.into_inner().next().expect("grammar: an entity target has a value");
-                    let expr = leaf(inner)?;
+                    let expr = leaf(inner, self.base)?;
                     return Ok(Target::Entity(expr));
                 }
                 Rule::filter => {
-                    let span = span_of(&p);
+                    let span = span_of(&p, self.base);
                     let mut from = Vec::new();
                     let mut where_ = None;
                     for part in p.into_inner() {
                         match part.as_rule() {
-                            Rule::from_clause => from = terms(first(part, Rule::terms)),
+                            Rule::from_clause => from = terms(first(part, Rule::terms), self.base),
                             Rule::where_clause => where_ = Some(self.expr(first(part, Rule::expr))?),
                             _ => {}
                         }
@@ -607,7 +697,7 @@ impl Builder {
     }
 
     // The next three functions are the only recursion of the builder (through brackets:
-    // parentheses, vectors, calls, IN lists, BETWEEN bounds; [`check_nesting`] bounds it).
+    // parentheses, vectors, calls, IN lists, BETWEEN bounds; [`prepare`] bounds it).
     // Their stack frames are what each bracket level costs, so they keep few locals, return
     // `Step` (a pointer-sized result) and leave all other work to non-recursive helpers.
     // Operator precedence is applied with an explicit operator stack (shunting-yard), not by
@@ -616,21 +706,27 @@ impl Builder {
     /// Builds an `expr` or `bound` pair and pushes it, with its height, onto `out`.
     fn expr_into(&mut self, pair: Pair<'_, Rule>, out: &mut Vec<(Expr, usize)>) -> Step {
         if self.depth >= MAX_RECURSION {
-            return Err(Box::new(too_deep(span_of(&pair))));
+            return Err(Box::new(too_deep(span_of(&pair, self.base))));
         }
         self.depth += 1;
-        let mut stack = OperatorStack::default();
+        let mut stack = self.spare_stacks.pop().unwrap_or_default();
+        stack.base = self.base;
         let result = self.expr_tokens(pair, &mut stack);
         self.depth -= 1;
         result?;
-        stack.finish_into(out).map_err(Box::new)
+        stack.finish_into(out).map_err(Box::new)?;
+        // (Only a stack left empty is reused; one left behind by an error is dropped.)
+        self.spare_stacks.push(stack);
+        Ok(())
     }
 
     /// Feeds the tokens of an `expr` or `bound` pair to `stack`.
     fn expr_tokens(&mut self, pair: Pair<'_, Rule>, stack: &mut OperatorStack) -> Step {
         let mut tokens = pair.into_inner().peekable();
         while let Some(token) = tokens.next() {
-            if matches!(token.as_rule(), Rule::paren_expr | Rule::vector | Rule::call | Rule::between | Rule::in_list) {
+            if matches!(token.as_rule(), Rule::paren_expr | Rule::vector | Rule::between | Rule::in_list)
+                || (token.as_rule() == Rule::name_ref && is_call(&token))
+            {
                 self.nested_into(token, stack)?;
             } else {
                 stack.token(token, &mut tokens).map_err(Box::new)?;
@@ -644,8 +740,17 @@ impl Builder {
     fn nested_into(&mut self, token: Pair<'_, Rule>, stack: &mut OperatorStack) -> Step {
         let mut parts = Vec::new();
         for child in token.clone().into_inner() {
-            if matches!(child.as_rule(), Rule::expr | Rule::bound) {
-                self.expr_into(child, &mut parts)?;
+            match child.as_rule() {
+                Rule::expr | Rule::bound => self.expr_into(child, &mut parts)?,
+                // A call's arguments.
+                Rule::call_args => {
+                    for arg in child.into_inner() {
+                        if arg.as_rule() == Rule::expr {
+                            self.expr_into(arg, &mut parts)?;
+                        }
+                    }
+                }
+                _ => {}
             }
         }
         stack.nested(token, parts).map_err(Box::new)
@@ -664,20 +769,27 @@ fn vector(items: Vec<Expr>, span: Span) -> Result<ExprKind> {
 }
 
 /// An operand that contains no expression: a literal, parameter, name or `count(*)`.
-fn leaf(pair: Pair<'_, Rule>) -> Result<Expr> {
-    let span = span_of(&pair);
+fn leaf(pair: Pair<'_, Rule>, base: usize) -> Result<Expr> {
+    let span = span_of(&pair, base);
     let kind = match pair.as_rule() {
         Rule::count_star => ExprKind::CountStar,
         Rule::entity_lit => entity_literal(pair.as_str(), span)?,
-        Rule::bad_float => {
+        Rule::number => {
             let text = pair.as_str();
-            let int = text.split('.').next().unwrap_or(text);
-            return Err(Error::syntax(
-                format!("'{text}' is not a number: a float needs digits after the point ('{int}.0', not '{int}.')"),
-                span,
-            ));
+            match number_kind(text) {
+                NumberKind::Entity => entity_literal(text, span)?,
+                NumberKind::BadFloat => {
+                    let int = text.split('.').next().unwrap_or(text);
+                    return Err(Error::syntax(
+                        format!(
+                            "'{text}' is not a number: a float needs digits after the point ('{int}.0', not '{int}.')"
+                        ),
+                        span,
+                    ));
+                }
+                kind => return number_literal(text, kind == NumberKind::Int, false, span),
+            }
         }
-        Rule::int | Rule::float => return number_literal(&pair, false, span),
         Rule::string => ExprKind::Literal(Literal::Str(unescape(pair.as_str(), span.start)?)),
         Rule::unterminated_string => {
             return Err(Error::syntax(
@@ -690,43 +802,81 @@ fn leaf(pair: Pair<'_, Rule>) -> Result<Expr> {
         Rule::lit_false => ExprKind::Literal(Literal::Bool(false)),
         Rule::lit_null => ExprKind::Literal(Literal::Null),
         Rule::entity_id => ExprKind::EntityId,
-        Rule::field_ref => {
+        // `C.f` or `C` (a call is built by the caller).
+        Rule::name_ref => {
             let mut names = pair.into_inner().filter(|p| p.as_rule() != Rule::dot);
-            let component = ident(&names.next().expect("grammar: C.f has C"));
-            let field = ident(&names.next().expect("grammar: C.f has f"));
-            ExprKind::Field { component, field }
+            let component = ident(&names.next().expect("grammar: a name operand has a name"), base);
+            match names.next() {
+                Some(field) => ExprKind::Field { component, field: ident(&field, base) },
+                None => ExprKind::Component(component),
+            }
         }
-        Rule::component_ref => ExprKind::Component(ident(&first(pair, Rule::ref_name))),
         other => return Err(internal(&format!("unexpected operand {other:?}"))),
     };
     Ok(Expr::new(kind, span))
 }
 
+/// Whether a `name_ref` is a call (has arguments).
+fn is_call(pair: &Pair<'_, Rule>) -> bool {
+    pair.clone().into_inner().any(|p| p.as_rule() == Rule::call_args)
+}
+
+/// The forms of the grammar's `number` rule.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum NumberKind {
+    /// `12v0`.
+    Entity,
+    /// `2.` or `2.x`: reported as an error.
+    BadFloat,
+    /// `2.5`, `.5`, `2e3`, `2.5e-3`.
+    Float,
+    /// `2`.
+    Int,
+}
+
+/// Which form a `number` token's text has (the grammar matched exactly one).
+fn number_kind(text: &str) -> NumberKind {
+    let bytes = text.as_bytes();
+    let digits = bytes.iter().take_while(|b| b.is_ascii_digit()).count();
+    match bytes.get(digits) {
+        None => NumberKind::Int,
+        Some(b'v') => NumberKind::Entity,
+        Some(b'.') if bytes.get(digits + 1).is_some_and(u8::is_ascii_digit) => NumberKind::Float,
+        Some(b'.') => NumberKind::BadFloat,
+        // An exponent.
+        Some(_) => NumberKind::Float,
+    }
+}
+
 /// An int or float literal, negated when it followed a unary minus.
-fn number_literal(pair: &Pair<'_, Rule>, negative: bool, span: Span) -> Result<Expr> {
-    let digits = pair.as_str();
-    let text = if negative { format!("-{digits}") } else { digits.to_string() };
-    let literal = if pair.as_rule() == Rule::int {
-        let value = text.parse::<i64>().map_err(|_| {
+fn number_literal(digits: &str, int: bool, negative: bool, span: Span) -> Result<Expr> {
+    let text = || if negative { format!("-{digits}") } else { digits.to_string() };
+    let literal = if int {
+        // (The magnitude as u64: i64::MIN's is one more than i64::MAX.)
+        let magnitude = digits.parse::<u64>().ok();
+        let value = magnitude.and_then(|m| if negative { 0i64.checked_sub_unsigned(m) } else { i64::try_from(m).ok() });
+        let value = value.ok_or_else(|| {
+            let text = text();
             Error::syntax(format!("integer {text} is out of range (int is 64-bit: {} to {})", i64::MIN, i64::MAX), span)
         })?;
         Literal::Int(value)
     } else {
-        match text.parse::<f64>() {
-            Ok(value) if value.is_finite() => Literal::Float(value),
-            _ => return Err(Error::syntax(format!("float {text} is out of range"), span)),
+        // (Negating after rounding is exact: rounding is symmetric.)
+        match digits.parse::<f64>() {
+            Ok(value) if value.is_finite() => Literal::Float(if negative { -value } else { value }),
+            _ => return Err(Error::syntax(format!("float {} is out of range", text()), span)),
         }
     };
     Ok(Expr::new(ExprKind::Literal(literal), span))
 }
 
-fn terms(pair: Pair<'_, Rule>) -> Vec<Term> {
+fn terms(pair: Pair<'_, Rule>, base: usize) -> Vec<Term> {
     pair.into_inner()
         .filter(|p| p.as_rule() != Rule::comma)
         .map(|p| {
-            let span = span_of(&p);
+            let span = span_of(&p, base);
             let rule = p.as_rule();
-            let mut names: Vec<Ident> = all(p, Rule::component_name).map(|n| ident(&n)).collect();
+            let mut names: Vec<Ident> = all(p, Rule::component_name).map(|n| ident(&n, base)).collect();
             let kind = match rule {
                 Rule::term_any_of => TermKind::AnyOf(names),
                 _ => {
@@ -743,11 +893,11 @@ fn terms(pair: Pair<'_, Rule>) -> Vec<Term> {
         .collect()
 }
 
-fn field_decl(pair: Pair<'_, Rule>) -> Result<FieldDecl> {
-    let span = span_of(&pair);
-    let name = ident(&first(pair.clone(), Rule::field_name));
+fn field_decl(pair: Pair<'_, Rule>, base: usize) -> Result<FieldDecl> {
+    let span = span_of(&pair, base);
+    let name = ident(&first(pair.clone(), Rule::field_name), base);
     let ty_pair = first(pair, Rule::type_name);
-    let ty_span = span_of(&ty_pair);
+    let ty_span = span_of(&ty_pair, base);
     let ty = FieldType::from_name(ty_pair.as_str()).ok_or_else(|| {
         let known = FieldType::ALL.map(FieldType::name);
         let mut err = Error::new(
@@ -885,10 +1035,9 @@ fn expected_label(rule: Rule) -> Option<(u8, &'static str)> {
         kw_describe => (STATEMENT_RANK, "`DESCRIBE`"),
         single | script => (1, "a statement"),
 
-        expr | bound | order_key | paren_expr | vector | count_star | call | function_name | entity_lit | bad_float
-        | float | int | string | unterminated_string | param | lit_true | lit_false | lit_null | entity_id
-        | field_ref | component_ref | ref_name | paren_open | vector_open | op_neg | op_not | kw_count
-        | single_expr => (10, "an expression"),
+        expr | bound | order_key | paren_expr | vector | count_star | name_ref | call_args | entity_lit | number
+        | string | unterminated_string | param | lit_true | lit_false | lit_null | entity_id | ref_name
+        | paren_open | vector_open | op_neg | op_not | kw_count | single_expr => (10, "an expression"),
         select_item => (11, "an expression or `*`"),
 
         component_name | terms | term_not | term_optional | term_any_of | term_required | term_list_query
@@ -900,9 +1049,8 @@ fn expected_label(rule: Rule) -> Option<(u8, &'static str)> {
         alias => (25, "an alias"),
         entity_target => (26, "an entity (`12v0` or a parameter)"),
 
-        op_or | op_and | op_eq | op_ne | op_le | op_ge | op_lt | op_gt | op_like | op_not_like | op_concat | op_add
-        | op_sub | op_mul | op_div | op_mod | is_null | between | in_list | kw_between | kw_in | kw_is | kw_like
-        | op_negate => (30, "an operator"),
+        op_or | op_and | op_compare | op_arith | op_like | op_not_like | is_null | between | in_list | kw_between
+        | kw_in | kw_is | kw_like | op_negate => (30, "an operator"),
 
         // Clause keywords in clause order, then the others.
         kw_as => (40, "`AS`"),
@@ -1422,6 +1570,55 @@ mod tests {
         }
     }
 
+    /// A field's value that is a lone literal or parameter takes the grammar's short path
+    /// (`literal_value`); it must build exactly what the expression path builds.
+    #[test]
+    fn lone_literal_values_build_like_expressions() {
+        let values = [
+            "5",
+            "-5",
+            "2.5e3",
+            ".5",
+            "12v0",
+            "-12v0",
+            "'a;b'",
+            "\"q\"",
+            "$1",
+            "$name",
+            "true",
+            "null",
+            "x",
+            "1 + 2",
+            "(3)",
+            "[1, 2]",
+            "'a' || 'b'",
+            "5 -- note\n",
+        ];
+        for value in values {
+            let src = format!("SPAWN A {{v: {value} }}, B {{v: {value}, w: 0}}");
+            let Statement::Spawn(spawn) = stmt(&src) else { panic!("{src}") };
+            for component in &spawn.components {
+                let field = &component.fields[0];
+                let at = field.value.span.start;
+                let alone = parse_expression(&src[at..at + value.trim_end().len()])
+                    .unwrap_or_else(|e| panic!("{value}: {}", e.render(value)));
+                assert_eq!(sx(&field.value), sx(&alone), "{src}");
+                assert_eq!(field.value.span, Span::new(at + alone.span.start, at + alone.span.end), "{src}");
+            }
+        }
+        // Errors found while building the value are the same too.
+        for (value, message) in [
+            ("2.", "'2.' is not a number"),
+            ("99999999999999999999", "out of range"),
+            ("'a\\q'", "unknown escape"),
+            ("$0", "numbered from $1"),
+        ] {
+            let e = err(&format!("SPAWN A {{v: {value}}}"));
+            assert!(e.message.contains(message), "{value}: {}", e.message);
+            assert_eq!(e, err(&format!("SPAWN A {{v: {value} + 0}}")), "{value}");
+        }
+    }
+
     #[test]
     fn despawn() {
         let target = |src: &str| match stmt(src) {
@@ -1923,6 +2120,88 @@ mod tests {
         assert_eq!(e.suggestion.as_deref(), Some("SELECT"));
     }
 
+    /// Long scripts are given to pest in pieces cut after a `;` (see [`parse`]); nothing of
+    /// that shows: spans are in the whole script, errors point into it, a `;` in a string or
+    /// a comment does not cut, and a syntax error anywhere wins over an error found while
+    /// building an earlier statement, as when the whole script was parsed at once.
+    #[test]
+    fn long_scripts_are_parsed_in_pieces() {
+        let statement = |i: usize| match i % 4 {
+            0 => format!("SPAWN Position {{x: {i}, y: -1.5}}, Team {{name: 'a;b -- c'}}"),
+            1 => format!("SELECT count(*) WHERE Health.hp < {i} -- not; a cut\n"),
+            2 => format!("UPDATE Health SET hp = {i} WHERE Team.name = \"x;y\""),
+            _ => String::new(),
+        };
+        let mut src = String::new();
+        let mut starts = Vec::new();
+        let mut i = 0;
+        while src.len() < 5 * SCRIPT_PIECE {
+            starts.push(src.len());
+            src.push_str(&statement(i));
+            src.push_str(if i % 7 == 0 { ";\n" } else { "; " });
+            i += 1;
+        }
+        let script = parse_script(&src).unwrap();
+        let expected: Vec<usize> = (0..i).filter(|i| i % 4 != 3).collect();
+        assert_eq!(script.len(), expected.len());
+        assert!(prepare(&src).unwrap().cuts.len() >= 4);
+        for (statement, &n) in script.iter().zip(&expected) {
+            assert_eq!(statement.span().text(&src), statement_text(n).trim_end(), "statement {n}");
+            assert_eq!(statement.span().start, starts[n]);
+        }
+        // The script parsed piece by piece is the script parsed at once.
+        let mut builder = Builder::default();
+        let text = prepare(&src).unwrap().text;
+        let whole = Grammar::parse(Rule::script, &text).unwrap().next().unwrap();
+        let at_once: Vec<String> = whole
+            .into_inner()
+            .filter(|p| !matches!(p.as_rule(), Rule::semicolon | Rule::EOI))
+            .map(|p| format!("{:?}", builder.statement(p).unwrap()))
+            .collect();
+        assert_eq!(at_once, script.iter().map(|s| format!("{s:?}")).collect::<Vec<_>>());
+
+        // A syntax error near the end points into the whole script.
+        let bad = format!("{src}SELECT 1;\nSELECT Health.hp +");
+        let e = parse_script(&bad).unwrap_err();
+        assert_eq!(e.message, "expected an expression, found end of input");
+        assert_eq!(e.span, Some(Span::new(bad.len(), bad.len())));
+        let lines = bad.lines().count();
+        assert_eq!(e.line_col(&bad), Some((lines, "SELECT Health.hp +".len() + 1)));
+        // It wins over an error found while building an earlier statement.
+        let both = format!("SELECT 99999999999999999999; {bad}");
+        assert_eq!(parse_script(&both).unwrap_err().message, "expected an expression, found end of input");
+        let built_only = format!("SELECT 99999999999999999999; {src}");
+        assert!(parse_script(&built_only).unwrap_err().message.contains("out of range"));
+        // A build error in a later piece is found too, at its place.
+        let late = format!("{src}SELECT 99999999999999999999");
+        assert_eq!(parse_script(&late).unwrap_err().span, Some(Span::new(src.len() + 7, late.len())));
+
+        fn statement_text(i: usize) -> String {
+            match i % 4 {
+                0 => format!("SPAWN Position {{x: {i}, y: -1.5}}, Team {{name: 'a;b -- c'}}"),
+                1 => format!("SELECT count(*) WHERE Health.hp < {i}"),
+                _ => format!("UPDATE Health SET hp = {i} WHERE Team.name = \"x;y\""),
+            }
+        }
+    }
+
+    /// Comments are blanked out before pest sees the text; nothing of that shows either.
+    #[test]
+    fn comments_are_whitespace_everywhere() {
+        let src = "-- head\nSELECT--a\n x--b\n+--c\n-- d\n1, 'no -- comment', \"nor -- this\" -- e\nFROM--f\nA--g";
+        let s = select(src);
+        let texts: Vec<_> = s.items.iter().map(|i| i.column_name().unwrap()).collect();
+        assert_eq!(texts, ["x + 1", "'no -- comment'", "\"nor -- this\""]);
+        assert_eq!(s.items[0].span().text(src), "x--b\n+--c\n-- d\n1");
+        assert_eq!(s.span.text(src), &src[8..src.len() - 3]);
+        assert_eq!(term_sx(&s.from), ["A"]);
+        // Errors quote the text as written, comments and all.
+        let src = "SELECT x -- fine\nFROM -- still fine\n)";
+        assert_eq!(rendered(src), "syntax error at line 3, column 1: expected a component name, found `)`\n)\n^");
+        assert!(err("SELECT 'open -- not a comment").message.contains("unterminated string"));
+        stmt("SELECT 1 -- é 日本 \u{0}");
+    }
+
     #[test]
     fn single_statements() {
         stmt("SELECT 1;");
@@ -2075,14 +2354,14 @@ mod tests {
             "postfix",
             "infix",
             "operand",
-            "arith",
             "exponent",
             "ident_char",
             "ident_raw",
             "reserved",
             "operator_char",
+            "operator_word",
+            "literal_value",
             "WHITESPACE",
-            "COMMENT",
         ];
         for rule in Rule::all_rules() {
             let name = format!("{rule:?}");
