@@ -113,6 +113,20 @@ pub struct EntityLocation {
 
 impl EntityLocation {
     const DEAD: EntityLocation = EntityLocation { table: u32::MAX, row: u32::MAX };
+    /// Snapshot loading: a live slot whose table row is not known yet. Never a real location
+    /// (no world has `u32::MAX` tables), and never left in a loaded world.
+    const UNPLACED: EntityLocation = EntityLocation { table: u32::MAX, row: 0 };
+    /// Snapshot loading: a dead slot already named by the free list.
+    const FREED: EntityLocation = EntityLocation { table: u32::MAX, row: 1 };
+}
+
+/// Why a loaded table row cannot be placed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Misplaced {
+    /// The allocator has no live entity of that index and generation.
+    NotAlive,
+    /// The entity already has a row.
+    Twice,
 }
 
 /// One slot of the entity table: 12 bytes per index ever issued.
@@ -262,6 +276,112 @@ impl Entities {
         Ok(Entities { meta, free: state.free.clone(), retired, alive })
     }
 
+    /// An empty allocator for snapshot loading, with room for `slots` indices. Fill it with
+    /// [`Entities::push_loaded_slots`], [`Entities::set_loaded_free_list`] and
+    /// [`Entities::place_loaded_rows`]; after an error, discard it.
+    pub(crate) fn loading(slots: usize) -> Entities {
+        Entities { meta: Vec::with_capacity(slots), free: Vec::new(), retired: 0, alive: 0 }
+    }
+
+    /// Appends indices `first..` with their generations (`u32` little-endian each) and live
+    /// flags (bit `i` of `live` for index `i`, LSB first; missing bytes read as dead).
+    /// The caller keeps the count of indices below `u32::MAX`.
+    pub(crate) fn push_loaded_slots(&mut self, generations: &[u8], live: &[u8], first: usize) {
+        let meta = |c: &[u8], is_live: bool| EntityMeta {
+            generation: u32::from_le_bytes([c[0], c[1], c[2], c[3]]),
+            location: if is_live { EntityLocation::UNPLACED } else { EntityLocation::DEAD },
+        };
+        let mut alive = 0u32;
+        if first.is_multiple_of(8) {
+            // Eight slots per live byte.
+            self.meta.reserve(generations.len() / 4);
+            for (k, g) in generations.chunks(32).enumerate() {
+                let slots = (g.len() / 4) as u32;
+                let mask = u8::MAX.checked_shr(8 - slots.min(8)).unwrap_or(0);
+                let b = live.get(first / 8 + k).copied().unwrap_or(0) & mask;
+                alive += b.count_ones();
+                self.meta.extend(g.chunks_exact(4).enumerate().map(|(j, c)| meta(c, b >> j & 1 != 0)));
+            }
+        } else {
+            let bit = |i: usize| live.get(i / 8).is_some_and(|b| b >> (i % 8) & 1 != 0);
+            for (k, c) in generations.chunks_exact(4).enumerate() {
+                let is_live = bit(first + k);
+                alive += is_live as u32;
+                self.meta.push(meta(c, is_live));
+            }
+        }
+        self.alive += alive;
+    }
+
+    /// Gives loaded live entities their table rows (`base_row..` of `table`): each live
+    /// entity exactly once. On failure, the position in `rows` and why.
+    pub(crate) fn place_loaded_rows(
+        &mut self,
+        rows: &[Entity],
+        table: u32,
+        base_row: u32,
+    ) -> Result<(), (usize, Misplaced)> {
+        let meta = &mut self.meta[..];
+        for (i, e) in rows.iter().enumerate() {
+            let Some(m) = meta.get_mut(e.index as usize).filter(|m| m.generation == e.generation) else {
+                return Err((i, Misplaced::NotAlive));
+            };
+            if m.location != EntityLocation::UNPLACED {
+                let why = if m.location == EntityLocation::DEAD { Misplaced::NotAlive } else { Misplaced::Twice };
+                return Err((i, why));
+            }
+            m.location = EntityLocation { table, row: base_row + i as u32 };
+        }
+        Ok(())
+    }
+
+    /// Sets the free list (reused last first) once every slot is pushed: each index must be
+    /// dead and listed once. Dead indices left out are retired.
+    pub(crate) fn set_loaded_free_list(&mut self, free: Vec<u32>) -> Result<(), String> {
+        for &i in &free {
+            let slot = self.meta.get_mut(i as usize).ok_or("free index out of range")?;
+            if slot.location != EntityLocation::DEAD {
+                return Err(format!("free list names index {i} twice or a live index"));
+            }
+            slot.location = EntityLocation::FREED;
+        }
+        for &i in &free {
+            self.meta[i as usize].location = EntityLocation::DEAD;
+        }
+        let dead = self.meta.len() as u32 - self.alive;
+        self.retired = dead - free.len() as u32;
+        self.free = free;
+        Ok(())
+    }
+
+    /// Per index ever issued: its generation (`u32` little-endian) and whether it is alive
+    /// (bit `i % 8` of byte `i / 8`), as snapshots store them.
+    pub(crate) fn snapshot_slots(&self) -> (Vec<u8>, Vec<u8>) {
+        let mut gens = vec![0u8; self.meta.len() * 4];
+        for (g, m) in gens.chunks_exact_mut(4).zip(&self.meta) {
+            g.copy_from_slice(&m.generation.to_le_bytes());
+        }
+        // A byte per 8 slots, assembled in a register; `DEAD` is the one location whose
+        // table and row are both `u32::MAX`.
+        let byte = |c: &[EntityMeta]| {
+            c.iter()
+                .enumerate()
+                .fold(0u8, |b, (j, m)| b | (((m.location.table & m.location.row) != u32::MAX) as u8) << j)
+        };
+        let whole = self.meta.chunks_exact(8);
+        let rest = whole.remainder();
+        let mut live: Vec<u8> = whole.map(byte).collect();
+        if !rest.is_empty() {
+            live.push(byte(rest));
+        }
+        (gens, live)
+    }
+
+    /// The free list, reused last first.
+    pub(crate) fn free_list(&self) -> &[u32] {
+        &self.free
+    }
+
     /// Marks an index as live at `location` (snapshot loading).
     #[allow(dead_code)] // the snapshot loader
     pub(crate) fn mark_live(&mut self, e: Entity, location: EntityLocation) -> bool {
@@ -327,6 +447,44 @@ mod tests {
         assert_eq!(ents.retired(), 1);
         let c = ents.alloc();
         assert_eq!(c.index(), 1, "retired index must not be reused");
+    }
+
+    #[test]
+    fn loading_builds_the_same_allocator() {
+        let mut ents = Entities::default();
+        let es: Vec<_> = (0..6).map(|_| ents.alloc()).collect();
+        for (i, e) in es.iter().enumerate() {
+            ents.set_location(e.index(), EntityLocation { table: 1, row: i as u32 });
+        }
+        ents.free(es[1]);
+        ents.free(es[4]);
+        ents.set_generation(es[2].index(), u32::MAX);
+        let e2 = Entity::from_parts(es[2].index(), u32::MAX);
+        ents.free(e2); // retired
+        let mut l = Entities::loading(6);
+        let (gens, live) = ents.snapshot_slots();
+        l.push_loaded_slots(&gens[..8], &live, 0);
+        l.push_loaded_slots(&gens[8..], &live, 2);
+        l.set_loaded_free_list(ents.free_list().to_vec()).unwrap();
+        assert_eq!(l.place_loaded_rows(&[es[0], es[3], es[5]], 2, 0), Ok(()));
+        assert_eq!(l.place_loaded_rows(&[es[3]], 2, 9), Err((0, Misplaced::Twice)));
+        assert_eq!(l.place_loaded_rows(&[es[1]], 2, 9), Err((0, Misplaced::NotAlive)));
+        assert_eq!(l.place_loaded_rows(&[Entity::from_parts(0, 1)], 2, 9), Err((0, Misplaced::NotAlive)));
+        assert_eq!(l.place_loaded_rows(&[Entity::from_parts(99, 0)], 2, 9), Err((0, Misplaced::NotAlive)));
+        let mut m = Entities::loading(6);
+        m.push_loaded_slots(&gens, &live, 0);
+        assert_eq!(m.place_loaded_rows(&[es[5], es[0], es[5]], 4, 10), Err((2, Misplaced::Twice)));
+        assert_eq!(m.location(es[0]), Some(EntityLocation { table: 4, row: 11 }));
+        assert_eq!(m.place_loaded_rows(&[es[3], es[4]], 4, 12), Err((1, Misplaced::NotAlive)));
+        assert_eq!(l.state(), ents.state());
+        assert_eq!((l.len(), l.retired()), (3, 1));
+        assert_eq!(l.location(es[3]), Some(EntityLocation { table: 2, row: 1 }));
+        // The same index twice, or a live index, on the free list.
+        for bad in [vec![1, 1], vec![0], vec![17]] {
+            let mut l = Entities::loading(6);
+            l.push_loaded_slots(&gens, &live, 0);
+            assert!(l.set_loaded_free_list(bad).is_err());
+        }
     }
 
     #[test]

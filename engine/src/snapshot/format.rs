@@ -73,40 +73,82 @@ pub(crate) fn u64_at(b: &[u8], at: usize) -> u64 {
     u64::from_le_bytes(a)
 }
 
-/// The bincode configuration of the body. The limit is a backstop: the body types borrow
-/// their strings and byte runs from the input, so no decode allocates by a claimed length.
+/// The bincode configuration whose layout of [`Body`] is the format (the snapshot code
+/// writes and reads that layout by hand; tests check both agree with bincode).
+#[cfg(test)]
 pub(crate) fn body_config() -> impl bincode::config::Config {
     bincode::config::standard().with_little_endian().with_fixed_int_encoding().with_limit::<{ usize::MAX / 2 }>()
 }
 
 // ----- borrowed byte runs and strings --------------------------------------------------------
 
-/// A length-prefixed byte run, written with `serialize_bytes` (one copy) and borrowed from
-/// the input when decoding.
-#[derive(Clone, Default, PartialEq, Eq)]
-pub(crate) struct Bytes<'a>(pub Cow<'a, [u8]>);
+/// A length-prefixed byte run.
+///
+/// Runs decoded from memory are borrowed from the input. The loader leaves long runs where
+/// they are ([`Bytes::Deferred`]): their checksum is taken, and a file's bytes are read,
+/// only when they are copied into their destination, so the data is touched once.
+#[derive(Clone, PartialEq, Eq)]
+pub(crate) enum Bytes<'a> {
+    /// In memory.
+    Mem(Cow<'a, [u8]>),
+    /// Not read (or not checksummed) yet.
+    Deferred(Deferred<'a>),
+}
+
+/// A run whose bytes the loader has not taken yet.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Deferred<'a> {
+    /// Offset in the body.
+    pub at: u64,
+    /// Length in bytes.
+    pub len: usize,
+    /// The run's slot in the load's checksum plan.
+    pub slot: u32,
+    /// The bytes, when the body is in memory; `None` when they are still in the file.
+    pub mem: Option<&'a [u8]>,
+}
+
+impl Default for Bytes<'_> {
+    fn default() -> Self {
+        Bytes::Mem(Cow::Borrowed(&[]))
+    }
+}
 
 impl fmt::Debug for Bytes<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "Bytes({})", self.0.len())
+        write!(f, "Bytes({})", self.len())
     }
 }
 
 impl<'a> Bytes<'a> {
+    #[cfg(test)]
     pub(crate) fn borrowed(b: &'a [u8]) -> Bytes<'a> {
-        Bytes(Cow::Borrowed(b))
+        Bytes::Mem(Cow::Borrowed(b))
     }
     pub(crate) fn owned(b: Vec<u8>) -> Bytes<'static> {
-        Bytes(Cow::Owned(b))
+        Bytes::Mem(Cow::Owned(b))
     }
     pub(crate) fn len(&self) -> usize {
-        self.0.len()
+        match self {
+            Bytes::Mem(b) => b.len(),
+            Bytes::Deferred(d) => d.len,
+        }
+    }
+    /// The bytes, when they are in memory (always, except for runs left in a file).
+    pub(crate) fn mem(&self) -> Option<&[u8]> {
+        match self {
+            Bytes::Mem(b) => Some(b),
+            Bytes::Deferred(d) => d.mem,
+        }
     }
 }
 
 impl Serialize for Bytes<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_bytes(&self.0)
+        match self.mem() {
+            Some(b) => s.serialize_bytes(b),
+            None => Err(serde::ser::Error::custom("a byte run still in its file")),
+        }
     }
 }
 
@@ -119,13 +161,13 @@ impl<'de: 'a, 'a> Deserialize<'de> for Bytes<'a> {
                 f.write_str("a byte run")
             }
             fn visit_borrowed_bytes<E: de::Error>(self, v: &'de [u8]) -> Result<Self::Value, E> {
-                Ok(Bytes(Cow::Borrowed(v)))
+                Ok(Bytes::Mem(Cow::Borrowed(v)))
             }
             fn visit_bytes<E: de::Error>(self, v: &[u8]) -> Result<Self::Value, E> {
-                Ok(Bytes(Cow::Owned(v.to_vec())))
+                Ok(Bytes::Mem(Cow::Owned(v.to_vec())))
             }
             fn visit_byte_buf<E: de::Error>(self, v: Vec<u8>) -> Result<Self::Value, E> {
-                Ok(Bytes(Cow::Owned(v)))
+                Ok(Bytes::Mem(Cow::Owned(v)))
             }
             fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
                 // Grows with the elements actually present, never by the claimed length.
@@ -133,7 +175,7 @@ impl<'de: 'a, 'a> Deserialize<'de> for Bytes<'a> {
                 while let Some(b) = seq.next_element::<u8>()? {
                     out.push(b);
                 }
-                Ok(Bytes(Cow::Owned(out)))
+                Ok(Bytes::Mem(Cow::Owned(out)))
             }
         }
         d.deserialize_bytes(V)
@@ -151,6 +193,7 @@ impl fmt::Debug for Text<'_> {
 }
 
 impl<'a> Text<'a> {
+    #[cfg(test)]
     pub(crate) fn borrowed(s: &'a str) -> Text<'a> {
         Text(Cow::Borrowed(s))
     }
@@ -465,9 +508,9 @@ mod tests {
         let (dec, used): ((Bytes<'_>, Text<'_>), usize) =
             bincode::serde::borrow_decode_from_slice(&enc, body_config()).unwrap();
         assert_eq!(used, enc.len());
-        assert!(matches!(dec.0 .0, Cow::Borrowed(_)));
+        assert!(matches!(dec.0, Bytes::Mem(Cow::Borrowed(_))));
         assert!(matches!(dec.1 .0, Cow::Borrowed(_)));
-        assert_eq!(&*dec.0 .0, &[1, 2, 3]);
+        assert_eq!(dec.0.mem(), Some(&[1u8, 2, 3][..]));
         assert_eq!(dec.1.as_str(), "név");
         // A claimed length beyond the input fails without allocating it.
         let mut bad = enc.clone();

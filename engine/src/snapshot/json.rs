@@ -849,7 +849,7 @@ impl World {
         }
         let doc: JsonWorld = serde_json::from_str(json).map_err(json_err)?;
         let (body, skipped) = json_to_body(doc, self, opts)?;
-        let mut stats = load_into(self, &body, 0, opts)?;
+        let mut stats = load_into(self, &body, 0, opts, None)?;
         stats.bytes = json.len() as u64;
         for s in skipped {
             if !stats.skipped_opaque.contains(&s) {

@@ -1,20 +1,32 @@
-//! Bytes → world: header checks, body decoding, validation of every structural claim, then
-//! the build of a fresh world. Nothing is built before everything is checked, and the world
-//! under construction is only handed out when the whole build succeeded.
+//! Bytes → world: header checks, body decoding, validation, then the build of a fresh world.
+//!
+//! Loading runs in three steps. The body is decoded ([`Parser`]) and every structural claim
+//! is checked: catalog, lengths of every run against the rows it describes, column kinds
+//! against schemas, table and sparse-set membership. Then the world is built, several
+//! columns at once when there is enough to do: long runs go straight from the input (memory,
+//! or the file with positioned reads) into their columns, and their contents are checked on
+//! the way (bools, string lengths and UTF-8, opaque blobs). Last, every table row is placed
+//! in the entity allocator, which checks that each live entity has exactly one row.
+//!
+//! The body checksum is taken piece by piece while the bytes are read anyway, and compared
+//! before the world is handed out. The world under construction is only handed out when
+//! everything succeeded; on any error it is dropped and the target is unchanged. When a
+//! load fails and the checksum does not match either, the checksum mismatch is reported, as
+//! if it had been checked first.
 
 use std::collections::{BTreeSet, HashSet};
 
 use crate::component::{is_identifier, ComponentDef, ComponentId, ComponentInfo, Components, FieldType, StorageKind};
-use crate::entity::{Entities, EntitiesState, Entity, EntityLocation};
+use crate::entity::{Entities, Entity, Misplaced};
 use crate::snapshot::format::{
-    body_config, field_type_from_code, storage_from_code, u32_at, u64_at, wire_size, Body, ColumnData, ColumnRecord,
-    FieldRun, Header, TableRecord, FLAG_TICKS, FORMAT_VERSION, HEADER_LEN, INDEX_SECTION_VERSION, KNOWN_FLAGS, MAGIC,
+    field_type_from_code, storage_from_code, u32_at, u64_at, wire_size, Body, Bytes, ColumnData, ColumnRecord,
+    FieldRun, Header, TickRecord, FLAG_TICKS, FORMAT_VERSION, HEADER_LEN, INDEX_SECTION_VERSION, KNOWN_FLAGS, MAGIC,
 };
 use crate::snapshot::opaque::{OpaqueSerde, OpaqueSerdes};
+use crate::snapshot::par;
+use crate::snapshot::read::{CrcCheck, Input, Parser, Sums};
 use crate::snapshot::{IndexDefinition, LoadOptions, LoadStats, SnapshotError};
-use rayon::prelude::*;
-
-use crate::storage::{ArchetypeTable, Column, SparseSet};
+use crate::storage::{Column, SparseSet};
 use crate::tick::Tick;
 use crate::world::World;
 
@@ -22,9 +34,10 @@ fn corrupt(msg: impl Into<String>) -> SnapshotError {
     SnapshotError::Corrupt(msg.into())
 }
 
-/// Checks the header and the body checksum; returns the flags and the body.
-pub(crate) fn parse_header(bytes: &[u8]) -> Result<(Header, &[u8]), SnapshotError> {
-    let truncated = || SnapshotError::Truncated { expected: HEADER_LEN as u64, actual: bytes.len() as u64 };
+/// Checks a header against the length of the whole snapshot (`total`, header included);
+/// `bytes` holds the first `min(total, HEADER_LEN)` bytes.
+pub(crate) fn check_header(bytes: &[u8], total: u64) -> Result<Header, SnapshotError> {
+    let truncated = || SnapshotError::Truncated { expected: HEADER_LEN as u64, actual: total };
     if bytes.len() < MAGIC.len() {
         return Err(if MAGIC.starts_with(bytes) { truncated() } else { SnapshotError::NotASnapshot });
     }
@@ -50,38 +63,69 @@ pub(crate) fn parse_header(bytes: &[u8]) -> Result<(Header, &[u8]), SnapshotErro
     if header.flags & !KNOWN_FLAGS != 0 {
         return Err(SnapshotError::UnsupportedFlags(header.flags));
     }
-    let body = &bytes[HEADER_LEN..];
+    let body = total - HEADER_LEN as u64;
     let expected = (HEADER_LEN as u64).saturating_add(header.body_len);
-    if (body.len() as u64) < header.body_len {
-        return Err(SnapshotError::Truncated { expected, actual: bytes.len() as u64 });
+    if body < header.body_len {
+        return Err(SnapshotError::Truncated { expected, actual: total });
     }
-    if body.len() as u64 > header.body_len {
-        return Err(corrupt(format!("{} unexpected bytes after the body", body.len() as u64 - header.body_len)));
+    if body > header.body_len {
+        return Err(corrupt(format!("{} unexpected bytes after the body", body - header.body_len)));
     }
-    if crc32fast::hash(body) != header.body_crc {
-        return Err(SnapshotError::ChecksumMismatch);
-    }
-    Ok((header, body))
+    Ok(header)
 }
 
-/// Decodes the body, borrowing its byte runs and strings from `body`.
+/// Checks the header of a snapshot in memory; returns it and the body (whose checksum the
+/// load checks).
+pub(crate) fn parse_header(bytes: &[u8]) -> Result<(Header, &[u8]), SnapshotError> {
+    let header = check_header(&bytes[..bytes.len().min(HEADER_LEN)], bytes.len() as u64)?;
+    Ok((header, &bytes[HEADER_LEN..]))
+}
+
+/// Decodes a body in memory, every run in place (tests craft bodies with it).
+#[cfg(test)]
 pub(crate) fn decode_body(body: &[u8]) -> Result<Body<'_>, SnapshotError> {
-    let (decoded, used): (Body<'_>, usize) = bincode::serde::borrow_decode_from_slice(body, body_config())
-        .map_err(|e| corrupt(format!("undecodable body: {e}")))?;
-    if used != body.len() {
-        return Err(corrupt(format!("{} unread bytes at the end of the body", body.len() - used)));
+    let mut p = Parser::eager(Input::Mem(body));
+    let b = p.body()?;
+    p.finish(0)?;
+    Ok(b)
+}
+
+/// Loads a snapshot body into `target` (see [`load_into`]), checking its checksum. Errors
+/// other than i/o errors are reported as a checksum mismatch when the body does not match
+/// its checksum.
+pub(crate) fn load_snapshot(
+    target: &mut World,
+    input: &Input<'_>,
+    header: &Header,
+    opts: &LoadOptions,
+) -> Result<LoadStats, SnapshotError> {
+    let mut attempt = || -> Result<LoadStats, SnapshotError> {
+        let mut parser = Parser::new(*input);
+        let body = parser.body()?;
+        let check = parser.finish(header.body_crc)?;
+        load_into(target, &body, header.flags, opts, Some((input, check)))
+    };
+    match attempt() {
+        Err(e) if !matches!(e, SnapshotError::ChecksumMismatch | SnapshotError::Io(_) | SnapshotError::File { .. }) => {
+            match input.body_crc() {
+                Ok(crc) if crc != header.body_crc => Err(SnapshotError::ChecksumMismatch),
+                _ => Err(e),
+            }
+        }
+        r => r,
     }
-    Ok(decoded)
 }
 
 /// Loads a decoded body into `target`, which must have no live entities: a new world is
 /// built on `target`'s component registry and serde functions and replaces it only when
-/// everything succeeded. On error `target` is unchanged.
+/// everything succeeded (the checksum too, when `check` is given). On error `target` is
+/// unchanged.
 pub(crate) fn load_into(
     target: &mut World,
     body: &Body<'_>,
     header_flags: u32,
     opts: &LoadOptions,
+    check: Option<(&Input<'_>, CrcCheck)>,
 ) -> Result<LoadStats, SnapshotError> {
     let mut world = World::new();
     // When every component of the file is already known, loading defines nothing, so the
@@ -94,7 +138,16 @@ pub(crate) fn load_into(
         world.components = target.components.clone();
         world.opaque_serde = target.opaque_serde.clone();
     }
-    match build_world(&mut world, body, header_flags, opts) {
+    let no_input = Input::Mem(&[]);
+    let input = check.as_ref().map_or(&no_input, |c| c.0);
+    let built = build_world(&mut world, body, input, header_flags, opts).and_then(|(stats, sums)| {
+        if let Some((input, mut check)) = check {
+            check.add(sums);
+            check.verify(input)?;
+        }
+        Ok(stats)
+    });
+    match built {
         Ok(stats) => {
             *target = world;
             Ok(stats)
@@ -323,7 +376,6 @@ fn le_u32(b: &[u8], i: usize) -> Option<u32> {
     Some(u32::from_le_bytes([s[0], s[1], s[2], s[3]]))
 }
 
-/// Entities of a table or sparse set: `(index, generation)` pairs.
 /// Where entities are listed, for error messages (formatted only on error).
 #[derive(Clone, Copy)]
 enum Place<'a> {
@@ -340,67 +392,82 @@ impl std::fmt::Display for Place<'_> {
     }
 }
 
-fn decode_entities<'b>(bytes: &'b [u8], what: Place<'_>) -> Result<impl Iterator<Item = Entity> + 'b, SnapshotError> {
-    if !bytes.len().is_multiple_of(8) {
-        return Err(corrupt(format!("{what}: entity run of {} bytes is not a multiple of 8", bytes.len())));
+/// `(index, generation)` little-endian.
+#[inline]
+fn entity_le(c: &[u8]) -> Entity {
+    Entity::from_parts(u32::from_le_bytes([c[0], c[1], c[2], c[3]]), u32::from_le_bytes([c[4], c[5], c[6], c[7]]))
+}
+
+/// Appends the entities of a run chunk (a whole number of `(index, generation)` pairs).
+fn extend_entities(dst: &mut Vec<Entity>, chunk: &[u8]) {
+    let n = chunk.len() / 8;
+    if cfg!(target_endian = "little") {
+        dst.reserve(n);
+        let spare = dst.spare_capacity_mut();
+        // SAFETY: `reserve` made room for `n` more entities, so the first `n * 8` bytes of the
+        // spare capacity are writable; `Entity` is `repr(C)` with two `u32` fields (index,
+        // then generation), so on a little-endian host its bytes are exactly the run's, and
+        // every bit pattern is a valid `Entity`. The `n` entities are initialised before the
+        // length covers them.
+        unsafe {
+            std::ptr::copy_nonoverlapping(chunk.as_ptr(), spare.as_mut_ptr() as *mut u8, n * 8);
+            dst.set_len(dst.len() + n);
+        }
+        return;
     }
-    Ok(bytes.chunks_exact(8).map(|c| {
-        Entity::from_parts(u32::from_le_bytes([c[0], c[1], c[2], c[3]]), u32::from_le_bytes([c[4], c[5], c[6], c[7]]))
-    }))
+    dst.extend(chunk.chunks_exact(8).map(entity_le));
 }
 
-/// The allocator state, checked.
-struct Alloc {
-    /// Indices ever issued.
-    len: usize,
-    entities: Entities,
+/// Rows of an entity run, checked to be whole.
+fn entity_rows(run: &Bytes<'_>, what: Place<'_>) -> Result<usize, SnapshotError> {
+    if !run.len().is_multiple_of(8) {
+        return Err(corrupt(format!("{what}: entity run of {} bytes is not a multiple of 8", run.len())));
+    }
+    Ok(run.len() / 8)
 }
 
-fn decode_allocator(body: &Body<'_>) -> Result<Alloc, SnapshotError> {
+/// Checks the allocator's run lengths; returns the number of indices ever issued.
+fn check_allocator(body: &Body<'_>) -> Result<usize, SnapshotError> {
     let a = &body.allocator;
-    let gens: &[u8] = &a.generations.0;
-    let live: &[u8] = &a.live.0;
-    if !gens.len().is_multiple_of(4) {
+    if !a.generations.len().is_multiple_of(4) {
         return Err(corrupt("allocator: generation run is not a multiple of 4 bytes"));
     }
-    let n = gens.len() / 4;
+    let n = a.generations.len() / 4;
     if n >= u32::MAX as usize {
         return Err(corrupt("allocator: too many entity indices"));
     }
-    if live.len() != n.div_ceil(8) {
-        return Err(corrupt(format!("allocator: {} live-flag bytes for {n} indices", live.len())));
-    }
-    if !n.is_multiple_of(8) && live[n / 8] >> (n % 8) != 0 {
-        return Err(corrupt("allocator: live flags set past the last index"));
+    if a.live.len() != n.div_ceil(8) {
+        return Err(corrupt(format!("allocator: {} live-flag bytes for {n} indices", a.live.len())));
     }
     if !a.free.len().is_multiple_of(4) {
         return Err(corrupt("allocator: free list is not a multiple of 4 bytes"));
     }
-    let state = EntitiesState {
-        slots: gens
-            .chunks_exact(4)
-            .enumerate()
-            .map(|(i, c)| (u32::from_le_bytes([c[0], c[1], c[2], c[3]]), live[i / 8] & (1 << (i % 8)) != 0))
-            .collect(),
-        free: a.free.0.chunks_exact(4).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect(),
-    };
-    let entities = Entities::from_state(&state).map_err(|e| corrupt(format!("allocator: {e}")))?;
-    Ok(Alloc { len: n, entities })
+    Ok(n)
 }
 
-impl Alloc {
-    /// Checks that `e` is the live entity at its index.
-    #[inline]
-    fn check_live(&self, e: Entity, what: Place<'_>) -> Result<(), SnapshotError> {
-        if self.entities.resolve(e.index()) != Some(e) {
-            return Err(corrupt(format!("{what}: entity {e} is not alive in the allocator")));
-        }
-        Ok(())
+/// Builds the allocator: every index with its generation (live ones waiting for their
+/// rows), then the free list.
+fn build_allocator(body: &Body<'_>, input: &Input<'_>, n: usize, sums: &mut Sums) -> Result<Entities, SnapshotError> {
+    let a = &body.allocator;
+    let live = input.bytes(&a.live, sums)?;
+    if !n.is_multiple_of(8) && live[n / 8] >> (n % 8) != 0 {
+        return Err(corrupt("allocator: live flags set past the last index"));
     }
+    let mut entities = Entities::loading(n);
+    let mut first = 0usize;
+    input.stream(&a.generations, sums, |chunk| {
+        entities.push_loaded_slots(chunk, &live, first);
+        first += chunk.len() / 4;
+        Ok(())
+    })?;
+    let free = input.bytes(&a.free, sums)?;
+    let free = free.chunks_exact(4).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect();
+    entities.set_loaded_free_list(free).map_err(|e| corrupt(format!("allocator: {e}")))?;
+    Ok(entities)
 }
 
-/// Validates one column's data against its component and row count; returns the bytes of
-/// string text it holds.
+/// Checks one column's run lengths and kind against its component and row count; returns
+/// the bytes of string text it holds. Contents are checked while the column is built.
 fn check_column(r: &Resolved<'_>, col: &ColumnRecord<'_>, n: usize, ticks: bool) -> Result<u64, SnapshotError> {
     let name = r.name;
     let exact = |len: usize, per: usize, what: &str| -> Result<(), SnapshotError> {
@@ -417,22 +484,8 @@ fn check_column(r: &Resolved<'_>, col: &ColumnRecord<'_>, n: usize, ticks: bool)
         (None, false) => {}
         _ => return Err(corrupt(format!("component '{name}': change ticks disagree with the header flags"))),
     }
-    let blobs = |lens: &[u8], data: &[u8], what: &str| -> Result<u64, SnapshotError> {
-        exact(lens.len(), 4, what)?;
-        let total: u64 = lens.chunks_exact(4).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]) as u64).sum();
-        if total != data.len() as u64 {
-            return Err(corrupt(format!("component '{name}': {what} add up to {total} bytes, not {}", data.len())));
-        }
-        Ok((lens.len() + data.len()) as u64)
-    };
-    let check_bools = |run: &[u8], stride: usize, at: usize| -> Result<(), SnapshotError> {
-        if (0..n).any(|i| run[i * stride + at] > 1) {
-            return Err(corrupt(format!("component '{name}': a bool field holds a value other than 0 or 1")));
-        }
-        Ok(())
-    };
     match &col.data {
-        ColumnData::Opaque { lens, data } if r.opaque => blobs(&lens.0, &data.0, "opaque value lengths").map(|_| 0),
+        ColumnData::Opaque { lens, .. } if r.opaque => exact(lens.len(), 4, "opaque value lengths").map(|_| 0),
         _ if r.opaque => Err(corrupt(format!("opaque component '{name}' has a non-opaque column"))),
         ColumnData::Empty if r.fields.is_empty() => Ok(0),
         ColumnData::Bulk(bytes) if !r.fields.is_empty() => {
@@ -444,11 +497,6 @@ fn check_column(r: &Resolved<'_>, col: &ColumnRecord<'_>, n: usize, ticks: bool)
                 }
             }
             exact(bytes.len(), size, "bulk data")?;
-            for &(ty, off) in &r.fields {
-                if ty == FieldType::Bool {
-                    check_bools(&bytes.0, size, off as usize)?;
-                }
-            }
             Ok(0)
         }
         ColumnData::Fields(runs) if !r.fields.is_empty() => {
@@ -463,23 +511,11 @@ fn check_column(r: &Resolved<'_>, col: &ColumnRecord<'_>, n: usize, ticks: bool)
             for (run, &(ty, _)) in runs.iter().zip(&r.fields) {
                 match (run, ty) {
                     (FieldRun::Strings { lens, data }, FieldType::String) => {
-                        blobs(&lens.0, &data.0, "string lengths")?;
+                        exact(lens.len(), 4, "string lengths")?;
                         total += data.len() as u64;
-                        let text = std::str::from_utf8(&data.0)
-                            .map_err(|_| corrupt(format!("component '{name}': a string is not UTF-8")))?;
-                        let mut at = 0usize;
-                        for c in lens.0.chunks_exact(4) {
-                            at += u32::from_le_bytes([c[0], c[1], c[2], c[3]]) as usize;
-                            if !text.is_char_boundary(at) {
-                                return Err(corrupt(format!("component '{name}': a string is not UTF-8")));
-                            }
-                        }
                     }
                     (FieldRun::Plain(bytes), ty) if ty != FieldType::String => {
                         exact(bytes.len(), wire_size(ty), "a field run")?;
-                        if ty == FieldType::Bool {
-                            check_bools(&bytes.0, 1, 0)?;
-                        }
                     }
                     _ => return Err(corrupt(format!("component '{name}': a field run does not match its type"))),
                 }
@@ -490,29 +526,161 @@ fn check_column(r: &Resolved<'_>, col: &ColumnRecord<'_>, n: usize, ticks: bool)
     }
 }
 
+/// Checks the contents of a column in memory (lengths were checked by [`check_column`]):
+/// bools are 0 or 1, string and blob lengths add up, strings are UTF-8 and cut at
+/// character boundaries.
+fn check_content(r: &Resolved<'_>, col: &ColumnRecord<'_>, n: usize) -> Result<(), SnapshotError> {
+    let name = r.name;
+    let blobs = |lens: &[u8], data: &[u8], what: &str| -> Result<(), SnapshotError> {
+        let total: u64 = lens.chunks_exact(4).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]) as u64).sum();
+        if total != data.len() as u64 {
+            return Err(corrupt(format!("component '{name}': {what} add up to {total} bytes, not {}", data.len())));
+        }
+        Ok(())
+    };
+    match &col.data {
+        ColumnData::Opaque { lens, data } => blobs(mem(lens), mem(data), "opaque value lengths"),
+        ColumnData::Bulk(bytes) => {
+            for &(ty, off) in &r.fields {
+                if ty == FieldType::Bool {
+                    check_bools(name, mem(bytes), r.size as usize, off as usize, n)?;
+                }
+            }
+            Ok(())
+        }
+        ColumnData::Fields(runs) => {
+            for (run, &(ty, _)) in runs.iter().zip(&r.fields) {
+                match run {
+                    FieldRun::Strings { lens, data } => {
+                        let (lens, data) = (mem(lens), mem(data));
+                        blobs(lens, data, "string lengths")?;
+                        let text = std::str::from_utf8(data)
+                            .map_err(|_| corrupt(format!("component '{name}': a string is not UTF-8")))?;
+                        let mut at = 0usize;
+                        for c in lens.chunks_exact(4) {
+                            at += u32::from_le_bytes([c[0], c[1], c[2], c[3]]) as usize;
+                            if !text.is_char_boundary(at) {
+                                return Err(corrupt(format!("component '{name}': a string is not UTF-8")));
+                            }
+                        }
+                    }
+                    FieldRun::Plain(bytes) if ty == FieldType::Bool => check_bools(name, mem(bytes), 1, 0, n)?,
+                    FieldRun::Plain(_) => {}
+                }
+            }
+            Ok(())
+        }
+        ColumnData::Empty => Ok(()),
+    }
+}
+
+fn check_bools(name: &str, run: &[u8], stride: usize, at: usize, n: usize) -> Result<(), SnapshotError> {
+    if (0..n).any(|i| run.get(i * stride + at).is_none_or(|&b| b > 1)) {
+        return Err(corrupt(format!("component '{name}': a bool field holds a value other than 0 or 1")));
+    }
+    Ok(())
+}
+
+/// The bytes of a run known to be in memory.
+fn mem<'r>(b: &'r Bytes<'_>) -> &'r [u8] {
+    debug_assert!(b.mem().is_some(), "a run was not read");
+    b.mem().unwrap_or_default()
+}
+
+/// A column record with every run in memory: borrowed where it already is, read otherwise.
+fn materialize<'r>(
+    input: &Input<'_>,
+    col: &'r ColumnRecord<'_>,
+    sums: &mut Sums,
+) -> Result<ColumnRecord<'r>, SnapshotError> {
+    let mut m = |b: &'r Bytes<'_>| -> Result<Bytes<'r>, SnapshotError> { Ok(Bytes::Mem(input.bytes(b, sums)?)) };
+    let data = match &col.data {
+        ColumnData::Empty => ColumnData::Empty,
+        ColumnData::Bulk(b) => ColumnData::Bulk(m(b)?),
+        ColumnData::Fields(runs) => ColumnData::Fields(
+            runs.iter()
+                .map(|run| {
+                    Ok(match run {
+                        FieldRun::Plain(b) => FieldRun::Plain(m(b)?),
+                        FieldRun::Strings { lens, data } => FieldRun::Strings { lens: m(lens)?, data: m(data)? },
+                    })
+                })
+                .collect::<Result<_, SnapshotError>>()?,
+        ),
+        ColumnData::Opaque { lens, data } => ColumnData::Opaque { lens: m(lens)?, data: m(data)? },
+    };
+    let ticks = match &col.ticks {
+        Some(t) => Some(TickRecord { added: m(&t.added)?, changed: m(&t.changed)? }),
+        None => None,
+    };
+    Ok(ColumnRecord { data, ticks })
+}
+
 /// One table of the file, checked, with its place in the world being built.
 struct TablePlan {
     /// Target component ids, sorted (unloadable components left out).
     set: Vec<ComponentId>,
+    /// Rows.
+    rows: usize,
+    /// The target table.
+    table: usize,
 }
 
+/// What the build reads: the body, where its bytes are, and the resolved catalog.
+struct Ctx<'a, 'b> {
+    body: &'a Body<'b>,
+    input: &'a Input<'a>,
+    resolved: &'a [Resolved<'a>],
+    components: &'a Components,
+    tick: Tick,
+}
+
+/// A piece of the build that can run on its own thread.
+enum Job<'w> {
+    /// The entity allocator, from `slots` indices; then every table's entity column, each
+    /// row placed in the allocator as it arrives.
+    Rows { slots: usize, tables: Vec<RowsOf<'w>> },
+    /// A target column, from these `(file table, column)` pairs in order.
+    Column { dst: &'w mut Column, id: ComponentId, sources: Vec<(usize, usize)>, rows: usize },
+}
+
+/// A target table's entity column, from these file tables in order.
+struct RowsOf<'w> {
+    dst: &'w mut Vec<Entity>,
+    table: u32,
+    sources: Vec<usize>,
+    rows: usize,
+}
+
+impl Job<'_> {
+    /// Roughly how much work: bytes to write.
+    fn weight(&self) -> usize {
+        match self {
+            Job::Rows { slots, tables } => slots * 12 + tables.iter().map(|t| t.rows * 12).sum::<usize>(),
+            Job::Column { dst, rows, .. } => rows * (dst.item_size() + 8),
+        }
+    }
+}
+
+/// Builds that write at least this many bytes run their jobs on several threads.
+const PARALLEL_BYTES: usize = 1 << 20;
+
 /// Validates and builds into a fresh `world` (whose registry may be extended). On success it
-/// holds exactly the snapshot's contents.
+/// holds exactly the snapshot's contents; returns the checksums of the deferred runs read.
 fn build_world(
     world: &mut World,
     body: &Body<'_>,
+    input: &Input<'_>,
     header_flags: u32,
     opts: &LoadOptions,
-) -> Result<LoadStats, SnapshotError> {
+) -> Result<(LoadStats, Sums), SnapshotError> {
     let ticks = header_flags & FLAG_TICKS != 0;
     let mut stats = LoadStats::default();
 
-    // ----- validate --------------------------------------------------------------------
+    // ----- validate the structure -----------------------------------------------------
     let resolved = resolve_catalog(body, &mut world.components, &world.opaque_serde, &mut stats)?;
-    let alloc = decode_allocator(body)?;
+    let slots = check_allocator(body)?;
     let mut unloadable: BTreeSet<&str> = BTreeSet::new();
-    let mut placed = vec![false; alloc.len];
-    let mut placed_count = 0usize;
     let mut plans = Vec::with_capacity(body.tables.len());
     for (ti, t) in body.tables.iter().enumerate() {
         let what = Place::Table(ti);
@@ -527,14 +695,7 @@ fn build_world(
                 return Err(corrupt(format!("{what}: component '{}' is sparse or listed twice", r.name)));
             }
         }
-        let n = t.entities.len() / 8;
-        for e in decode_entities(&t.entities.0, what)? {
-            alloc.check_live(e, what)?;
-            if std::mem::replace(&mut placed[e.index() as usize], true) {
-                return Err(corrupt(format!("entity {e} has two table rows")));
-            }
-            placed_count += 1;
-        }
+        let n = entity_rows(&t.entities, what)?;
         let mut set = Vec::with_capacity(t.components.len());
         for (&c, col) in t.components.iter().zip(&t.columns) {
             let r = &resolved[c as usize];
@@ -548,31 +709,18 @@ fn build_world(
             }
         }
         set.sort_unstable();
-        plans.push(TablePlan { set });
+        plans.push(TablePlan { set, rows: n, table: 0 });
     }
-    if placed_count != alloc.entities.len() {
-        return Err(corrupt(format!(
-            "{} live entities in the allocator but {placed_count} table rows",
-            alloc.entities.len()
-        )));
-    }
-    let mut sparse_seen = HashSet::new();
-    let mut stamp = if body.sparse.is_empty() { Vec::new() } else { vec![u32::MAX; alloc.len] };
+    let mut sparse_seen = vec![false; resolved.len()];
     for (si, s) in body.sparse.iter().enumerate() {
         let r = resolved
             .get(s.component as usize)
             .ok_or_else(|| corrupt(format!("sparse set {si}: component #{} is not in the catalog", s.component)))?;
         let what = Place::Sparse(r.name);
-        if r.storage != StorageKind::Sparse || !sparse_seen.insert(s.component) {
+        if r.storage != StorageKind::Sparse || std::mem::replace(&mut sparse_seen[s.component as usize], true) {
             return Err(corrupt(format!("{what}: not sparse, or saved twice")));
         }
-        for e in decode_entities(&s.entities.0, what)? {
-            alloc.check_live(e, what)?;
-            if std::mem::replace(&mut stamp[e.index() as usize], si as u32) == si as u32 {
-                return Err(corrupt(format!("{what}: entity {e} listed twice")));
-            }
-        }
-        let n = s.entities.len() / 8;
+        let n = entity_rows(&s.entities, what)?;
         let text = check_column(r, &s.column, n, ticks)?;
         match r.id() {
             Some(id) if r.loadable() => {
@@ -605,54 +753,86 @@ fn build_world(
         })
         .collect();
 
-    // ----- build -----------------------------------------------------------------------
-    let default_tick = body.world_tick;
-    world.entities = alloc.entities;
+    // ----- build: tables, then every column and the allocator ---------------------------
+    let tick = body.world_tick;
+    {
+        let World { storage, components, .. } = &mut *world;
+        for p in plans.iter_mut() {
+            let tid = storage.table_for(&p.set, components).index();
+            p.table = tid;
+        }
+    }
+    let mut rows_of = vec![0usize; world.storage.tables.len()];
+    let mut sources: Vec<Vec<usize>> = vec![Vec::new(); world.storage.tables.len()];
+    for (ri, p) in plans.iter().enumerate() {
+        rows_of[p.table] += p.rows;
+        sources[p.table].push(ri);
+    }
+    let ctx = Ctx { body, input, resolved: &resolved, components: &world.components, tick };
+    let mut jobs = Vec::new();
+    let mut rows_jobs = Vec::new();
+    for (ti, ((table, srcs), &rows)) in world.storage.tables.iter_mut().zip(&sources).zip(&rows_of).enumerate() {
+        if srcs.is_empty() {
+            continue;
+        }
+        let ids: Vec<ComponentId> = table.components().to_vec();
+        let (entities, columns) = table.parts_mut();
+        rows_jobs.push(RowsOf { dst: entities, table: ti as u32, sources: srcs.clone(), rows });
+        for (dst, id) in columns.iter_mut().zip(ids) {
+            let mut cols = Vec::with_capacity(srcs.len());
+            for &ri in srcs {
+                let t = &body.tables[ri];
+                let k = t
+                    .components
+                    .iter()
+                    .position(|&c| resolved[c as usize].loadable() && resolved[c as usize].id() == Some(id))
+                    .ok_or_else(|| corrupt("internal: a table lacks a column"))?;
+                cols.push((ri, k));
+            }
+            jobs.push(Job::Column { dst, id, sources: cols, rows });
+        }
+    }
+    jobs.insert(0, Job::Rows { slots, tables: rows_jobs });
+    let work: usize = jobs.iter().map(Job::weight).sum();
+    #[cfg(test)]
+    let parallel_bytes = crate::snapshot::read::knobs::PARALLEL_BYTES.with(|c| c.get()).unwrap_or(PARALLEL_BYTES);
+    #[cfg(not(test))]
+    let parallel_bytes = PARALLEL_BYTES;
+    let done: Vec<(Option<Entities>, Sums)> = if work >= parallel_bytes && jobs.len() > 1 {
+        par::heaviest_first(jobs, Job::weight, |j| run_job(j, &ctx))
+            .map_err(|e| e.unwrap_or_else(|| corrupt("internal: a build job did not run")))?
+    } else {
+        jobs.into_iter().map(|j| run_job(j, &ctx)).collect::<Result<_, _>>()?
+    };
+    let mut all_sums = Sums::new();
+    let mut allocator = None;
+    for (e, s) in done {
+        allocator = allocator.or(e);
+        all_sums.extend(s);
+    }
+    world.entities = allocator.ok_or_else(|| corrupt("internal: no allocator"))?;
+
+    // Every row was placed: each live entity has exactly one row unless some have none.
+    let placed: usize = plans.iter().map(|p| p.rows).sum();
+    if placed != world.entities.len() {
+        return Err(corrupt(format!(
+            "{} live entities in the allocator but {placed} table rows",
+            world.entities.len()
+        )));
+    }
     stats.entities = world.entities.len();
-    // Rows first (sequential: the allocator is shared), then the columns of each table, in
-    // parallel across tables when there is enough to do.
-    let parallel =
-        body.tables.len() > 1 && body.tables.iter().map(|t| t.entities.len() / 8).sum::<usize>() >= PARALLEL_ROWS;
-    let mut work: Vec<Vec<(usize, usize)>> = Vec::new();
-    for (ri, (t, plan)) in body.tables.iter().zip(&plans).enumerate() {
-        let World { storage, components, entities, .. } = &mut *world;
-        let tid = storage.table_for(&plan.set, components);
-        let table = &mut storage.tables[tid.index()];
-        let base_row = table.len();
-        table.reserve(t.entities.len() / 8);
-        for (i, e) in decode_entities(&t.entities.0, Place::Table(ri))?.enumerate() {
-            table.push_entity(e);
-            let loc = EntityLocation { table: tid.0, row: (base_row + i) as u32 };
-            if !entities.mark_live(e, loc) {
-                return Err(corrupt(format!("entity {e} is not in the allocator")));
-            }
-        }
-        if parallel {
-            if work.len() <= tid.index() {
-                work.resize_with(tid.index() + 1, Vec::new);
-            }
-            work[tid.index()].push((ri, base_row));
-        } else {
-            fill_table(table, t, base_row, &resolved, components, default_tick)?;
-        }
-    }
-    if parallel {
-        let components = &world.components;
-        let resolved = &resolved;
-        let jobs: Vec<_> = world.storage.tables.iter_mut().zip(work).filter(|(_, w)| !w.is_empty()).collect();
-        jobs.into_par_iter()
-            .map(|(table, work)| {
-                work.into_iter().try_for_each(|(ri, base_row)| {
-                    fill_table(table, &body.tables[ri], base_row, resolved, components, default_tick)
-                })
-            })
-            .collect::<Result<Vec<()>, _>>()?;
-    }
+
+    // ----- sparse sets ------------------------------------------------------------------
     for s in &body.sparse {
         let r = &resolved[s.component as usize];
         if !r.loadable() {
             continue;
         }
+        let what = Place::Sparse(r.name);
+        let entities = input.bytes(&s.entities, &mut all_sums)?;
+        let column = materialize(input, &s.column, &mut all_sums)?;
+        let n = entities.len() / 8;
+        check_content(r, &column, n)?;
         let id = r.id().expect("loadable components are known");
         let info = world.components.info(id);
         let sparse = &mut world.storage.sparse;
@@ -660,8 +840,15 @@ fn build_world(
             sparse.resize_with(id.index() + 1, || None);
         }
         let set = sparse[id.index()].get_or_insert_with(|| SparseSet::new(info));
-        let mut src = Source::new(r, info, &s.column, default_tick)?;
-        for (i, e) in decode_entities(&s.entities.0, Place::Sparse(r.name))?.enumerate() {
+        let mut src = Source::new(r, info, &column, tick)?;
+        for (i, c) in entities.chunks_exact(8).enumerate() {
+            let e = entity_le(c);
+            if world.entities.resolve(e.index()) != Some(e) {
+                return Err(corrupt(format!("{what}: entity {e} is not alive in the allocator")));
+            }
+            if set.contains(e) {
+                return Err(corrupt(format!("{what}: entity {e} listed twice")));
+            }
             let (added, changed) = src.ticks(i)?;
             src.put(i, info, added, &mut |ptr| {
                 // SAFETY: `ptr` is a valid value of the set's component, which it takes over.
@@ -672,39 +859,52 @@ fn build_world(
         }
     }
     world.set_change_tick(body.world_tick);
-    Ok(stats)
+    Ok((stats, all_sums))
 }
 
-/// Tables with at least this many rows in all are filled on several threads.
-const PARALLEL_ROWS: usize = 1 << 16;
-
-/// Fills the columns of one file table's rows (already pushed at `base_row..`) into `table`.
-fn fill_table(
-    table: &mut ArchetypeTable,
-    rec: &TableRecord<'_>,
-    base_row: usize,
-    resolved: &[Resolved<'_>],
-    components: &Components,
-    default_tick: Tick,
-) -> Result<(), SnapshotError> {
-    let n = rec.entities.len() / 8;
-    for (&c, col) in rec.components.iter().zip(&rec.columns) {
-        let r = &resolved[c as usize];
-        if !r.loadable() {
-            continue;
+/// Runs one build job; returns the allocator when it built it, and the checksums it took.
+fn run_job(job: Job<'_>, ctx: &Ctx<'_, '_>) -> Result<(Option<Entities>, Sums), SnapshotError> {
+    let mut sums = Sums::new();
+    match job {
+        Job::Rows { slots, tables } => {
+            let mut entities = build_allocator(ctx.body, ctx.input, slots, &mut sums)?;
+            for RowsOf { dst, table, sources, rows } in tables {
+                dst.reserve(rows);
+                for ri in sources {
+                    let base = dst.len();
+                    ctx.input.stream(&ctx.body.tables[ri].entities, &mut sums, |c| {
+                        extend_entities(dst, c);
+                        Ok(())
+                    })?;
+                    let placed = &dst[base..];
+                    match entities.place_loaded_rows(placed, table, base as u32) {
+                        Ok(()) => {}
+                        Err((i, Misplaced::NotAlive)) => {
+                            return Err(corrupt(format!(
+                                "{}: entity {} is not alive in the allocator",
+                                Place::Table(ri),
+                                placed[i]
+                            )))
+                        }
+                        Err((i, Misplaced::Twice)) => {
+                            return Err(corrupt(format!("entity {} has two table rows", placed[i])))
+                        }
+                    }
+                }
+            }
+            return Ok((Some(entities), sums));
         }
-        let id = r.id().ok_or_else(|| corrupt("internal: unknown component"))?;
-        let info = components.info(id);
-        let column = table.column_mut(id).ok_or_else(|| corrupt("internal: table lacks a column"))?;
-        if column.len() != base_row {
-            return Err(corrupt("internal: column and table lengths differ"));
-        }
-        fill_column(column, r, info, col, n, default_tick)?;
-        if column.len() != base_row + n {
-            return Err(corrupt("internal: column and table lengths differ"));
+        Job::Column { dst, id, sources, rows } => {
+            let info = ctx.components.info(id);
+            dst.reserve(rows);
+            for (ri, k) in sources {
+                let t = &ctx.body.tables[ri];
+                let r = &ctx.resolved[t.components[k] as usize];
+                fill_column(dst, r, info, &t.columns[k], t.entities.len() / 8, ctx, &mut sums)?;
+            }
         }
     }
-    Ok(())
+    Ok((None, sums))
 }
 
 /// Appends `n` rows of one column.
@@ -714,44 +914,102 @@ fn fill_column(
     info: &ComponentInfo,
     col: &ColumnRecord<'_>,
     n: usize,
+    ctx: &Ctx<'_, '_>,
+    sums: &mut Sums,
+) -> Result<(), SnapshotError> {
+    let Target::Known { same_layout, .. } = &r.target else {
+        return Err(corrupt("internal: building an unknown component"));
+    };
+    let size = info.layout().size();
+    let bulk = match &col.data {
+        ColumnData::Empty if size == 0 && !r.opaque => Some(None),
+        ColumnData::Bulk(run) if *same_layout && cfg!(target_endian = "little") && size != 0 => Some(Some(run)),
+        _ => None,
+    };
+    let Some(run) = bulk else {
+        // Row by row, from runs in memory.
+        let col = materialize(ctx.input, col, sums)?;
+        check_content(r, &col, n)?;
+        return fill_rows(column, r, info, &col, n, ctx.tick);
+    };
+    let saved = match &col.ticks {
+        Some(t) => Some((ctx.input.bytes(&t.added, sums)?, ctx.input.bytes(&t.changed, sums)?)),
+        None => None,
+    };
+    let saved = saved.as_ref().map(|(a, c)| (&a[..], &c[..]));
+    let Some(run) = run else {
+        // SAFETY: zero-sized values need no bytes.
+        return unsafe { column.append_with(n, ctx.tick, saved, |_| Ok(())) };
+    };
+    let len = n * size;
+    // SAFETY: `fill` writes exactly `len` bytes at `dst` (the run's length, checked equal to
+    // `n * size`, and checked again per chunk) before returning `Ok`. The component is plain
+    // (a bulk codec: numbers, bools and vectors, no padding), the file's layout equals the
+    // column's, and every bool byte is checked below, so the bytes are valid values.
+    unsafe {
+        column.append_with(n, ctx.tick, saved, |dst| {
+            let mut off = 0usize;
+            ctx.input.stream(run, sums, |c| {
+                if c.len() > len - off {
+                    return Err(corrupt("internal: bulk run longer than its rows"));
+                }
+                std::ptr::copy_nonoverlapping(c.as_ptr(), dst.add(off), c.len());
+                off += c.len();
+                Ok(())
+            })?;
+            if off != len {
+                return Err(corrupt("internal: bulk run shorter than its rows"));
+            }
+            if r.fields.iter().any(|&(ty, _)| ty == FieldType::Bool) {
+                let rows = std::slice::from_raw_parts(dst as *const u8, len);
+                for &(ty, at) in &r.fields {
+                    if ty == FieldType::Bool {
+                        check_bools(r.name, rows, size, at as usize, n)?;
+                    }
+                }
+            }
+            Ok(())
+        })
+    }
+}
+
+/// Appends `n` rows of one column, value by value (strings, remapped layouts, opaque
+/// values), from a column whose runs are in memory and checked.
+fn fill_rows(
+    column: &mut Column,
+    r: &Resolved<'_>,
+    info: &ComponentInfo,
+    col: &ColumnRecord<'_>,
+    n: usize,
     default_tick: Tick,
 ) -> Result<(), SnapshotError> {
     let mut src = Source::new(r, info, col, default_tick)?;
-    if let Some(bytes) = src.bulk() {
-        // SAFETY: the component is plain (no strings, opaque values or references), the
-        // file's layout equals the column's, the length is a whole number of rows and every
-        // bool byte was checked: the bytes are valid values.
-        unsafe { column.extend_from_bytes(bytes, default_tick) };
-        return Ok(());
-    }
     column.reserve(n);
     let ticks = src.ticks.is_some();
     match &mut src.kind {
-        SourceKind::Zst => {
-            for i in 0..n {
-                let (added, changed) = src_ticks(src.ticks, default_tick, i)?;
-                // SAFETY: a zero-sized value needs no bytes written.
-                unsafe { column.push_uninit(added) };
-                if ticks {
-                    set_changed(column, changed);
-                }
-            }
-        }
         SourceKind::Fields(fields) => {
-            for i in 0..n {
-                let (added, changed) = src_ticks(src.ticks, default_tick, i)?;
-                // SAFETY: the new row is initialised to the component's zero value right away
-                // (non-opaque: `Fields` sources only exist for components with a schema), so
-                // it is a valid value at every later step, errors included.
-                let p = unsafe {
-                    let p = column.push_uninit(added);
-                    info.write_zero(p);
-                    p
-                };
-                fill_fields(fields, i, p)?;
-                if ticks {
-                    set_changed(column, changed);
-                }
+            let size = info.layout().size();
+            // Bytes the fields do not cover (padding, or a layout the schema does not fully
+            // describe) are zeroed first, as the zero value would have them.
+            let covered: usize = info
+                .fields()
+                .iter()
+                .map(|f| if f.ty == FieldType::String { std::mem::size_of::<String>() } else { wire_size(f.ty) })
+                .sum();
+            let zero = covered != size || fields.len() != info.fields().len();
+            // SAFETY: `write_fields` writes every field of each of the `n` rows (sources map
+            // one to one onto the component's fields, checked when the catalog was matched),
+            // after zeroing the rest of the rows when the fields do not tile them; plain
+            // fields get bytes that are valid for their types (bools checked), string fields
+            // get new Strings. The runs were checked (lengths, UTF-8, character boundaries),
+            // so it cannot fail, and if it did, what it wrote would only leak.
+            unsafe {
+                column.append_with(n, default_tick, src.ticks, |dst| {
+                    if zero {
+                        std::ptr::write_bytes(dst, 0, n * size);
+                    }
+                    write_fields(fields, n, size, dst)
+                })?;
             }
         }
         _ => {
@@ -824,15 +1082,15 @@ impl<'b> Source<'b> {
         let Target::Known { map, same_layout, serde, .. } = &r.target else {
             return Err(corrupt("internal: building an unknown component"));
         };
-        let ticks = col.ticks.as_ref().map(|t| (&*t.added.0, &*t.changed.0));
+        let ticks = col.ticks.as_ref().map(|t| (mem(&t.added), mem(&t.changed)));
         let kind = match &col.data {
             ColumnData::Opaque { lens, data } => {
                 let serde = (*serde).ok_or_else(|| SnapshotError::OpaqueWithoutSerde(vec![r.name.to_string()]))?;
-                SourceKind::Opaque { serde, lens: &lens.0, data: &data.0, at: 0 }
+                SourceKind::Opaque { serde, lens: mem(lens), data: mem(data), at: 0 }
             }
             _ if info.layout().size() == 0 => SourceKind::Zst,
             ColumnData::Bulk(bytes) if *same_layout && cfg!(target_endian = "little") => {
-                SourceKind::Rows { bytes: &bytes.0, size: info.layout().size() }
+                SourceKind::Rows { bytes: mem(bytes), size: info.layout().size() }
             }
             ColumnData::Bulk(bytes) => SourceKind::Fields(
                 r.fields
@@ -841,7 +1099,7 @@ impl<'b> Source<'b> {
                     .map(|(&(ty, off), &t)| FieldSource::Plain {
                         ty,
                         dst: info.fields()[t].offset,
-                        run: &bytes.0,
+                        run: mem(bytes),
                         stride: r.size as usize,
                         at: off as usize,
                     })
@@ -852,10 +1110,10 @@ impl<'b> Source<'b> {
                 for ((run, &(ty, _)), &t) in runs.iter().zip(&r.fields).zip(map) {
                     let dst = info.fields()[t].offset;
                     fields.push(match run {
-                        FieldRun::Plain(b) => FieldSource::Plain { ty, dst, run: &b.0, stride: wire_size(ty), at: 0 },
+                        FieldRun::Plain(b) => FieldSource::Plain { ty, dst, run: mem(b), stride: wire_size(ty), at: 0 },
                         FieldRun::Strings { lens, data } => {
-                            let text = std::str::from_utf8(&data.0).map_err(|_| corrupt("a string is not UTF-8"))?;
-                            FieldSource::Str { dst, lens: &lens.0, text, at: 0 }
+                            let text = std::str::from_utf8(mem(data)).map_err(|_| corrupt("a string is not UTF-8"))?;
+                            FieldSource::Str { dst, lens: mem(lens), text, at: 0 }
                         }
                     });
                 }
@@ -864,15 +1122,6 @@ impl<'b> Source<'b> {
             ColumnData::Empty => SourceKind::Fields(Vec::new()),
         };
         Ok(Source { kind, ticks, default_tick, scratch: None })
-    }
-
-    /// The whole column as bytes in the target layout, when rows copy as they are and no
-    /// ticks were saved.
-    fn bulk(&self) -> Option<&'b [u8]> {
-        match self.kind {
-            SourceKind::Rows { bytes, .. } if self.ticks.is_none() => Some(bytes),
-            _ => None,
-        }
     }
 
     fn ticks(&self, i: usize) -> Result<(Tick, Tick), SnapshotError> {
@@ -929,6 +1178,44 @@ impl<'b> Source<'b> {
         }
         Ok(())
     }
+}
+
+/// Writes every field of rows `0..n` into uninitialised rows of `size` bytes at `dst`, field
+/// by field. The sources must have been checked (see [`check_content`]).
+///
+/// # Safety
+/// `dst` must be valid for writes of `n * size` bytes, aligned for the component, and each
+/// source's field must lie within a row.
+unsafe fn write_fields(fields: &[FieldSource<'_>], n: usize, size: usize, dst: *mut u8) -> Result<(), SnapshotError> {
+    let short = || corrupt("internal: field run too short");
+    for f in fields {
+        match *f {
+            FieldSource::Plain { ty, dst: off, run, stride, at } => {
+                let w = wire_size(ty);
+                for i in 0..n {
+                    let start = i * stride + at;
+                    let src = run.get(start..start + w).ok_or_else(short)?;
+                    let mut buf = [0u8; 12];
+                    crate::snapshot::format::copy_le(ty, src, &mut buf[..w]);
+                    // SAFETY: row `i < n` lies within the caller's region, the field within the
+                    // row; `w` bytes of a plain type, valid for it (bools were checked).
+                    unsafe { std::ptr::copy_nonoverlapping(buf.as_ptr(), dst.add(i * size + off), w) };
+                }
+            }
+            FieldSource::Str { dst: off, lens, text, .. } => {
+                let mut at = 0usize;
+                for i in 0..n {
+                    let len = le_u32(lens, i).ok_or_else(short)? as usize;
+                    let s = text.get(at..at + len).ok_or_else(short)?;
+                    at += len;
+                    // SAFETY: row `i < n` lies within the caller's region and the String field
+                    // within the row, aligned; the slot is uninitialised, so nothing is dropped.
+                    unsafe { std::ptr::write(dst.add(i * size + off) as *mut String, String::from(s)) };
+                }
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Writes row `i` of every field source into the value at `p`.

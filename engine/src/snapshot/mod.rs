@@ -93,13 +93,15 @@ mod format;
 mod json;
 mod load;
 mod opaque;
+mod par;
+mod read;
 mod save;
 #[cfg(test)]
 mod tests;
 
 use std::ffi::OsString;
 use std::fs::{self, File, OpenOptions};
-use std::io::{self, BufWriter, Read, Write};
+use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -261,6 +263,9 @@ pub enum SnapshotError {
 
 static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
 
+/// Snapshot files up to this size are read into memory whole before loading.
+const SMALL_FILE: u64 = 1 << 20;
+
 /// Removes a temporary file unless disarmed.
 struct TempFile(Option<PathBuf>);
 
@@ -277,7 +282,7 @@ impl Drop for TempFile {
 /// `path` is untouched.
 pub(crate) fn write_atomically(
     path: &Path,
-    write: impl FnOnce(&mut File) -> io::Result<()>,
+    write: impl FnOnce(&mut File) -> Result<(), SnapshotError>,
 ) -> Result<(), SnapshotError> {
     let file_err = |path: &Path| {
         let path = path.to_path_buf();
@@ -297,7 +302,10 @@ pub(crate) fn write_atomically(
     let tmp = dir.join(tmp_name);
     let mut file = OpenOptions::new().write(true).create_new(true).open(&tmp).map_err(file_err(&tmp))?;
     let mut guard = TempFile(Some(tmp.clone()));
-    write(&mut file).map_err(file_err(&tmp))?;
+    write(&mut file).map_err(|e| match e {
+        SnapshotError::Io(source) => file_err(&tmp)(source),
+        e => e,
+    })?;
     file.sync_all().map_err(file_err(&tmp))?;
     drop(file);
     fs::rename(&tmp, path).map_err(file_err(path))?;
@@ -321,7 +329,7 @@ impl World {
     /// [`SaveOptions::skip_opaque`]).
     pub fn save(&self, path: impl AsRef<Path>, opts: &SaveOptions) -> Result<SaveStats, SnapshotError> {
         let mut enc = save::Encoder::new(self, opts)?;
-        write_atomically(path.as_ref(), |f| enc.write_to(BufWriter::with_capacity(1 << 20, f)).map(|_| ()))?;
+        write_atomically(path.as_ref(), |f| enc.write_file(f).map(|_| ()))?;
         Ok(enc.stats)
     }
 
@@ -377,8 +385,33 @@ impl World {
         if !self.is_empty() {
             return Err(SnapshotError::WorldNotEmpty(self.len()));
         }
-        let bytes = fs::read(path).map_err(|source| SnapshotError::File { path: path.to_path_buf(), source })?;
-        self.load_bytes_into(&bytes, opts)
+        let file_err = |source| SnapshotError::File { path: path.to_path_buf(), source };
+        let mut file = File::open(path).map_err(file_err)?;
+        let total = file.metadata().map_err(file_err)?.len();
+        #[cfg(test)]
+        let small = read::knobs::SMALL_FILE.with(|c| c.get()).unwrap_or(SMALL_FILE);
+        #[cfg(not(test))]
+        let small = SMALL_FILE;
+        if !read::POSITIONED_READS || total <= small {
+            // One read into a buffer of the file's size, then the in-memory path.
+            let mut bytes = Vec::with_capacity(total as usize + 1);
+            file.read_to_end(&mut bytes).map_err(file_err)?;
+            return self.load_bytes_into(&bytes, opts);
+        }
+        // Large files are not read into memory: the loader reads each run straight into its
+        // column.
+        let mut head = [0u8; HEADER_LEN];
+        let head = &mut head[..total.min(HEADER_LEN as u64) as usize];
+        file.read_exact(head).map_err(file_err)?;
+        let header = load::check_header(head, total)?;
+        let input = read::Input::File { file: &file, base: HEADER_LEN as u64, len: header.body_len };
+        let mut stats = load::load_snapshot(self, &input, &header, opts).map_err(|e| match e {
+            SnapshotError::Io(source) => file_err(source),
+            e => e,
+        })?;
+        stats.bytes = total;
+        self.rebuild_snapshot_indexes(&mut stats);
+        Ok(stats)
     }
 
     /// Loads a snapshot from bytes into this world (see [`World::load_into`]).
@@ -387,8 +420,7 @@ impl World {
             return Err(SnapshotError::WorldNotEmpty(self.len()));
         }
         let (header, body) = load::parse_header(bytes)?;
-        let body = load::decode_body(body)?;
-        let mut stats = load::load_into(self, &body, header.flags, opts)?;
+        let mut stats = load::load_snapshot(self, &read::Input::Mem(body), &header, opts)?;
         stats.bytes = bytes.len() as u64;
         self.rebuild_snapshot_indexes(&mut stats);
         Ok(stats)

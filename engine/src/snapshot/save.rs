@@ -1,15 +1,25 @@
 //! World → body: the catalog, the allocator, and every column as byte runs.
+//!
+//! The body is written by hand in the layout bincode gives [`Body`](super::format::Body)
+//! (the format's definition; a test checks the two agree byte for byte), as a list of
+//! pieces: small encoded parts, byte runs borrowed from the world (plain columns, entity
+//! columns, ticks), and runs to be encoded (the allocator, strings, fields of remapped
+//! layouts). Every piece's length is known before anything is encoded, so a file is written
+//! while the encoding is still going on, each run at its place; in memory the pieces are
+//! copied once. The checksum is taken piece by piece on the way and combined in body order.
 
-use crate::component::{ComponentInfo, FieldType};
-use crate::entity::Entity;
-use crate::snapshot::format::{
-    body_config, field_type_code, storage_code, wire_size, AllocatorRecord, Body, Bytes, ColumnData, ColumnRecord,
-    ComponentRecord, FieldRecord, FieldRun, Header, IndexRecord, IndexSection, SparseRecord, TableRecord, Text,
-    TickRecord, FLAG_TICKS, FORMAT_VERSION, HEADER_LEN,
-};
-use crate::snapshot::opaque::OpaqueSerde;
+use std::fs::File;
 use std::io::{self, Write};
 
+use rayon::prelude::*;
+
+use crate::component::{ComponentId, ComponentInfo, FieldType};
+use crate::entity::{Entities, Entity};
+use crate::snapshot::format::{
+    field_type_code, storage_code, wire_size, Header, FLAG_TICKS, FORMAT_VERSION, HEADER_LEN, INDEX_SECTION_VERSION,
+};
+use crate::snapshot::opaque::OpaqueSerde;
+use crate::snapshot::par;
 use crate::snapshot::{SaveOptions, SaveStats, SnapshotError};
 use crate::storage::Column;
 use crate::world::World;
@@ -49,117 +59,488 @@ pub(crate) fn is_bulk(info: &ComponentInfo) -> bool {
     end == info.layout().size()
 }
 
-/// A world ready to be written: the body (borrowing the world's columns) and what will be
-/// written. Writers that need the header first get two encoding passes (one into a
-/// checksumming sink, one into the destination), so no copy of the whole snapshot is held in
-/// memory; [`Encoder::into_vec`] encodes once and checksums the buffer.
+/// Runs shorter than this are copied into the encoded parts instead of being pieces of their
+/// own.
+const INLINE_MAX: usize = 512;
+/// Bodies at least this long are encoded, copied, checksummed and written on several
+/// threads.
+const PARALLEL_BYTES: u64 = 1 << 20;
+/// Chunk size for fusing the checksum with a copy (hot in cache in between).
+const CHUNK: usize = 64 * 1024;
+/// While writing a long file, the system is asked to start writing to the disk after every
+/// this many bytes.
+const SYNC_EVERY: u64 = 8 << 20;
+
+/// A byte run to write.
+enum Run<'w> {
+    Borrowed(&'w [u8]),
+    Owned(Vec<u8>),
+}
+
+impl Run<'_> {
+    fn bytes(&self) -> &[u8] {
+        match self {
+            Run::Borrowed(b) => b,
+            Run::Owned(v) => v,
+        }
+    }
+}
+
+/// A piece of the body.
+enum Piece<'w> {
+    /// `parts[start..end]`: encoded lengths, codes, names and short runs.
+    Parts(usize, usize),
+    Run(Run<'w>),
+    /// Output `out` of encoding job `work`, `len` bytes long.
+    Pending {
+        work: usize,
+        out: usize,
+        len: usize,
+    },
+}
+
+/// Encoding left for later, filling [`Piece::Pending`] pieces.
+enum Work<'w> {
+    /// The allocator: a generation per index, live flags (two outputs).
+    Allocator(&'w Entities),
+    /// A string field: lengths and text (two outputs).
+    Strings { col: &'w Column, offset: usize, text: usize },
+    /// A plain field of a column written field by field (one output).
+    Plain { col: &'w Column, offset: usize, ty: FieldType },
+}
+
+impl Work<'_> {
+    /// Roughly how much work: bytes read and written.
+    fn weight(&self) -> usize {
+        match self {
+            Work::Allocator(e) => e.capacity_used() * 5,
+            Work::Strings { col, text, .. } => col.len() * 28 + text,
+            Work::Plain { col, ty, .. } => col.len() * wire_size(*ty),
+        }
+    }
+
+    fn run(&self) -> Vec<Vec<u8>> {
+        match *self {
+            Work::Allocator(e) => {
+                let (gens, live) = e.snapshot_slots();
+                vec![gens, live]
+            }
+            Work::Strings { col, offset, text } => {
+                let n = col.len();
+                let mut lens = Vec::with_capacity(n * 4);
+                let mut data = Vec::with_capacity(text);
+                for row in 0..n {
+                    // SAFETY: `row < len`; a String field holds an initialised String.
+                    let s = unsafe { &*(col.get_ptr(row).add(offset) as *const String) };
+                    // Lengths were checked to fit a u32 when the body was laid out.
+                    lens.extend_from_slice(&(s.len() as u32).to_le_bytes());
+                    data.extend_from_slice(s.as_bytes());
+                }
+                vec![lens, data]
+            }
+            Work::Plain { col, offset, ty } => {
+                let w = wire_size(ty);
+                let mut out = vec![0u8; col.len() * w];
+                for (row, dst) in out.chunks_exact_mut(w).enumerate() {
+                    // SAFETY: `row < len`; a plain field is `w` initialised bytes (no padding
+                    // inside) at its offset. Only those bytes are read, never the value's
+                    // padding.
+                    let src = unsafe { std::slice::from_raw_parts(col.get_ptr(row).add(offset), w) };
+                    crate::snapshot::format::copy_le(ty, src, dst);
+                }
+                vec![out]
+            }
+        }
+    }
+}
+
+/// Writes the body's bincode layout: fixed-width little-endian integers, `u64` lengths,
+/// `u32` enum variants, `u8` option tags and bools.
+struct BodyWriter<'w> {
+    parts: Vec<u8>,
+    pieces: Vec<Piece<'w>>,
+    /// Start of the encoded parts not yet in a piece.
+    cut: usize,
+    works: Vec<Work<'w>>,
+}
+
+impl<'w> BodyWriter<'w> {
+    fn u8(&mut self, v: u8) {
+        self.parts.push(v);
+    }
+    fn u32(&mut self, v: u32) {
+        self.parts.extend_from_slice(&v.to_le_bytes());
+    }
+    fn u64(&mut self, v: u64) {
+        self.parts.extend_from_slice(&v.to_le_bytes());
+    }
+    fn len(&mut self, n: usize) {
+        self.u64(n as u64);
+    }
+    fn str(&mut self, s: &str) {
+        self.len(s.len());
+        self.parts.extend_from_slice(s.as_bytes());
+    }
+    fn close_parts(&mut self) {
+        self.pieces.push(Piece::Parts(self.cut, self.parts.len()));
+        self.cut = self.parts.len();
+    }
+    fn run(&mut self, run: Run<'w>) {
+        let b = run.bytes();
+        self.len(b.len());
+        if b.len() < INLINE_MAX {
+            self.parts.extend_from_slice(b);
+            return;
+        }
+        self.close_parts();
+        self.pieces.push(Piece::Run(run));
+    }
+    /// A run of `len` bytes that `work` (given as its outputs' lengths) produces later.
+    fn work(&mut self, work: Work<'w>, lens: &[usize]) {
+        let w = self.works.len();
+        self.works.push(work);
+        for (out, &len) in lens.iter().enumerate() {
+            self.len(len);
+            self.close_parts();
+            self.pieces.push(Piece::Pending { work: w, out, len });
+        }
+    }
+}
+
+/// A world ready to be written: the body as pieces (borrowing the world's columns) and what
+/// will be written.
 pub(crate) struct Encoder<'w> {
-    body: Body<'w>,
+    parts: Vec<u8>,
+    pieces: Vec<Piece<'w>>,
+    works: Vec<Work<'w>>,
+    body_len: u64,
     flags: u32,
     pub(crate) stats: SaveStats,
 }
 
-/// Counts and checksums what is written to it.
-struct CrcSink {
-    crc: crc32fast::Hasher,
-    len: u64,
+fn crc_of<'a>(slices: impl Iterator<Item = &'a [u8]>) -> crc32fast::Hasher {
+    let mut crc = crc32fast::Hasher::new();
+    for s in slices {
+        crc.update(s);
+    }
+    crc
 }
 
-impl Write for CrcSink {
-    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        self.crc.update(buf);
-        self.len += buf.len() as u64;
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> io::Result<()> {
-        Ok(())
-    }
+fn internal(what: &str) -> SnapshotError {
+    SnapshotError::Encode(format!("internal: {what}"))
 }
 
-fn io_error(e: bincode::error::EncodeError) -> io::Error {
-    match e {
-        bincode::error::EncodeError::Io { inner, .. } => inner,
-        other => io::Error::other(other.to_string()),
+/// Splits the body into about `n` spans of equal length (pieces cut where needed), each a
+/// list of slices.
+fn spans<'a>(all: impl Iterator<Item = &'a [u8]>, total: u64, n: usize) -> Vec<Vec<&'a [u8]>> {
+    let target = (total / n as u64).max(1) as usize;
+    let mut out = vec![Vec::new()];
+    let mut filled = 0usize;
+    for mut s in all {
+        while !s.is_empty() {
+            if filled >= target {
+                out.push(Vec::new());
+                filled = 0;
+            }
+            let (a, b) = s.split_at(s.len().min(target - filled));
+            out.last_mut().expect("at least one span").push(a);
+            filled += a.len();
+            s = b;
+        }
     }
+    out
 }
 
 impl<'w> Encoder<'w> {
     pub(crate) fn new(world: &'w World, opts: &SaveOptions) -> Result<Encoder<'w>, SnapshotError> {
-        let (body, stats) = build_body(world, opts)?;
-        Ok(Encoder { body, flags: if opts.change_ticks { FLAG_TICKS } else { 0 }, stats })
+        lay_out(world, opts)
     }
 
-    fn header(&self, body_len: u64, body_crc: u32) -> [u8; HEADER_LEN] {
-        Header { version: FORMAT_VERSION, flags: self.flags, body_len, body_crc }.to_bytes()
+    fn header(&self, crc: u32) -> [u8; HEADER_LEN] {
+        Header { version: FORMAT_VERSION, flags: self.flags, body_len: self.body_len, body_crc: crc }.to_bytes()
     }
 
-    /// Writes header and body; returns the bytes written.
-    pub(crate) fn write_to(&mut self, mut w: impl Write) -> io::Result<u64> {
-        let mut sink = CrcSink { crc: crc32fast::Hasher::new(), len: 0 };
-        bincode::serde::encode_into_std_write(&self.body, &mut sink, body_config()).map_err(io_error)?;
-        w.write_all(&self.header(sink.len, sink.crc.finalize()))?;
-        bincode::serde::encode_into_std_write(&self.body, &mut w, body_config()).map_err(io_error)?;
+    fn parallel(&self) -> bool {
+        self.body_len >= PARALLEL_BYTES
+    }
+
+    /// Runs the encoding left (on several threads for long bodies) and puts its outputs in
+    /// place of the pending pieces.
+    fn finish_encoding(&mut self) -> Result<(), SnapshotError> {
+        let works = std::mem::take(&mut self.works);
+        if works.is_empty() {
+            return Ok(());
+        }
+        let mut outs: Vec<Vec<Vec<u8>>> = if self.parallel() {
+            par::heaviest_first(works, Work::weight, |w| Ok::<_, ()>(w.run())).map_err(|_| internal("encoding"))?
+        } else {
+            works.iter().map(Work::run).collect()
+        };
+        for p in &mut self.pieces {
+            if let Piece::Pending { work, out, len } = *p {
+                let bytes = std::mem::take(&mut outs[work][out]);
+                if bytes.len() != len {
+                    return Err(internal("an encoded run's length"));
+                }
+                *p = Piece::Run(Run::Owned(bytes));
+            }
+        }
+        Ok(())
+    }
+
+    /// The bytes of each piece, in order (pending pieces must be encoded first).
+    fn slices(&self) -> impl Iterator<Item = &[u8]> + Clone + '_ {
+        self.pieces
+            .iter()
+            .map(|p| match p {
+                Piece::Parts(s, e) => &self.parts[*s..*e],
+                Piece::Run(r) => r.bytes(),
+                Piece::Pending { .. } => &[],
+            })
+            .filter(|b| !b.is_empty())
+    }
+
+    /// The body's checksum (on several threads for long bodies).
+    fn crc(&self) -> u32 {
+        if !self.parallel() {
+            return crc_of(self.slices()).finalize();
+        }
+        let spans = spans(self.slices(), self.body_len, rayon::current_num_threads().max(2));
+        let parts: Vec<crc32fast::Hasher> = spans.par_iter().map(|s| crc_of(s.iter().copied())).collect();
+        let mut total = crc32fast::Hasher::new();
+        for p in &parts {
+            total.combine(p);
+        }
+        total.finalize()
+    }
+
+    /// Writes header and body to a writer; returns the bytes written.
+    pub(crate) fn write_to(&mut self, mut w: impl Write) -> Result<u64, SnapshotError> {
+        self.finish_encoding()?;
+        let crc = self.crc();
+        w.write_all(&self.header(crc))?;
+        for s in self.slices() {
+            w.write_all(s)?;
+        }
         w.flush()?;
-        self.stats.bytes = HEADER_LEN as u64 + sink.len;
+        self.stats.bytes = HEADER_LEN as u64 + self.body_len;
         Ok(self.stats.bytes)
     }
 
-    /// The whole snapshot in one buffer.
-    pub(crate) fn into_vec(self) -> Result<(Vec<u8>, SaveStats), SnapshotError> {
-        let mut out = Vec::with_capacity(HEADER_LEN + size_hint(&self.body));
-        out.resize(HEADER_LEN, 0);
-        bincode::serde::encode_into_std_write(&self.body, &mut out, body_config())
-            .map_err(|e| SnapshotError::Encode(e.to_string()))?;
-        let body_len = (out.len() - HEADER_LEN) as u64;
-        let header = self.header(body_len, crc32fast::hash(&out[HEADER_LEN..]));
-        out[..HEADER_LEN].copy_from_slice(&header);
+    /// Writes header and body to a new file. Long bodies are written by two threads at once,
+    /// each run at its place: one writes the runs borrowed from the world while the other
+    /// encodes the rest and writes it; both checksum what they write. A third thread asks
+    /// the system to start writing to the disk (`sync_data`) as the file grows, so the
+    /// caller's final sync waits only for the tail. The header goes last.
+    pub(crate) fn write_file(&mut self, f: &mut File) -> Result<u64, SnapshotError> {
+        if !self.parallel() || !POSITIONED_WRITES {
+            self.finish_encoding()?;
+            let crc = self.crc();
+            let mut w: &File = f;
+            w.write_all(&self.header(crc))?;
+            for s in self.slices() {
+                w.write_all(s)?;
+            }
+        } else {
+            let f: &File = f;
+            // Where each piece goes.
+            let mut at = HEADER_LEN as u64;
+            let mut placed: Vec<(u64, usize)> = Vec::with_capacity(self.pieces.len());
+            for p in &self.pieces {
+                let len = match p {
+                    Piece::Parts(s, e) => e - s,
+                    Piece::Run(r) => r.bytes().len(),
+                    Piece::Pending { len, .. } => *len,
+                };
+                placed.push((at, len));
+                at += len as u64;
+            }
+            // Per encoding job, where its outputs go.
+            let mut targets: Vec<Vec<u64>> = self.works.iter().map(|_| Vec::new()).collect();
+            for (p, &(at, _)) in self.pieces.iter().zip(&placed) {
+                if let Piece::Pending { work, .. } = *p {
+                    targets[work].push(at);
+                }
+            }
+            let works = std::mem::take(&mut self.works);
+            let jobs: Vec<(Work<'_>, Vec<u64>)> = works.into_iter().zip(targets).collect();
+            let sums = std::thread::scope(|scope| -> Result<Vec<(u64, crc32fast::Hasher)>, SnapshotError> {
+                let (tx, rx) = std::sync::mpsc::channel::<()>();
+                let syncer = scope.spawn(move || -> io::Result<()> {
+                    while rx.recv().is_ok() {
+                        while rx.try_recv().is_ok() {}
+                        f.sync_data()?;
+                    }
+                    Ok(())
+                });
+                let (ready, encoded) = rayon::join(
+                    || -> io::Result<Vec<(u64, crc32fast::Hasher)>> {
+                        let mut sums = Vec::with_capacity(self.pieces.len());
+                        let mut since_sync = 0u64;
+                        for (p, &(at, len)) in self.pieces.iter().zip(&placed) {
+                            let bytes = match p {
+                                Piece::Parts(s, e) => &self.parts[*s..*e],
+                                Piece::Run(r) => r.bytes(),
+                                Piece::Pending { .. } => continue,
+                            };
+                            let mut crc = crc32fast::Hasher::new();
+                            crc.update(bytes);
+                            write_all_at(f, bytes, at)?;
+                            sums.push((at, crc));
+                            since_sync += len as u64;
+                            if since_sync >= SYNC_EVERY {
+                                since_sync = 0;
+                                let _ = tx.send(());
+                            }
+                        }
+                        drop(tx);
+                        Ok(sums)
+                    },
+                    || {
+                        par::heaviest_first(
+                            jobs,
+                            |(w, _)| w.weight(),
+                            |(w, at)| -> io::Result<Vec<(u64, crc32fast::Hasher)>> {
+                                let mut sums = Vec::with_capacity(at.len());
+                                for (bytes, at) in w.run().iter().zip(at) {
+                                    let mut crc = crc32fast::Hasher::new();
+                                    crc.update(bytes);
+                                    write_all_at(f, bytes, at)?;
+                                    sums.push((at, crc));
+                                }
+                                Ok(sums)
+                            },
+                        )
+                    },
+                );
+                let mut sums = ready?;
+                for s in encoded.map_err(|e| e.map_or_else(|| internal("encoding"), SnapshotError::Io))? {
+                    sums.extend(s);
+                }
+                syncer.join().map_err(|_| internal("the sync thread panicked"))??;
+                Ok(sums)
+            })?;
+            // The outputs' lengths were promised in the layout: check every piece is there.
+            let mut sums = sums;
+            sums.sort_unstable_by_key(|s| s.0);
+            let mut total = crc32fast::Hasher::new();
+            let mut at = HEADER_LEN as u64;
+            for (start, crc) in &sums {
+                if *start != at {
+                    return Err(internal("a piece of the body is missing"));
+                }
+                at += crc.total_len();
+                total.combine(crc);
+            }
+            if at != HEADER_LEN as u64 + self.body_len {
+                return Err(internal("the body's length"));
+            }
+            write_all_at(f, &self.header(total.finalize()), 0)?;
+        }
+        self.stats.bytes = HEADER_LEN as u64 + self.body_len;
+        Ok(self.stats.bytes)
+    }
+
+    /// The whole snapshot in one buffer, the checksum taken while copying.
+    pub(crate) fn into_vec(mut self) -> Result<(Vec<u8>, SaveStats), SnapshotError> {
+        self.finish_encoding()?;
+        let total = HEADER_LEN
+            + usize::try_from(self.body_len)
+                .map_err(|_| SnapshotError::TooLarge { what: "the snapshot".to_string() })?;
+        let crc;
+        let mut out;
+        if !self.parallel() {
+            out = Vec::with_capacity(total);
+            out.extend_from_slice(&[0u8; HEADER_LEN]);
+            let mut h = crc32fast::Hasher::new();
+            for s in self.slices() {
+                for c in s.chunks(CHUNK) {
+                    out.extend_from_slice(c);
+                    h.update(c);
+                }
+            }
+            crc = h.finalize();
+        } else {
+            // Zeroed memory this large comes fresh from the system, already zero: no pass.
+            out = vec![0u8; total];
+            let spans = spans(self.slices(), self.body_len, rayon::current_num_threads().max(2));
+            let mut dsts = Vec::with_capacity(spans.len());
+            let mut rest = &mut out[HEADER_LEN..];
+            for s in &spans {
+                let len = s.iter().map(|x| x.len()).sum();
+                let (a, b) = rest.split_at_mut(len);
+                dsts.push(a);
+                rest = b;
+            }
+            let parts: Vec<crc32fast::Hasher> = spans
+                .par_iter()
+                .zip(dsts)
+                .map(|(src, dst)| {
+                    let mut h = crc32fast::Hasher::new();
+                    let mut at = 0;
+                    for s in src {
+                        for c in s.chunks(CHUNK) {
+                            dst[at..at + c.len()].copy_from_slice(c);
+                            h.update(&dst[at..at + c.len()]);
+                            at += c.len();
+                        }
+                    }
+                    h
+                })
+                .collect();
+            let mut h = crc32fast::Hasher::new();
+            for p in &parts {
+                h.combine(p);
+            }
+            crc = h.finalize();
+        }
+        debug_assert_eq!(out.len(), total);
+        out[..HEADER_LEN].copy_from_slice(&self.header(crc));
         let mut stats = self.stats;
         stats.bytes = out.len() as u64;
         Ok((out, stats))
     }
 }
 
-/// The encoded size of a body, closely enough to allocate its buffer once: every byte run
-/// and string, plus a generous allowance for lengths and codes.
-fn size_hint(body: &Body<'_>) -> usize {
-    fn column(c: &ColumnRecord<'_>) -> usize {
-        let data = match &c.data {
-            ColumnData::Empty => 0,
-            ColumnData::Bulk(b) => b.len(),
-            ColumnData::Fields(runs) => runs
-                .iter()
-                .map(|r| match r {
-                    FieldRun::Plain(b) => b.len(),
-                    FieldRun::Strings { lens, data } => lens.len() + data.len(),
-                } + 16)
-                .sum(),
-            ColumnData::Opaque { lens, data } => lens.len() + data.len(),
-        };
-        data + c.ticks.as_ref().map_or(0, |t| t.added.len() + t.changed.len()) + 48
-    }
-    let catalog: usize = body
-        .catalog
-        .iter()
-        .map(|c| c.name.as_str().len() + 32 + c.fields.iter().map(|f| f.name.as_str().len() + 24).sum::<usize>())
-        .sum();
-    let a = &body.allocator;
-    let tables: usize = body
-        .tables
-        .iter()
-        .map(|t| t.entities.len() + t.components.len() * 4 + 32 + t.columns.iter().map(column).sum::<usize>())
-        .sum();
-    let sparse: usize = body.sparse.iter().map(|s| s.entities.len() + 32 + column(&s.column)).sum();
-    catalog + a.generations.len() + a.live.len() + a.free.len() + tables + sparse + 256
+/// Whether this platform writes files with positioned writes (otherwise in order).
+const POSITIONED_WRITES: bool = cfg!(any(unix, windows));
+
+#[cfg(unix)]
+fn write_all_at(f: &File, bytes: &[u8], at: u64) -> io::Result<()> {
+    std::os::unix::fs::FileExt::write_all_at(f, bytes, at)
 }
 
-fn build_body<'w>(world: &'w World, opts: &SaveOptions) -> Result<(Body<'w>, SaveStats), SnapshotError> {
+#[cfg(windows)]
+fn write_all_at(f: &File, mut bytes: &[u8], mut at: u64) -> io::Result<()> {
+    while !bytes.is_empty() {
+        match std::os::windows::fs::FileExt::seek_write(f, bytes, at) {
+            Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+            Ok(n) => {
+                bytes = &bytes[n..];
+                at += n as u64;
+            }
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
+
+#[cfg(not(any(unix, windows)))]
+fn write_all_at(_: &File, _: &[u8], _: u64) -> io::Result<()> {
+    Err(io::Error::new(io::ErrorKind::Unsupported, "positioned writes"))
+}
+
+/// Lays the body out: the catalog, the allocator, tables and sparse sets, every length known,
+/// encoding left for later where it takes work.
+fn lay_out<'w>(world: &'w World, opts: &SaveOptions) -> Result<Encoder<'w>, SnapshotError> {
     let comps = &world.components;
     let mut stats = SaveStats { entities: world.len(), ..SaveStats::default() };
 
     // Catalog: every component except opaque ones skipped for lack of serde functions.
-    let mut codecs: Vec<Option<Codec<'w>>> = Vec::with_capacity(comps.len());
+    let mut codecs: Vec<Option<Codec<'_>>> = Vec::with_capacity(comps.len());
     let mut positions: Vec<Option<u32>> = Vec::with_capacity(comps.len());
-    let mut catalog = Vec::with_capacity(comps.len());
+    let mut catalog: Vec<&ComponentInfo> = Vec::with_capacity(comps.len());
     let mut missing = Vec::new();
     for info in comps.iter() {
         let codec = if info.is_opaque() {
@@ -183,160 +564,161 @@ fn build_body<'w>(world: &'w World, opts: &SaveOptions) -> Result<(Body<'w>, Sav
         };
         codecs.push(Some(codec));
         positions.push(Some(catalog.len() as u32));
-        catalog.push(ComponentRecord {
-            name: Text::borrowed(info.name()),
-            storage: storage_code(info.storage()),
-            opaque: info.is_opaque(),
-            size: info.layout().size() as u64,
-            fields: info
-                .fields()
-                .iter()
-                .map(|f| FieldRecord {
-                    name: Text::borrowed(&f.name),
-                    ty: field_type_code(f.ty),
-                    offset: f.offset as u64,
-                })
-                .collect(),
-        });
+        catalog.push(info);
     }
     if !missing.is_empty() {
         return Err(SnapshotError::OpaqueWithoutSerde(missing));
     }
 
-    // Allocator.
-    let state = world.entities.state();
-    let mut generations = Vec::with_capacity(state.slots.len() * 4);
-    let mut live = vec![0u8; state.slots.len().div_ceil(8)];
-    for (i, &(g, alive)) in state.slots.iter().enumerate() {
-        generations.extend_from_slice(&g.to_le_bytes());
-        if alive {
-            live[i / 8] |= 1 << (i % 8);
+    // The body, in [`Body`]'s field order.
+    let mut w = BodyWriter { parts: Vec::with_capacity(1024), pieces: Vec::new(), cut: 0, works: Vec::new() };
+    w.u32(world.change_tick());
+    w.len(catalog.len());
+    for info in &catalog {
+        w.str(info.name());
+        w.u8(storage_code(info.storage()));
+        w.u8(info.is_opaque() as u8);
+        w.u64(info.layout().size() as u64);
+        w.len(info.fields().len());
+        for f in info.fields() {
+            w.str(&f.name);
+            w.u8(field_type_code(f.ty));
+            w.u64(f.offset as u64);
         }
     }
-    let free: Vec<u8> = state.free.iter().flat_map(|i| i.to_le_bytes()).collect();
-    let allocator =
-        AllocatorRecord { generations: Bytes::owned(generations), live: Bytes::owned(live), free: Bytes::owned(free) };
-
-    // Tables, in order, empty ones too (so table ids survive a round trip).
-    let mut tables = Vec::with_capacity(world.storage.tables.len());
+    let slots = world.entities.capacity_used();
+    w.work(Work::Allocator(&world.entities), &[slots * 4, slots.div_ceil(8)]);
+    w.run(u32s(world.entities.free_list()));
+    let ticks = opts.change_ticks;
+    w.len(world.storage.tables.len());
     for t in &world.storage.tables {
-        let mut components = Vec::with_capacity(t.components().len());
-        let mut columns = Vec::with_capacity(t.components().len());
-        for (&cid, col) in t.components().iter().zip(t.columns()) {
-            let (Some(pos), Some(codec)) = (positions[cid.index()], codecs[cid.index()]) else { continue };
-            components.push(pos);
-            columns.push(encode_column(col, comps.info(cid), codec, opts.change_ticks, &mut stats)?);
+        let present: Vec<(ComponentId, &Column)> =
+            t.components().iter().copied().zip(t.columns()).filter(|(c, _)| positions[c.index()].is_some()).collect();
+        w.len(present.len());
+        for (c, _) in &present {
+            w.u32(positions[c.index()].expect("present components are in the catalog"));
         }
-        tables.push(TableRecord { components, entities: encode_entities(t.entities()), columns });
+        w.run(encode_entities(t.entities()));
+        w.len(present.len());
+        for (c, col) in present {
+            let codec = codecs[c.index()].expect("present components have a codec");
+            stats.component_bytes += column(&mut w, col, comps.info(c), codec, ticks)?;
+        }
+        stats.tables += !t.is_empty() as usize;
     }
-
-    // Sparse sets holding values.
-    let mut sparse = Vec::new();
-    for (i, set) in world.storage.sparse.iter().enumerate() {
-        let Some(set) = set.as_ref().filter(|s| !s.is_empty()) else { continue };
-        let (Some(pos), Some(codec)) = (positions[i], codecs[i]) else { continue };
-        let info = comps.info(crate::component::ComponentId(i as u32));
-        let column = encode_column(set.column(), info, codec, opts.change_ticks, &mut stats)?;
-        sparse.push(SparseRecord { component: pos, entities: encode_entities(set.entities()), column });
+    let sparse: Vec<_> = world
+        .storage
+        .sparse
+        .iter()
+        .enumerate()
+        .filter_map(|(i, s)| Some((i, s.as_ref().filter(|s| !s.is_empty())?, positions[i]?, codecs[i]?)))
+        .collect();
+    w.len(sparse.len());
+    for (i, set, pos, codec) in sparse {
+        w.u32(pos);
+        w.run(encode_entities(set.entities()));
+        let info = comps.info(ComponentId(i as u32));
+        stats.component_bytes += column(&mut w, set.column(), info, codec, ticks)?;
     }
+    w.u32(INDEX_SECTION_VERSION);
+    let defs = world.snapshot_index_definitions();
+    w.len(defs.len());
+    for d in &defs {
+        w.str(&d.name);
+        w.str(&d.kind);
+        w.str(&d.component);
+        w.len(d.fields.len());
+        for f in &d.fields {
+            w.str(f);
+        }
+    }
+    w.close_parts();
+    let BodyWriter { parts, pieces, works, .. } = w;
+    let body_len = pieces
+        .iter()
+        .map(|p| match p {
+            Piece::Parts(s, e) => (e - s) as u64,
+            Piece::Run(r) => r.bytes().len() as u64,
+            Piece::Pending { len, .. } => *len as u64,
+        })
+        .sum();
+    Ok(Encoder { parts, pieces, works, body_len, flags: if ticks { FLAG_TICKS } else { 0 }, stats })
+}
 
-    stats.tables = tables.iter().filter(|t| !t.entities.0.is_empty()).count();
-    let body = Body {
-        world_tick: world.change_tick(),
-        catalog,
-        allocator,
-        tables,
-        sparse,
-        index_definitions: IndexSection {
-            definitions: world
-                .snapshot_index_definitions()
-                .into_iter()
-                .map(|d| IndexRecord {
-                    name: Text(d.name.into()),
-                    kind: Text(d.kind.into()),
-                    component: Text(d.component.into()),
-                    fields: d.fields.into_iter().map(|f| Text(f.into())).collect(),
-                })
-                .collect(),
-            ..IndexSection::default()
-        },
-    };
-    Ok((body, stats))
+/// `u32`s little-endian: borrowed as they are on little-endian hosts.
+fn u32s(v: &[u32]) -> Run<'_> {
+    if cfg!(target_endian = "little") {
+        // SAFETY: `u32` has no padding and every byte is initialised; `u8` has alignment 1;
+        // the byte slice covers exactly the `u32` slice and borrows it for the same lifetime.
+        return Run::Borrowed(unsafe { std::slice::from_raw_parts(v.as_ptr() as *const u8, std::mem::size_of_val(v)) });
+    }
+    Run::Owned(v.iter().flat_map(|t| t.to_le_bytes()).collect())
 }
 
 /// `(index, generation)` little-endian per entity.
 ///
 /// On little-endian hosts that is exactly how `Entity` (`repr(C)`: index, then generation) is
 /// laid out, so the slice is borrowed as it is.
-pub(crate) fn encode_entities(es: &[Entity]) -> Bytes<'_> {
+fn encode_entities(es: &[Entity]) -> Run<'_> {
     if cfg!(target_endian = "little") {
         // SAFETY: `Entity` is `repr(C)` with two `u32` fields: 8 bytes, no padding, every byte
         // initialised; `u8` has alignment 1; the byte slice covers exactly the entity slice
         // and borrows it for the same lifetime.
         let bytes = unsafe { std::slice::from_raw_parts(es.as_ptr() as *const u8, std::mem::size_of_val(es)) };
-        return Bytes::borrowed(bytes);
+        return Run::Borrowed(bytes);
     }
     let mut out = Vec::with_capacity(es.len() * 8);
     for e in es {
         out.extend_from_slice(&e.index().to_le_bytes());
         out.extend_from_slice(&e.generation().to_le_bytes());
     }
-    Bytes::owned(out)
+    Run::Owned(out)
 }
 
-fn ticks_bytes(ticks: &[u32]) -> Bytes<'static> {
-    Bytes::owned(ticks.iter().flat_map(|t| t.to_le_bytes()).collect())
-}
-
-fn encode_column<'w>(
+/// Lays out one column record; returns its component data as the world holds it (every
+/// value, plus the text of its strings).
+fn column<'w>(
+    w: &mut BodyWriter<'w>,
     col: &'w Column,
     info: &ComponentInfo,
-    codec: Codec<'_>,
+    codec: Codec<'w>,
     ticks: bool,
-    stats: &mut SaveStats,
-) -> Result<ColumnRecord<'w>, SnapshotError> {
+) -> Result<u64, SnapshotError> {
     let n = col.len();
-    // Component data as the world holds it: every value, plus the text of its strings.
-    stats.component_bytes += (n * info.layout().size()) as u64;
-    let data = match codec {
-        Codec::Tag => ColumnData::Empty,
+    let mut component_bytes = (n * info.layout().size()) as u64;
+    match codec {
+        Codec::Tag => w.u32(0),
         Codec::Bulk => {
-            let bytes = col.bytes();
-            ColumnData::Bulk(Bytes::borrowed(bytes))
+            w.u32(1);
+            w.run(Run::Borrowed(col.bytes()));
         }
         Codec::Fields => {
-            let mut runs = Vec::with_capacity(info.fields().len());
+            w.u32(2);
+            w.len(info.fields().len());
             for f in info.fields() {
                 if f.ty == FieldType::String {
-                    let mut lens = Vec::with_capacity(n * 4);
-                    let mut data = Vec::new();
+                    let mut text = 0usize;
                     for row in 0..n {
                         // SAFETY: `row < len`; a String field holds an initialised String.
                         let s = unsafe { &*(col.get_ptr(row).add(f.offset) as *const String) };
-                        let len = u32::try_from(s.len()).map_err(|_| SnapshotError::TooLarge {
-                            what: format!("a string in field '{}.{}'", info.name(), f.name),
-                        })?;
-                        lens.extend_from_slice(&len.to_le_bytes());
-                        data.extend_from_slice(s.as_bytes());
+                        if u32::try_from(s.len()).is_err() {
+                            return Err(SnapshotError::TooLarge {
+                                what: format!("a string in field '{}.{}'", info.name(), f.name),
+                            });
+                        }
+                        text += s.len();
                     }
-                    stats.component_bytes += data.len() as u64;
-                    runs.push(FieldRun::Strings { lens: Bytes::owned(lens), data: Bytes::owned(data) });
+                    component_bytes += text as u64;
+                    w.u32(1);
+                    w.work(Work::Strings { col, offset: f.offset, text }, &[n * 4, text]);
                 } else {
-                    let w = wire_size(f.ty);
-                    let mut out = vec![0u8; n * w];
-                    for (row, dst) in out.chunks_exact_mut(w).enumerate() {
-                        // SAFETY: `row < len`; a plain field is `w` initialised bytes (no
-                        // padding inside) at its offset. Only those bytes are read, never the
-                        // value's padding.
-                        let src = unsafe { std::slice::from_raw_parts(col.get_ptr(row).add(f.offset), w) };
-                        crate::snapshot::format::copy_le(f.ty, src, dst);
-                    }
-                    runs.push(FieldRun::Plain(Bytes::owned(out)));
+                    w.u32(0);
+                    w.work(Work::Plain { col, offset: f.offset, ty: f.ty }, &[n * wire_size(f.ty)]);
                 }
             }
-            ColumnData::Fields(runs)
         }
         Codec::Opaque(serde) => {
+            // Blob lengths are only known once encoded: encoded here.
             let mut lens = Vec::with_capacity(n * 4);
             let mut data = Vec::new();
             if n > 0 {
@@ -352,10 +734,17 @@ fn encode_column<'w>(
                     lens.extend_from_slice(&len.to_le_bytes());
                 }
             }
-            ColumnData::Opaque { lens: Bytes::owned(lens), data: Bytes::owned(data) }
+            w.u32(3);
+            w.run(Run::Owned(lens));
+            w.run(Run::Owned(data));
         }
-    };
-    let ticks =
-        ticks.then(|| TickRecord { added: ticks_bytes(col.added_ticks()), changed: ticks_bytes(col.changed_ticks()) });
-    Ok(ColumnRecord { data, ticks })
+    }
+    if ticks {
+        w.u8(1);
+        w.run(u32s(col.added_ticks()));
+        w.run(u32s(col.changed_ticks()));
+    } else {
+        w.u8(0);
+    }
+    Ok(component_bytes)
 }

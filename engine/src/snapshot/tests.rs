@@ -1,7 +1,7 @@
 //! Unit tests of the snapshot layer: crafted bodies behind valid checksums, opaque serde
-//! round trips, layout remapping, retired indices, and the atomic file write.
-
-use std::borrow::Cow;
+//! round trips, layout remapping, retired indices, the atomic file write, the hand-written
+//! body layout against bincode's, and the loader's paths (runs read while decoding, runs
+//! deferred to the builder, runs read from a file; one thread or several) against each other.
 
 use serde::{Deserialize, Serialize};
 
@@ -98,7 +98,7 @@ fn corrupt_msg(bytes: &[u8]) -> String {
 }
 
 fn owned(v: Vec<u8>) -> Bytes<'static> {
-    Bytes(Cow::Owned(v))
+    Bytes::owned(v)
 }
 
 fn catalog_pos(body: &Body<'_>, name: &str) -> usize {
@@ -162,7 +162,7 @@ fn failing_opaque_decode_is_a_serde_error() {
     let bad = tamper(&bytes, |b| {
         let (t, c) = table_with(b, "Inventory");
         let ColumnData::Opaque { data, .. } = &mut b.tables[t].columns[c].data else { panic!() };
-        let mut d = data.0.to_vec();
+        let mut d = data.mem().unwrap().to_vec();
         // The first string's length prefix claims far more than the blob holds.
         d[8..16].copy_from_slice(&(u32::MAX as u64).to_le_bytes());
         *data = owned(d);
@@ -184,7 +184,7 @@ fn crafted_bodies_are_rejected() {
             Box::new(|b| {
                 let (t, c) = table_with(b, "Flag");
                 let ColumnData::Bulk(d) = &mut b.tables[t].columns[c].data else { panic!("Flag is bulk") };
-                let mut v = d.0.to_vec();
+                let mut v = d.mem().unwrap().to_vec();
                 v[0] = 2;
                 *d = owned(v);
             }),
@@ -194,7 +194,7 @@ fn crafted_bodies_are_rejected() {
             Box::new(|b| {
                 let (t, c) = table_with(b, "Pos");
                 let ColumnData::Bulk(d) = &mut b.tables[t].columns[c].data else { panic!() };
-                let mut v = d.0.to_vec();
+                let mut v = d.mem().unwrap().to_vec();
                 v.pop();
                 *d = owned(v);
             }),
@@ -203,7 +203,7 @@ fn crafted_bodies_are_rejected() {
             "not alive",
             Box::new(|b| {
                 let (t, _) = table_with(b, "Pos");
-                let mut v = b.tables[t].entities.0.to_vec();
+                let mut v = b.tables[t].entities.mem().unwrap().to_vec();
                 v[4] ^= 1; // generation of the first row
                 b.tables[t].entities = owned(v);
             }),
@@ -211,11 +211,11 @@ fn crafted_bodies_are_rejected() {
         (
             "two table rows",
             Box::new(|b| {
-                // Duplicate the first row of a table: entity, then one more value per column.
+                // The second row of a table names the first row's entity.
                 let (t, _) = table_with(b, "Pos");
                 let rec = &mut b.tables[t];
-                let mut v = rec.entities.0.to_vec();
-                v.extend_from_within(..8);
+                let mut v = rec.entities.mem().unwrap().to_vec();
+                v.copy_within(..8, 8);
                 rec.entities = owned(v);
             }),
         ),
@@ -223,7 +223,7 @@ fn crafted_bodies_are_rejected() {
             "live entities",
             Box::new(|b| {
                 // Index 7 was despawned: mark it alive (and not free) without a table row.
-                let mut live = b.allocator.live.0.to_vec();
+                let mut live = b.allocator.live.mem().unwrap().to_vec();
                 live[0] |= 1 << 7;
                 b.allocator.live = owned(live);
                 b.allocator.free = owned(vec![]);
@@ -232,7 +232,7 @@ fn crafted_bodies_are_rejected() {
         (
             "free list",
             Box::new(|b| {
-                let mut v = b.allocator.free.0.to_vec();
+                let mut v = b.allocator.free.mem().unwrap().to_vec();
                 v.extend_from_slice(&0u32.to_le_bytes()); // index 0 is alive
                 b.allocator.free = owned(v);
             }),
@@ -244,7 +244,7 @@ fn crafted_bodies_are_rejected() {
                 let (t, c) = table_with(b, "Name");
                 let ColumnData::Fields(runs) = &mut b.tables[t].columns[c].data else { panic!("Name is per field") };
                 let FieldRun::Strings { data, .. } = &mut runs[0] else { panic!() };
-                let mut v = data.0.to_vec();
+                let mut v = data.mem().unwrap().to_vec();
                 v.push(b'x');
                 *data = owned(v);
             }),
@@ -255,7 +255,7 @@ fn crafted_bodies_are_rejected() {
                 let (t, c) = table_with(b, "Name");
                 let ColumnData::Fields(runs) = &mut b.tables[t].columns[c].data else { panic!() };
                 let FieldRun::Strings { data, .. } = &mut runs[0] else { panic!() };
-                let mut v = data.0.to_vec();
+                let mut v = data.mem().unwrap().to_vec();
                 v[0] = 0xff;
                 *data = owned(v);
             }),
@@ -325,7 +325,7 @@ fn crafted_bodies_are_rejected() {
             Box::new(|b| {
                 let (t, c) = table_with(b, "Inventory");
                 let ColumnData::Opaque { lens, .. } = &mut b.tables[t].columns[c].data else { panic!() };
-                let mut v = lens.0.to_vec();
+                let mut v = lens.mem().unwrap().to_vec();
                 v[0] = v[0].wrapping_add(1);
                 *lens = owned(v);
             }),
@@ -460,7 +460,7 @@ fn atomic_write_keeps_the_old_file_when_the_writer_fails() {
     // The writer fails midway, after part of the new file is written.
     let err = write_atomically(&path, |f| {
         f.write_all(b"new con")?;
-        Err(io::Error::other("disk full"))
+        Err(io::Error::other("disk full").into())
     })
     .unwrap_err();
     assert!(err.to_string().contains("disk full"), "{err}");
@@ -577,4 +577,269 @@ fn a_failed_load_leaves_the_registry_as_it_was() {
     u.register_opaque_serde::<Mood>().unwrap();
     assert!(u.load_bytes_into(&bad, &LoadOptions::default()).is_err());
     assert_eq!(u.components().len(), 2);
+}
+
+// ----- the hand-written body layout against bincode's ------------------------------------------
+
+/// Worlds of every shape: small, with ticks, large (long runs, several threads), empty.
+fn shapes() -> Vec<(World, SaveOptions)> {
+    let ticks = SaveOptions { change_ticks: true, ..SaveOptions::default() };
+    let mut big = World::new();
+    big.register_opaque_serde::<Inventory>().unwrap();
+    big.register_opaque_serde::<Mood>().unwrap();
+    for i in 0..30_000u32 {
+        let e = big.spawn((Pos { x: i as f32, y: 0.5 }, Flag { on: i % 3 == 0, n: i as u8 }));
+        if i % 2 == 0 {
+            big.insert(e, Name { value: format!("n{}é", i % 101) }).unwrap();
+        }
+        if i % 5 == 0 {
+            big.insert(e, Big { v: i as u64 }).unwrap();
+        }
+        if i % 97 == 0 {
+            big.insert(e, Inventory(vec![("x".into(), i)])).unwrap();
+        }
+    }
+    for i in (0..30_000).step_by(7) {
+        big.despawn(Entity::from_parts(i, 0)).unwrap();
+    }
+    vec![
+        (sample(), SaveOptions::default()),
+        (sample(), ticks.clone()),
+        (World::new(), SaveOptions::default()),
+        (big.clone_for_tests(), SaveOptions::default()),
+        (big, ticks),
+    ]
+}
+
+impl World {
+    /// A copy through a snapshot (worlds are not `Clone`).
+    fn clone_for_tests(&self) -> World {
+        let mut w = typed();
+        w.load_bytes_into(
+            &self.save_to_vec(&SaveOptions { change_ticks: true, ..Default::default() }).unwrap(),
+            &LoadOptions::default(),
+        )
+        .unwrap();
+        w
+    }
+}
+
+fn temp_file(name: &str) -> std::path::PathBuf {
+    static N: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    std::env::temp_dir().join(format!("ecsdb-unit-{}-{n}-{name}", std::process::id()))
+}
+
+#[test]
+fn the_body_layout_is_bincodes() {
+    let mut long = 0;
+    for (w, opts) in shapes() {
+        let bytes = w.save_to_vec(&opts).unwrap();
+        // Long bodies take the parallel paths (encoding, copying, writing at offsets).
+        long += (bytes.len() > 1 << 20) as usize;
+        let body = &bytes[HEADER_LEN..];
+        // bincode reads what the encoder wrote, and writes it back byte for byte.
+        let (b, used): (Body<'_>, usize) = bincode::serde::borrow_decode_from_slice(body, body_config()).unwrap();
+        assert_eq!(used, body.len());
+        assert!(bincode::serde::encode_to_vec(&b, body_config()).unwrap() == body);
+        // The hand-written decoder reads the same body.
+        let h = decode_body(body).unwrap();
+        assert!(bincode::serde::encode_to_vec(&h, body_config()).unwrap() == body);
+        // Every way of saving writes the same bytes.
+        let mut v = Vec::new();
+        let stats = w.save_to_writer(&mut v, &opts).unwrap();
+        assert!(v == bytes);
+        assert_eq!(stats.bytes, bytes.len() as u64);
+        let path = temp_file("layout.snap");
+        let stats = w.save(&path, &opts).unwrap();
+        assert!(std::fs::read(&path).unwrap() == bytes);
+        assert_eq!(stats, w.save_to_vec_with_stats(&opts).unwrap().1);
+        // Saving again replaces the file.
+        w.save(&path, &opts).unwrap();
+        assert!(std::fs::read(&path).unwrap() == bytes);
+        std::fs::remove_file(&path).unwrap();
+    }
+    assert!(long >= 1, "{long}");
+}
+
+#[test]
+fn the_decoder_accepts_exactly_what_bincode_accepts() {
+    let bytes = sample().save_to_vec(&SaveOptions { change_ticks: true, ..Default::default() }).unwrap();
+    let body = &bytes[HEADER_LEN..];
+    let bincode_reads = |b: &[u8]| match bincode::serde::borrow_decode_from_slice::<Body<'_>, _>(b, body_config()) {
+        Ok((d, used)) => (used == b.len()).then(|| bincode::serde::encode_to_vec(&d, body_config()).unwrap()),
+        Err(_) => None,
+    };
+    let hand_reads = |b: &[u8]| decode_body(b).ok().map(|d| bincode::serde::encode_to_vec(&d, body_config()).unwrap());
+    let mut cases: Vec<Vec<u8>> = Vec::new();
+    for at in 0..body.len() {
+        for bit in [0u8, 1, 4, 7] {
+            let mut m = body.to_vec();
+            m[at] ^= 1 << bit;
+            cases.push(m);
+        }
+        let mut m = body.to_vec();
+        m[at] = 0xff;
+        cases.push(m);
+    }
+    for cut in (0..body.len()).step_by(3) {
+        cases.push(body[..cut].to_vec());
+    }
+    let mut longer = body.to_vec();
+    longer.push(0);
+    cases.push(longer);
+    let mut accepted = 0;
+    for (k, m) in cases.iter().enumerate() {
+        let (a, b) = (bincode_reads(m), hand_reads(m));
+        assert!(a == b, "case {k}: bincode {} / hand-written {}", a.is_some(), b.is_some());
+        accepted += a.is_some() as usize;
+    }
+    assert!(accepted > 100, "{accepted}");
+}
+
+// ----- the loader's paths against each other --------------------------------------------------
+
+/// Sets the test knobs for the current thread while `f` runs.
+fn with_knobs<R>(defer: Option<usize>, small_file: Option<u64>, parallel: Option<usize>, f: impl FnOnce() -> R) -> R {
+    use super::read::knobs;
+    knobs::DEFER_MIN.with(|c| c.set(defer));
+    knobs::SMALL_FILE.with(|c| c.set(small_file));
+    knobs::PARALLEL_BYTES.with(|c| c.set(parallel));
+    let r = f();
+    knobs::DEFER_MIN.with(|c| c.set(None));
+    knobs::SMALL_FILE.with(|c| c.set(None));
+    knobs::PARALLEL_BYTES.with(|c| c.set(None));
+    r
+}
+
+/// A loaded world as bytes (equal worlds save to equal bytes), or the error's text.
+fn outcome(w: Result<World, SnapshotError>) -> Result<Vec<u8>, String> {
+    w.map(|w| w.save_to_vec(&SaveOptions { change_ticks: true, ..Default::default() }).unwrap())
+        .map_err(|e| e.to_string())
+}
+
+/// Loads a snapshot every way, into a world with the Rust types registered: runs read while
+/// decoding, one thread; every run deferred to the builder, several threads; every run read
+/// from a file by the builder, several threads. Returns the three outcomes.
+fn load_every_way(bytes: &[u8], path: &std::path::Path) -> [Result<Vec<u8>, String>; 3] {
+    let load = |b: &[u8]| {
+        let mut w = typed();
+        w.load_bytes_into(b, &LoadOptions::default()).map(|_| w)
+    };
+    let eager = with_knobs(Some(usize::MAX), None, Some(usize::MAX), || outcome(load(bytes)));
+    let deferred = with_knobs(Some(1), None, Some(0), || outcome(load(bytes)));
+    std::fs::write(path, bytes).unwrap();
+    let file = with_knobs(Some(1), Some(0), Some(0), || {
+        let mut w = typed();
+        outcome(w.load_into(path, &LoadOptions::default()).map(|_| w))
+    });
+    [eager, deferred, file]
+}
+
+fn assert_paths_agree(bytes: &[u8], path: &std::path::Path, what: &str) -> bool {
+    let [eager, deferred, file] = load_every_way(bytes, path);
+    let show = |r: &Result<Vec<u8>, String>| match r {
+        Ok(b) => format!("Ok({} bytes)", b.len()),
+        Err(e) => format!("Err({e})"),
+    };
+    assert!(eager == deferred, "{what}: in place {} / deferred {}", show(&eager), show(&deferred));
+    // A file's error names the file; the rest agrees.
+    let file = file.map_err(|e| e.replace(&format!("i/o error on '{}': ", path.display()), "i/o error: "));
+    assert!(eager == file, "{what}: in place {} / file {}", show(&eager), show(&file));
+    eager.is_ok()
+}
+
+#[test]
+fn every_load_path_reads_the_same_worlds() {
+    let path = temp_file("paths.snap");
+    for (w, opts) in shapes() {
+        let bytes = w.save_to_vec(&opts).unwrap();
+        assert!(assert_paths_agree(&bytes, &path, "intact"));
+    }
+    std::fs::remove_file(&path).unwrap();
+}
+
+#[test]
+fn every_load_path_fails_alike_on_damaged_snapshots() {
+    let path = temp_file("damaged.snap");
+    for ticks in [false, true] {
+        let bytes = sample().save_to_vec(&SaveOptions { change_ticks: ticks, ..Default::default() }).unwrap();
+        let mut loaded = 0;
+        for at in (HEADER_LEN..bytes.len()).step_by(3) {
+            for bit in [0u8, 5] {
+                let mut b = bytes.clone();
+                b[at] ^= 1 << bit;
+                // As it is (a checksum mismatch), and resealed (the structural checks).
+                assert_paths_agree(&b, &path, &format!("flip {at}.{bit}"));
+                let body = &b[HEADER_LEN..];
+                let h = Header {
+                    version: FORMAT_VERSION,
+                    flags: u32::from_le_bytes(b[12..16].try_into().unwrap()),
+                    body_len: body.len() as u64,
+                    body_crc: crc32fast::hash(body),
+                };
+                b[..HEADER_LEN].copy_from_slice(&h.to_bytes());
+                loaded += assert_paths_agree(&b, &path, &format!("resealed flip {at}.{bit}")) as usize;
+            }
+        }
+        assert!(loaded > 10, "{loaded}");
+        for cut in [0, 7, 31, 32, 40, bytes.len() / 2, bytes.len() - 1] {
+            assert!(!assert_paths_agree(&bytes[..cut], &path, &format!("cut {cut}")));
+        }
+        let mut longer = bytes.clone();
+        longer.extend_from_slice(b"extra");
+        assert!(!assert_paths_agree(&longer, &path, "longer"));
+    }
+    // Long runs: damage inside them is found by the builder's checks and checksums.
+    let (big, _) = shapes().swap_remove(3);
+    let bytes = big.save_to_vec(&SaveOptions::default()).unwrap();
+    let step = bytes.len() / 40;
+    for at in (HEADER_LEN..bytes.len()).step_by(step) {
+        let mut b = bytes.clone();
+        b[at] ^= 0x10;
+        assert!(!assert_paths_agree(&b, &path, &format!("big flip {at}")));
+        let body = &b[HEADER_LEN..];
+        let h =
+            Header { version: FORMAT_VERSION, flags: 0, body_len: body.len() as u64, body_crc: crc32fast::hash(body) };
+        b[..HEADER_LEN].copy_from_slice(&h.to_bytes());
+        assert_paths_agree(&b, &path, &format!("big resealed flip {at}"));
+    }
+    std::fs::remove_file(&path).unwrap();
+}
+
+#[test]
+fn large_snapshot_files_load_straight_into_columns() {
+    // Real thresholds: the file is larger than the size read into memory whole, and its long
+    // runs go from the file to the columns.
+    let (big, opts) = shapes().swap_remove(4);
+    let path = temp_file("large.snap");
+    let saved = big.save(&path, &opts).unwrap();
+    assert!(saved.bytes > 1 << 20, "{}", saved.bytes);
+    let mut t = typed();
+    let stats = t.load_into(&path, &LoadOptions::default()).unwrap();
+    assert_eq!(stats.bytes, saved.bytes);
+    assert_eq!(stats.component_bytes, saved.component_bytes);
+    assert_eq!(stats.entities, big.len());
+    assert!(t.save_to_vec(&opts).unwrap() == big.clone_for_tests().save_to_vec(&opts).unwrap());
+    // Damage in a long run of the file: a checksum mismatch, and the world is unchanged.
+    let mut bytes = std::fs::read(&path).unwrap();
+    let at = bytes.len() / 2;
+    bytes[at] ^= 1;
+    std::fs::write(&path, &bytes).unwrap();
+    let mut u = typed();
+    assert!(matches!(u.load_into(&path, &LoadOptions::default()), Err(SnapshotError::ChecksumMismatch)));
+    assert!(u.is_empty());
+    // Truncated, and with bytes after the body.
+    bytes[at] ^= 1;
+    std::fs::write(&path, &bytes[..bytes.len() - 100]).unwrap();
+    assert!(matches!(u.load_into(&path, &LoadOptions::default()), Err(SnapshotError::Truncated { .. })));
+    let mut longer = bytes.clone();
+    longer.extend_from_slice(&[0; 10]);
+    std::fs::write(&path, &longer).unwrap();
+    assert!(matches!(u.load_into(&path, &LoadOptions::default()), Err(SnapshotError::Corrupt(_))));
+    // A missing file names itself.
+    std::fs::remove_file(&path).unwrap();
+    let err = u.load_into(&path, &LoadOptions::default()).unwrap_err();
+    assert!(matches!(&err, SnapshotError::File { path: p, .. } if p == &path), "{err}");
+    assert!(u.is_empty());
 }

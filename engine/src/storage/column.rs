@@ -346,6 +346,51 @@ impl Column {
     }
 }
 
+impl Column {
+    /// Appends `n` rows at once (snapshot loading): `fill` writes the values' bytes through
+    /// the pointer it gets, to the `n * item_size` uninitialised bytes after the last row;
+    /// then the rows join the column, stamped `tick`, or with the saved ticks `saved`
+    /// (little-endian `u32`s, added then changed, 4 bytes per row each). If `fill` fails, the
+    /// column is left as it was (the bytes it wrote are never read nor dropped).
+    ///
+    /// # Safety
+    /// When `fill` returns `Ok`, it must have initialised every one of the `n * item_size`
+    /// bytes with valid values of the column's component, and must not keep the pointer.
+    pub(crate) unsafe fn append_with<E>(
+        &mut self,
+        n: usize,
+        tick: Tick,
+        saved: Option<(&[u8], &[u8])>,
+        fill: impl FnOnce(*mut u8) -> Result<(), E>,
+    ) -> Result<(), E> {
+        if let Some((added, changed)) = saved {
+            assert!(added.len() / 4 == n && changed.len() / 4 == n, "tick runs must hold one tick per row");
+        }
+        self.reserve(n);
+        let size = self.item.size();
+        // SAFETY: `reserve` made room for `n` more rows, so the tail lies inside the allocation
+        // (for zero-sized values the pointer is the aligned dangling one and nothing is
+        // written).
+        let tail = unsafe { self.data.as_ptr().add(self.len * size) };
+        fill(tail)?;
+        // The caller vouches that the tail now holds `n` valid values.
+        self.len += n;
+        match saved {
+            None => {
+                self.added.resize(self.len, tick);
+                self.changed.resize(self.len, tick);
+            }
+            Some((added, changed)) => {
+                let le = |c: &[u8]| Tick::from_le_bytes([c[0], c[1], c[2], c[3]]);
+                self.added.extend(added.chunks_exact(4).take(n).map(le));
+                self.changed.extend(changed.chunks_exact(4).take(n).map(le));
+            }
+        }
+        debug_assert!(self.added.len() == self.len && self.changed.len() == self.len);
+        Ok(())
+    }
+}
+
 impl Drop for Column {
     fn drop(&mut self) {
         self.clear();
@@ -423,6 +468,68 @@ mod tests {
         c.swap_remove_drop(500);
         assert_eq!(c.len(), 999);
         assert_eq!(c.memory_bytes().0, 0);
+    }
+
+    #[test]
+    fn append_with_fills_values_and_ticks() {
+        let mut c = Column::with_layout(Layout::new::<[u32; 3]>(), None);
+        push(&mut c, [9u32, 9, 9]);
+        // SAFETY: the closure writes 2 rows of [u32; 3] (24 bytes) before returning Ok.
+        let r: Result<(), ()> = unsafe {
+            c.append_with(2, 7, None, |dst| {
+                let v: [u32; 6] = [1, 2, 3, 4, 5, 6];
+                std::ptr::copy_nonoverlapping(v.as_ptr() as *const u8, dst, 24);
+                Ok(())
+            })
+        };
+        r.unwrap();
+        // SAFETY: column of [u32; 3].
+        assert_eq!(unsafe { c.as_slice::<[u32; 3]>() }, &[[9, 9, 9], [1, 2, 3], [4, 5, 6]]);
+        assert_eq!(c.added_ticks(), &[1, 7, 7]);
+        assert_eq!(c.changed_ticks(), &[1, 7, 7]);
+        // Saved ticks, little-endian.
+        let added: Vec<u8> = [10u32, 11].iter().flat_map(|t| t.to_le_bytes()).collect();
+        let changed: Vec<u8> = [20u32, 21].iter().flat_map(|t| t.to_le_bytes()).collect();
+        // SAFETY: as above.
+        let r: Result<(), ()> = unsafe {
+            c.append_with(2, 0, Some((&added, &changed)), |dst| {
+                std::ptr::write_bytes(dst, 0, 24);
+                Ok(())
+            })
+        };
+        r.unwrap();
+        assert_eq!(c.len(), 5);
+        assert_eq!(c.added_ticks(), &[1, 7, 7, 10, 11]);
+        assert_eq!(c.changed_ticks(), &[1, 7, 7, 20, 21]);
+        // A failing fill leaves the column as it was.
+        // SAFETY: nothing is appended on Err.
+        let r = unsafe { c.append_with(1000, 3, None, |_| Err("no")) };
+        assert_eq!(r, Err("no"));
+        assert_eq!((c.len(), c.added_ticks().len(), c.changed_ticks().len()), (5, 5, 5));
+        // SAFETY: column of [u32; 3].
+        assert_eq!(unsafe { c.as_slice::<[u32; 3]>() }[4], [0, 0, 0]);
+        // Pushing afterwards still works (capacity bookkeeping intact).
+        push(&mut c, [8u32, 8, 8]);
+        assert_eq!(c.len(), 6);
+    }
+
+    #[test]
+    fn append_with_zero_sized_rows() {
+        let mut c = Column::with_layout(Layout::new::<()>(), None);
+        // SAFETY: zero-sized values need no bytes.
+        let r: Result<(), ()> = unsafe { c.append_with(100_000, 4, None, |_| Ok(())) };
+        r.unwrap();
+        assert_eq!((c.len(), c.added_ticks().len()), (100_000, 100_000));
+        c.swap_remove_drop(5);
+        assert_eq!(c.len(), 99_999);
+    }
+
+    #[test]
+    #[should_panic(expected = "one tick per row")]
+    fn append_with_checks_tick_runs() {
+        let mut c = Column::with_layout(Layout::new::<u32>(), None);
+        // SAFETY: the length check fires before anything is written.
+        let _: Result<(), ()> = unsafe { c.append_with(2, 0, Some((&[0; 4], &[0; 8])), |_| Ok(())) };
     }
 
     #[test]

@@ -114,6 +114,12 @@ impl ArchetypeTable {
         &mut self.columns[i]
     }
 
+    /// The entity column and every column at once (snapshot loading fills them side by
+    /// side; the caller keeps them row-aligned).
+    pub(crate) fn parts_mut(&mut self) -> (&mut Vec<Entity>, &mut [Column]) {
+        (&mut self.entities, &mut self.columns)
+    }
+
     pub(crate) fn reserve(&mut self, additional: usize) {
         self.entities.reserve(additional);
         for c in self.columns.iter_mut() {
