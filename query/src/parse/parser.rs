@@ -200,7 +200,7 @@ fn all<'s>(pair: Pair<'s, Rule>, rule: Rule) -> impl Iterator<Item = Pair<'s, Ru
 
 /// An operator between two operands in an expression's flat sequence.
 #[derive(Clone, Copy)]
-enum Infix {
+pub(super) enum Infix {
     Binary(BinaryOp),
     Like { negated: bool },
 }
@@ -243,6 +243,20 @@ impl Infix {
 /// so [`prepare`] already bounds it; this is a second, independent guard.
 const MAX_RECURSION: usize = 2 * MAX_NESTING + 8;
 
+/// What a token that contains expressions builds (see [`OperatorStack::push_nested`]).
+pub(super) enum Nested {
+    /// `( expr )`.
+    Paren,
+    /// `[a, b]` or `[a, b, c]`.
+    Vector,
+    /// `name(args…)`.
+    Call(Ident),
+    /// `[NOT] IN (list…)` after an operand.
+    InList { negated: bool },
+    /// `[NOT] BETWEEN low AND high` after an operand.
+    Between { negated: bool },
+}
+
 /// An operator waiting on the [`OperatorStack`] for its right operand.
 #[derive(Clone, Copy)]
 enum Pending {
@@ -267,7 +281,7 @@ impl Pending {
 /// The two stacks of the shunting-yard algorithm: built operands (with their heights) and
 /// operators waiting for their right operand.
 #[derive(Default)]
-struct OperatorStack {
+pub(super) struct OperatorStack {
     operands: Vec<(Expr, usize)>,
     operators: Vec<Pending>,
     /// Where the text pest parsed starts in the whole text (see [`span_of`]).
@@ -330,30 +344,43 @@ impl OperatorStack {
                     self.push_checked((number_literal(number.as_str(), int, true, span)?, 1))
                 }
                 None => {
-                    self.operators.push(Pending::Prefix { not: false, start });
+                    self.prefix(false, start);
                     Ok(())
                 }
             },
             Rule::op_not => {
-                self.operators.push(Pending::Prefix { not: true, start });
+                self.prefix(true, start);
                 Ok(())
             }
             Rule::is_null => {
-                let (expr, height) = self.take_postfix_operand()?;
-                let span = Span::new(expr.span.start, span_of(&token, self.base).end);
-                let negated = token.into_inner().any(|p| p.as_rule() == Rule::kw_not);
-                let kind = ExprKind::IsNull { expr: Box::new(expr), negated };
-                self.push_checked((Expr::new(kind, span), height + 1))
+                let negated = token.clone().into_inner().any(|p| p.as_rule() == Rule::kw_not);
+                self.is_null(negated, span_of(&token, self.base).end)
             }
             _ => match Infix::of(&token) {
-                Some(op) => {
-                    self.reduce_while(op.precedence())?;
-                    self.operators.push(Pending::Infix(op));
-                    Ok(())
-                }
+                Some(op) => self.infix(op),
                 None => self.push_checked((leaf(token, self.base)?, 1)),
             },
         }
+    }
+
+    /// Takes a prefix operator (`NOT` if `not`, else `-`) starting at byte `start`.
+    pub(super) fn prefix(&mut self, not: bool, start: usize) {
+        self.operators.push(Pending::Prefix { not, start });
+    }
+
+    /// Takes an infix operator: applies the waiting ones that bind at least as tightly.
+    pub(super) fn infix(&mut self, op: Infix) -> Result<()> {
+        self.reduce_while(op.precedence())?;
+        self.operators.push(Pending::Infix(op));
+        Ok(())
+    }
+
+    /// Applies `IS [NOT] NULL`, which ends at byte `end`, to the operand before it.
+    pub(super) fn is_null(&mut self, negated: bool, end: usize) -> Result<()> {
+        let (expr, height) = self.take_postfix_operand()?;
+        let span = Span::new(expr.span.start, end);
+        let kind = ExprKind::IsNull { expr: Box::new(expr), negated };
+        self.push_checked((Expr::new(kind, span), height + 1))
     }
 
     /// Applies the waiting operators that bind tighter than a postfix operator and takes the
@@ -368,26 +395,35 @@ impl OperatorStack {
     /// before it.
     fn nested(&mut self, token: Pair<'_, Rule>, parts: Vec<(Expr, usize)>) -> Result<()> {
         let span = span_of(&token, self.base);
-        let rule = token.as_rule();
+        let negated = || token.clone().into_inner().any(|p| p.as_rule() == Rule::op_negate);
+        let nested = match token.as_rule() {
+            Rule::paren_expr => Nested::Paren,
+            Rule::vector => Nested::Vector,
+            Rule::name_ref => Nested::Call(ident(&first(token.clone(), Rule::ref_name), self.base)),
+            Rule::in_list => Nested::InList { negated: negated() },
+            _ => Nested::Between { negated: negated() },
+        };
+        self.push_nested(nested, span, parts)
+    }
+
+    /// Pushes `nested`, which spans `span` and holds the expressions `parts` (with their
+    /// heights).
+    pub(super) fn push_nested(&mut self, nested: Nested, span: Span, parts: Vec<(Expr, usize)>) -> Result<()> {
         let height = parts.iter().map(|&(_, h)| h).max().unwrap_or(0);
         let mut exprs: Vec<Expr> = parts.into_iter().map(|(e, _)| e).collect();
-        let built = match rule {
-            Rule::paren_expr => {
+        let built = match nested {
+            Nested::Paren => {
                 let inner = exprs.pop().ok_or_else(|| internal("empty parentheses"))?;
                 // The parenthesised expression spans its parentheses.
                 (Expr::new(inner.kind, span), height)
             }
-            Rule::vector => (Expr::new(vector(exprs, span)?, span), height + 1),
-            Rule::name_ref => {
-                let name = ident(&first(token, Rule::ref_name), self.base);
-                (Expr::new(ExprKind::Call { name, args: exprs }, span), height + 1)
-            }
-            _ => {
+            Nested::Vector => (Expr::new(vector(exprs, span)?, span), height + 1),
+            Nested::Call(name) => (Expr::new(ExprKind::Call { name, args: exprs }, span), height + 1),
+            Nested::InList { negated } | Nested::Between { negated } => {
                 let (lhs, lhs_height) = self.take_postfix_operand()?;
-                let negated = token.into_inner().any(|p| p.as_rule() == Rule::op_negate);
                 let span = lhs.span.to(span);
                 let expr = Box::new(lhs);
-                let kind = if rule == Rule::in_list {
+                let kind = if matches!(nested, Nested::InList { .. }) {
                     ExprKind::InList { expr, list: exprs, negated }
                 } else {
                     let mut bounds = exprs.into_iter();
@@ -405,7 +441,7 @@ impl OperatorStack {
     }
 
     /// Applies every waiting operator and pushes the one expression left onto `out`.
-    fn finish_into(&mut self, out: &mut Vec<(Expr, usize)>) -> Result<()> {
+    pub(super) fn finish_into(&mut self, out: &mut Vec<(Expr, usize)>) -> Result<()> {
         self.reduce_while(0)?;
         match (self.operands.pop(), self.operands.is_empty()) {
             (Some(result), true) => {
@@ -421,7 +457,7 @@ impl OperatorStack {
     }
 
     /// Pushes a built operand, rejecting it if the tree got too high.
-    fn push_checked(&mut self, (expr, height): (Expr, usize)) -> Result<()> {
+    pub(super) fn push_checked(&mut self, (expr, height): (Expr, usize)) -> Result<()> {
         if height > MAX_EXPR_DEPTH {
             return Err(too_deep(expr.span));
         }
@@ -849,7 +885,7 @@ fn number_kind(text: &str) -> NumberKind {
 }
 
 /// An int or float literal, negated when it followed a unary minus.
-fn number_literal(digits: &str, int: bool, negative: bool, span: Span) -> Result<Expr> {
+pub(super) fn number_literal(digits: &str, int: bool, negative: bool, span: Span) -> Result<Expr> {
     let text = || if negative { format!("-{digits}") } else { digits.to_string() };
     let literal = if int {
         // (The magnitude as u64: i64::MIN's is one more than i64::MAX.)
@@ -931,7 +967,7 @@ fn entity_literal(text: &str, span: Span) -> Result<ExprKind> {
 }
 
 /// `$3` or `$name`.
-fn parameter(text: &str, span: Span) -> Result<Param> {
+pub(super) fn parameter(text: &str, span: Span) -> Result<Param> {
     let name = &text[1..];
     if !name.starts_with(|c: char| c.is_ascii_digit()) {
         return Ok(Param::Named(name.to_string()));
@@ -947,7 +983,7 @@ fn parameter(text: &str, span: Span) -> Result<Param> {
 
 /// The value of a quoted string literal (quotes included in `raw`, which starts at byte
 /// `offset` of the source).
-fn unescape(raw: &str, offset: usize) -> Result<String> {
+pub(super) fn unescape(raw: &str, offset: usize) -> Result<String> {
     let inner = &raw[1..raw.len() - 1];
     let mut out = String::with_capacity(inner.len());
     let mut chars = inner.char_indices();
