@@ -51,6 +51,13 @@ const USAGE: &str = "usage: ecsdb-bench <suite|all> [--json FILE] [--time SECS] 
   --filter S   only workloads whose name contains S";
 
 fn main() -> ExitCode {
+    // One large allocation freed before anything is measured puts glibc's malloc in the
+    // state every long-running program reaches after its first large free: its dynamic
+    // thresholds rise (mmap to the freed size, heap trimming to twice that). Without it, the
+    // small workloads measured first (suite_roundtrip) were bimodal from process to process,
+    // 25–60 µs, by whether freeing a ~100 KiB buffer trimmed the heap and the next iteration
+    // faulted it back in.
+    drop(std::hint::black_box(vec![1u8; 4 << 20]));
     match run() {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
