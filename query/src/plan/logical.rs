@@ -420,22 +420,30 @@ impl Expr {
 
     /// The direct sub-expressions.
     pub fn children(&self) -> Vec<&Expr> {
-        match &self.kind {
-            ExprKind::Neg(e) | ExprKind::Not(e) | ExprKind::IsNull { expr: e, .. } => vec![e],
-            ExprKind::Binary { left, right, .. } => vec![left, right],
-            ExprKind::Between { expr, low, high, .. } => vec![expr, low, high],
-            ExprKind::InList { expr, list, .. } => std::iter::once(&**expr).chain(list.iter()).collect(),
-            ExprKind::Like { expr, pattern, .. } => vec![expr, pattern],
-            ExprKind::Vector(items) => items.iter().collect(),
-            ExprKind::Call { args, .. } => args.iter().collect(),
-            _ => Vec::new(),
-        }
+        self.child_iter().collect()
+    }
+
+    /// The direct sub-expressions, without collecting them: [`Expr::walk`] and [`Expr::any`]
+    /// visit every node of every filter at each plan, where a `Vec` per node would be most of
+    /// their cost.
+    fn child_iter(&self) -> impl Iterator<Item = &Expr> {
+        let none: &[Expr] = &[];
+        let (fixed, rest): ([Option<&Expr>; 3], &[Expr]) = match &self.kind {
+            ExprKind::Neg(e) | ExprKind::Not(e) | ExprKind::IsNull { expr: e, .. } => ([Some(e), None, None], none),
+            ExprKind::Binary { left, right, .. } => ([Some(left), Some(right), None], none),
+            ExprKind::Between { expr, low, high, .. } => ([Some(expr), Some(low), Some(high)], none),
+            ExprKind::InList { expr, list, .. } => ([Some(expr), None, None], list),
+            ExprKind::Like { expr, pattern, .. } => ([Some(expr), Some(pattern), None], none),
+            ExprKind::Vector(items) | ExprKind::Call { args: items, .. } => ([None; 3], items),
+            _ => ([None; 3], none),
+        };
+        fixed.into_iter().flatten().chain(rest)
     }
 
     /// Calls `f` on this expression and every sub-expression, parents first.
     pub fn walk(&self, f: &mut impl FnMut(&Expr)) {
         f(self);
-        for c in self.children() {
+        for c in self.child_iter() {
             c.walk(f);
         }
     }
@@ -445,7 +453,7 @@ impl Expr {
         if pred(self) {
             return true;
         }
-        self.children().into_iter().any(|c| c.any(pred))
+        self.child_iter().any(|c| c.any(pred))
     }
 
     /// Whether the value depends on the row (fields, components, `entity`, `has`).
