@@ -143,23 +143,48 @@ impl<'w> FieldReader<'w> {
                 f(i, c.get(r as usize).map_or(Value::Null, &conv));
             }
         }
+        /// For plain values: a batch of rows is loaded first, in a loop that does nothing
+        /// else, then converted. Selected rows are scattered, so their loads mostly miss the
+        /// cache; issued back to back they overlap, where interleaved with building and
+        /// storing `Value`s they would wait one after another (a 1%-selective projection of
+        /// 1M rows spent most of its time here).
+        fn go_plain<T: FieldScalar + Copy + Default>(
+            c: &FieldColumn<'_, T>,
+            rows: &[u32],
+            f: &mut impl FnMut(usize, Value),
+            conv: impl Fn(T) -> Value,
+        ) {
+            const LOADS: usize = 64;
+            let mut vals = [T::default(); LOADS];
+            let mut present = [false; LOADS];
+            for (k, batch) in rows.chunks(LOADS).enumerate() {
+                for (j, &r) in batch.iter().enumerate() {
+                    let v = c.get(r as usize);
+                    present[j] = v.is_some();
+                    vals[j] = v.copied().unwrap_or_default();
+                }
+                for j in 0..batch.len() {
+                    f(k * LOADS + j, if present[j] { conv(vals[j]) } else { Value::Null });
+                }
+            }
+        }
         match self {
-            FieldReader::Bool(c) => go(c, rows, &mut f, |v| Value::Bool(*v)),
-            FieldReader::I8(c) => go(c, rows, &mut f, |v| Value::Int(*v as i64)),
-            FieldReader::I16(c) => go(c, rows, &mut f, |v| Value::Int(*v as i64)),
-            FieldReader::I32(c) => go(c, rows, &mut f, |v| Value::Int(*v as i64)),
-            FieldReader::I64(c) => go(c, rows, &mut f, |v| Value::Int(*v)),
-            FieldReader::U8(c) => go(c, rows, &mut f, |v| Value::Int(*v as i64)),
-            FieldReader::U16(c) => go(c, rows, &mut f, |v| Value::Int(*v as i64)),
-            FieldReader::U32(c) => go(c, rows, &mut f, |v| Value::Int(*v as i64)),
-            FieldReader::F32(c) => go(c, rows, &mut f, |v| Value::Float(*v as f64)),
-            FieldReader::F64(c) => go(c, rows, &mut f, |v| Value::Float(*v)),
+            FieldReader::Bool(c) => go_plain(c, rows, &mut f, Value::Bool),
+            FieldReader::I8(c) => go_plain(c, rows, &mut f, |v| Value::Int(v as i64)),
+            FieldReader::I16(c) => go_plain(c, rows, &mut f, |v| Value::Int(v as i64)),
+            FieldReader::I32(c) => go_plain(c, rows, &mut f, |v| Value::Int(v as i64)),
+            FieldReader::I64(c) => go_plain(c, rows, &mut f, Value::Int),
+            FieldReader::U8(c) => go_plain(c, rows, &mut f, |v| Value::Int(v as i64)),
+            FieldReader::U16(c) => go_plain(c, rows, &mut f, |v| Value::Int(v as i64)),
+            FieldReader::U32(c) => go_plain(c, rows, &mut f, |v| Value::Int(v as i64)),
+            FieldReader::F32(c) => go_plain(c, rows, &mut f, |v| Value::Float(v as f64)),
+            FieldReader::F64(c) => go_plain(c, rows, &mut f, Value::Float),
             FieldReader::Str(c) => go(c, rows, &mut f, |v| Value::Str(v.clone())),
             FieldReader::Entity(c) => {
                 go(c, rows, &mut f, |v| if v.is_null() { Value::Null } else { Value::Entity(*v) })
             }
-            FieldReader::Vec2(c) => go(c, rows, &mut f, |v| Value::Vec2([v[0] as f64, v[1] as f64])),
-            FieldReader::Vec3(c) => go(c, rows, &mut f, |v| Value::Vec3([v[0] as f64, v[1] as f64, v[2] as f64])),
+            FieldReader::Vec2(c) => go_plain(c, rows, &mut f, |v| Value::Vec2([v[0] as f64, v[1] as f64])),
+            FieldReader::Vec3(c) => go_plain(c, rows, &mut f, |v| Value::Vec3([v[0] as f64, v[1] as f64, v[2] as f64])),
             FieldReader::U64(_) | FieldReader::Missing => {
                 for (i, &r) in rows.iter().enumerate() {
                     f(i, self.value(r as usize)?);
