@@ -346,3 +346,36 @@ fn index_walks_stay_exact_after_writes() {
         .unwrap();
     }
 }
+
+/// A prepared statement plans its access path again after `CREATE INDEX` or `DROP INDEX`
+/// (as SQLite prepares again after a schema change): a new index is used from the next run,
+/// a dropped one no longer named, and the answers never change.
+#[test]
+fn prepared_statements_follow_index_changes() {
+    let mut db = world();
+    let mut search = db.prepare("SELECT entity, Health.hp WHERE Health.hp < 3").unwrap();
+    let mut walk = db.prepare("SELECT entity, Health.hp ORDER BY Health.hp DESC LIMIT 5").unwrap();
+    let mut delete = db.prepare("DESPAWN FROM Health WHERE Health.hp > 95").unwrap();
+    let plan = |p: &mut ecsdb::query::Prepared, db: &Database| p.explain(db).unwrap().join("\n");
+    let search_rows = search.query(&db, &Params::new()).unwrap().rows;
+    let walk_rows = walk.query(&db, &Params::new()).unwrap().rows;
+    assert!(plan(&mut search, &db).contains("SCAN"), "{}", plan(&mut search, &db));
+    assert!(!plan(&mut walk, &db).contains("walk"), "{}", plan(&mut walk, &db));
+
+    db.execute("CREATE INDEX hp ON Health (hp) USING btree").unwrap();
+    assert!(plan(&mut search, &db).contains("USING INDEX hp (btree)"), "{}", plan(&mut search, &db));
+    assert!(plan(&mut walk, &db).contains("ordered walk USING INDEX hp"), "{}", plan(&mut walk, &db));
+    assert_eq!(search.query(&db, &Params::new()).unwrap().rows, search_rows);
+    assert_eq!(walk.query(&db, &Params::new()).unwrap().rows, walk_rows);
+    // A mutation's row source follows too: it finds its rows through the new index.
+    let doomed = rows(&db, "SELECT count(*) WHERE Health.hp > 95")[0][0].clone();
+    assert_eq!(delete.execute(&mut db, &Params::new()).unwrap().rows[0][0], doomed);
+    assert_eq!(rows(&db, "SELECT count(*) WHERE Health.hp > 95")[0][0], Value::Int(0));
+
+    db.execute("DROP INDEX hp").unwrap();
+    assert!(!plan(&mut search, &db).contains("INDEX"), "{}", plan(&mut search, &db));
+    assert!(!plan(&mut walk, &db).contains("walk"), "{}", plan(&mut walk, &db));
+    assert_eq!(search.query(&db, &Params::new()).unwrap().rows, search_rows);
+    let after_delete = rows(&db, "SELECT entity, Health.hp ORDER BY Health.hp DESC LIMIT 5");
+    assert_eq!(walk.query(&db, &Params::new()).unwrap().rows, after_delete);
+}

@@ -177,7 +177,8 @@ impl Database {
     }
 
     /// Parses and plans one statement for repeated runs. The plan keeps its matched tables
-    /// and extends them with tables created later.
+    /// and extends them with tables created later; after `CREATE INDEX` or `DROP INDEX` it
+    /// chooses its access path again on its next run.
     pub fn prepare(&mut self, text: &str) -> Result<Prepared, Error> {
         let stmt = parse::parse_statement(text)?;
         self.prepare_statement(&stmt)

@@ -12,6 +12,7 @@
 //! panics during a refresh poisons the lock; the next access clears it and rebuilds every
 //! index.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard, TryLockError};
 
 use roaring::RoaringBitmap;
@@ -373,6 +374,8 @@ impl IndexSet {
 #[derive(Default)]
 pub(crate) struct IndexRegistry {
     set: RwLock<IndexSet>,
+    /// Bumped whenever an index is created or dropped (see [`World::index_catalog_version`]).
+    version: AtomicU64,
 }
 
 impl IndexRegistry {
@@ -648,6 +651,7 @@ impl World {
         let this = world.read_change_tick();
         slot.refresh(world, this);
         world.indexes.write().slots.push(slot);
+        self.indexes.version.fetch_add(1, Ordering::Relaxed);
         name
     }
 
@@ -753,7 +757,29 @@ impl World {
         let set = self.indexes.get_mut();
         let i = set.slots.iter().position(|s| s.name() == name).ok_or_else(|| unknown_index(name))?;
         set.slots.remove(i);
+        self.indexes.version.fetch_add(1, Ordering::Relaxed);
         Ok(())
+    }
+
+    /// A number that changes whenever an index is created or dropped on this world, so that
+    /// a plan made against its indexes can tell it should be made again (prepared statements
+    /// in the query crate do).
+    ///
+    /// ```
+    /// use ecsdb_engine::index::{IndexDef, IndexKind};
+    /// use ecsdb_engine::{Component, World};
+    /// #[derive(Component)] struct Health { hp: f32 }
+    /// let mut world = World::new();
+    /// world.spawn(Health { hp: 1.0 });
+    /// let before = world.index_catalog_version();
+    /// let name = world.create_index(IndexDef::new("Health", &["hp"], IndexKind::Btree)).unwrap();
+    /// let created = world.index_catalog_version();
+    /// assert_ne!(created, before);
+    /// world.drop_index(&name).unwrap();
+    /// assert_ne!(world.index_catalog_version(), created);
+    /// ```
+    pub fn index_catalog_version(&self) -> u64 {
+        self.indexes.version.load(Ordering::Relaxed)
     }
 
     /// Every index with its entries and memory, in creation order (`SHOW INDEXES`). Refreshes.

@@ -4,7 +4,8 @@
 //! A SELECT's physical plan is a [`PhysicalSelect`]: the row source ([`ScanPlan`]: access
 //! path, matched tables, per-table pushed-down predicates) and the strategy for what happens
 //! to the rows ([`Strategy`]). Prepared statements keep it and call [`PhysicalSelect::refresh`]
-//! before each run, which matches only the tables created since.
+//! before each run, which matches only the tables created since (and plans the access path
+//! again when indexes were created or dropped).
 
 pub mod explain;
 pub mod index_choice;
@@ -99,8 +100,15 @@ impl PhysicalSelect {
         PhysicalSelect { logical, scan, strategy, fast_sort_key, ordered }
     }
 
-    /// Matches tables created since the plan was made or last refreshed.
+    /// Matches tables created since the plan was made or last refreshed; after an index was
+    /// created or dropped, chooses the access path and the ordered walk again (as SQLite
+    /// prepares a statement again after a schema change), so a prepared statement uses a new
+    /// index from its next run.
     pub fn refresh(&mut self, world: &World) {
+        let indexes_changed = self.scan.indexes_changed(world);
         self.scan.refresh(world);
+        if indexes_changed && self.strategy == Strategy::TopK {
+            self.ordered = index_choice::choose_ordered(&self.logical, world, self.scan.options());
+        }
     }
 }

@@ -217,7 +217,11 @@ pub struct ScanPlan {
     forbidden: Vec<ComponentId>,
     any_of: Vec<(Vec<ComponentId>, Vec<Slot>)>,
     base_checks: Vec<RowCheck>,
-    filter: Option<Expr>,
+    /// What it plans (kept to choose the access path again when the indexes change).
+    source: Source,
+    options: crate::plan::PlanOptions,
+    /// [`World::index_catalog_version`] when the access path was chosen.
+    index_version: u64,
     /// How rows are reached.
     pub access: Access,
     /// The matched tables, in table order.
@@ -275,7 +279,9 @@ impl ScanPlan {
             forbidden,
             any_of,
             base_checks,
-            filter: source.filter.clone(),
+            source: source.clone(),
+            options,
+            index_version: world.index_catalog_version(),
             access: Access::Scan { reason: String::new() },
             tables: Vec::new(),
             tables_seen: 0,
@@ -292,18 +298,32 @@ impl ScanPlan {
         self.world_id == world.id()
     }
 
-    /// Matches the tables created since the last call (tables are append-only).
+    /// Matches the tables created since the last call (tables are append-only), and chooses
+    /// the access path again if an index was created or dropped since it was chosen.
     pub fn refresh(&mut self, world: &World) {
         let tables = world.tables();
-        if self.tables_seen >= tables.len() {
-            return;
-        }
-        for t in &tables[self.tables_seen..] {
-            if let Some(tp) = self.match_table(t) {
-                self.tables.push(tp);
+        if self.tables_seen < tables.len() {
+            for t in &tables[self.tables_seen..] {
+                if let Some(tp) = self.match_table(t) {
+                    self.tables.push(tp);
+                }
             }
+            self.tables_seen = tables.len();
         }
-        self.tables_seen = tables.len();
+        if self.indexes_changed(world) {
+            self.index_version = world.index_catalog_version();
+            self.access = choose_access(&self.source, world, self.matched_rows(world), self.options);
+        }
+    }
+
+    /// Whether an index was created or dropped since the access path was chosen.
+    pub fn indexes_changed(&self, world: &World) -> bool {
+        self.index_version != world.index_catalog_version()
+    }
+
+    /// The planner settings the plan was made with.
+    pub fn options(&self) -> crate::plan::PlanOptions {
+        self.options
     }
 
     /// The pushed-down predicate for tables whose slots are found as `sources`.
@@ -311,7 +331,7 @@ impl ScanPlan {
         if let Some((_, f)) = self.filters.iter().find(|(s, _)| s == sources) {
             return f.clone();
         }
-        let f = Arc::new(match &self.filter {
+        let f = Arc::new(match &self.source.filter {
             None => TableFilter::Steps(Vec::new()),
             Some(f) => push_down(f, sources, &self.slots),
         });
