@@ -250,32 +250,6 @@ impl Entities {
         }
     }
 
-    /// Rebuilds an allocator from snapshot state; live slots get placeholder locations that the
-    /// loader overwrites. Fails when the state is inconsistent.
-    #[allow(dead_code)] // the snapshot loader
-    pub(crate) fn from_state(state: &EntitiesState) -> Result<Entities, String> {
-        if state.slots.len() > MAX_INDICES {
-            return Err("too many entity slots".into());
-        }
-        let mut meta = Vec::with_capacity(state.slots.len());
-        let mut alive = 0u32;
-        for &(generation, live) in &state.slots {
-            alive += live as u32;
-            let location = if live { EntityLocation { table: 0, row: 0 } } else { EntityLocation::DEAD };
-            meta.push(EntityMeta { generation, location });
-        }
-        let mut seen = vec![false; meta.len()];
-        for &i in &state.free {
-            let slot = meta.get(i as usize).ok_or("free index out of range")?;
-            if slot.location != EntityLocation::DEAD || std::mem::replace(&mut seen[i as usize], true) {
-                return Err(format!("free list names index {i} twice or a live index"));
-            }
-        }
-        let dead = meta.len() as u32 - alive;
-        let retired = dead - state.free.len() as u32;
-        Ok(Entities { meta, free: state.free.clone(), retired, alive })
-    }
-
     /// An empty allocator for snapshot loading, with room for `slots` indices. Fill it with
     /// [`Entities::push_loaded_slots`], [`Entities::set_loaded_free_list`] and
     /// [`Entities::place_loaded_rows`]; after an error, discard it.
@@ -382,18 +356,6 @@ impl Entities {
         &self.free
     }
 
-    /// Marks an index as live at `location` (snapshot loading).
-    #[allow(dead_code)] // the snapshot loader
-    pub(crate) fn mark_live(&mut self, e: Entity, location: EntityLocation) -> bool {
-        match self.meta.get_mut(e.index as usize) {
-            Some(m) if m.generation == e.generation => {
-                m.location = location;
-                true
-            }
-            _ => false,
-        }
-    }
-
     /// Forces a slot's generation (tests of generation exhaustion).
     #[cfg(test)]
     pub(crate) fn set_generation(&mut self, index: u32, generation: u32) {
@@ -485,20 +447,5 @@ mod tests {
             l.push_loaded_slots(&gens, &live, 0);
             assert!(l.set_loaded_free_list(bad).is_err());
         }
-    }
-
-    #[test]
-    fn state_round_trip() {
-        let mut ents = Entities::default();
-        let es: Vec<_> = (0..5).map(|_| ents.alloc()).collect();
-        for (i, e) in es.iter().enumerate() {
-            ents.set_location(e.index(), EntityLocation { table: 0, row: i as u32 });
-        }
-        ents.free(es[1]);
-        ents.free(es[3]);
-        let st = ents.state();
-        let back = Entities::from_state(&st).unwrap();
-        assert_eq!(back.state(), st);
-        assert_eq!(back.len(), 3);
     }
 }

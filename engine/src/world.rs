@@ -363,7 +363,6 @@ impl World {
         (self.tick.fetch_add(1, Ordering::Relaxed), written)
     }
 
-    #[allow(dead_code)] // the snapshot loader
     pub(crate) fn set_change_tick(&mut self, tick: Tick) {
         *self.written.get_mut() = true;
         *self.tick.get_mut() = tick;

@@ -325,28 +325,6 @@ impl Column {
         unsafe { std::slice::from_raw_parts(self.data.as_ptr(), self.len * self.item.size()) }
     }
 
-    /// Appends rows copied from raw bytes (snapshot loading of plain components).
-    ///
-    /// # Safety
-    /// The component must be plain (every bit pattern of its fields' bytes that came from a
-    /// value of the same schema is valid) and `bytes.len()` a multiple of the item size.
-    #[allow(dead_code)] // the snapshot loader's bulk path
-    pub(crate) unsafe fn extend_from_bytes(&mut self, bytes: &[u8], tick: Tick) {
-        let size = self.item.size();
-        debug_assert!(size != 0 && bytes.len().is_multiple_of(size));
-        let n = bytes.len() / size;
-        self.reserve(n);
-        // SAFETY: we reserved room for n rows; the caller vouches the bytes are valid values.
-        unsafe {
-            std::ptr::copy_nonoverlapping(bytes.as_ptr(), self.data.as_ptr().add(self.len * size), bytes.len());
-        }
-        self.len += n;
-        self.added.resize(self.len, tick);
-        self.changed.resize(self.len, tick);
-    }
-}
-
-impl Column {
     /// Appends `n` rows at once (snapshot loading): `fill` writes the values' bytes through
     /// the pointer it gets, to the `n * item_size` uninitialised bytes after the last row;
     /// then the rows join the column, stamped `tick`, or with the saved ticks `saved`
@@ -550,8 +528,14 @@ mod tests {
         assert_eq!(bs[36], 18.0);
         let bytes = c.bytes().to_vec();
         let mut d = Column::with_layout(Layout::new::<V>(), None);
-        // SAFETY: V is plain data copied from a column of V.
-        unsafe { d.extend_from_bytes(&bytes, 2) };
+        // SAFETY: the closure copies 37 rows of V (plain data from a column of V) before Ok.
+        let r: Result<(), ()> = unsafe {
+            d.append_with(37, 2, None, |dst| {
+                std::ptr::copy_nonoverlapping(bytes.as_ptr(), dst, bytes.len());
+                Ok(())
+            })
+        };
+        r.unwrap();
         // SAFETY: column of V.
         assert_eq!(unsafe { d.as_slice::<V>() }[5].a, 5);
     }
