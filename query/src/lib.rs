@@ -80,6 +80,7 @@ pub mod bind;
 mod database;
 pub mod error;
 pub mod execute;
+pub mod expr;
 pub mod functions;
 mod params;
 pub mod parse;

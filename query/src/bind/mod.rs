@@ -941,7 +941,7 @@ fn over_groups(e: &Expr, group_by: &[Expr], name: &dyn Fn(&Expr) -> String) -> R
         }
         _ => {
             let mut failure = None;
-            let mapped = crate::plan::physical::map_children(e, &mut |c| match over_groups(c, group_by, name) {
+            let mapped = e.map_children(&mut |c| match over_groups(c, group_by, name) {
                 Ok(x) => x,
                 Err(err) => {
                     failure.get_or_insert(err);

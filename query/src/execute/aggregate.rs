@@ -12,9 +12,10 @@ use std::hash::{BuildHasherDefault, Hasher};
 use ecsdb_engine::Value;
 
 use crate::error::{Error, ErrorKind};
-use crate::execute::eval::{eval_error, Evaluator, RowSource};
+use crate::execute::field_reader::FieldReader;
 use crate::execute::ops::{self, KeyValue};
-use crate::execute::scan::{FieldReader, Sink, SlotReader, TableCtx};
+use crate::execute::scan::{Sink, SlotReader, TableCtx};
+use crate::expr::{eval_error, Evaluator, Leaves, Vector};
 use crate::plan::logical::{AggFunc, AggregateExpr, DataType, Expr, ExprKind, SelectPlan};
 
 /// FNV-1a: short keys (team names, small ints) hash faster than with SipHash, and group keys
@@ -306,6 +307,36 @@ fn fold_f64(acc: &mut Acc, xs: &[f64], gids: &[u32]) -> Result<(), String> {
     Ok(())
 }
 
+/// Folds a batch of evaluated values into an accumulator: floats and ints straight from their
+/// typed vectors (nulls skipped), anything else value by value.
+fn fold_vector(acc: &mut Acc, values: &Vector<'_>, gids: &[u32]) -> Result<(), String> {
+    match values {
+        Vector::Float(p) if p.valid.is_none() => fold_f64(acc, &p.values, gids),
+        Vector::Float(p) => {
+            for (i, &g) in gids.iter().enumerate() {
+                if let Some(x) = p.get(i) {
+                    acc.add_f64(g as usize, x)?;
+                }
+            }
+            Ok(())
+        }
+        Vector::Int(p) => {
+            for (i, &g) in gids.iter().enumerate() {
+                if let Some(x) = p.get(i) {
+                    acc.add_i64(g as usize, x)?;
+                }
+            }
+            Ok(())
+        }
+        other => {
+            for (i, &g) in gids.iter().enumerate() {
+                acc.add_value(g as usize, &other.value(i))?;
+            }
+            Ok(())
+        }
+    }
+}
+
 /// How group numbers are found.
 enum KeyMode {
     /// No GROUP BY: one group.
@@ -376,10 +407,10 @@ impl<'w, 'p> AggregateSink<'w, 'p> {
 
     fn general_groups(&mut self, ctx: &TableCtx<'w>, rows: &[u32]) -> Result<(), Error> {
         let ev = Evaluator::new(ctx, self.params);
-        let cols: Vec<Vec<Value>> = self.plan.group_by.iter().map(|k| ev.eval(k, rows)).collect::<Result<_, _>>()?;
+        let cols: Vec<Vector<'w>> = self.plan.group_by.iter().map(|k| ev.eval(k, rows)).collect::<Result<_, _>>()?;
         let str_mode = matches!(self.mode, KeyMode::StrField { .. });
         for i in 0..rows.len() {
-            let key: Vec<Value> = cols.iter().map(|c| c[i].clone()).collect();
+            let key: Vec<Value> = cols.iter().map(|c| c.value(i)).collect();
             // One string key: the fast structures may already know it (from column reads).
             let known = match key.as_slice() {
                 [Value::Str(s)] if str_mode => self.groups.find_str(s),
@@ -447,10 +478,10 @@ impl<'w, 'p> AggregateSink<'w, 'p> {
                     }
                 }
             }
+            // Any other expression: evaluated into a typed vector, folded without Values where
+            // it is numeric.
             let values = Evaluator::new(ctx, self.params).eval(arg, rows)?;
-            for (v, &g) in values.iter().zip(&self.gids) {
-                acc.add_value(g as usize, v).map_err(|m| eval_error(arg, m))?;
-            }
+            fold_vector(acc, &values, &self.gids).map_err(|m| eval_error(arg, m))?;
         }
         Ok(())
     }
@@ -493,8 +524,9 @@ pub struct GroupRows {
     pub aggs: Vec<Vec<Value>>,
 }
 
-impl RowSource for GroupRows {
-    fn leaf(&self, e: &Expr, rows: &[u32], out: &mut Vec<Value>) -> Result<(), Error> {
+impl<'w> Leaves<'w> for GroupRows {
+    fn leaf(&self, e: &Expr, rows: &[u32]) -> Result<Vector<'w>, Error> {
+        let mut out = Vec::with_capacity(rows.len());
         for &g in rows {
             let v = match e.kind {
                 ExprKind::GroupKey(k) => self.keys.get(g as usize).and_then(|ks| ks.get(k)).cloned(),
@@ -509,6 +541,6 @@ impl RowSource for GroupRows {
             };
             out.push(v.unwrap_or(Value::Null));
         }
-        Ok(())
+        Ok(Vector::from_values(out))
     }
 }

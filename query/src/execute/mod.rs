@@ -1,7 +1,8 @@
 //! The execute stage: physical plans run over the world's archetype tables.
 //!
 //! - [`scan`]: column readers, selection vectors, column kernels, sparse joins, access paths;
-//! - [`eval`]: the batch evaluator for general expressions;
+//! - [`field_reader`]: a field of a component read in its type;
+//! - [`leaves`]: expression leaves over a table's rows, read into typed vectors;
 //! - [`ops`]: the operators' semantics on single values;
 //! - [`select`]: projection, sort / top-k, LIMIT / OFFSET;
 //! - [`aggregate`]: GROUP BY and the aggregates;
@@ -10,7 +11,8 @@
 
 pub mod aggregate;
 pub mod catalog;
-pub mod eval;
+pub mod field_reader;
+pub mod leaves;
 pub mod mutate;
 pub mod ops;
 pub mod scan;

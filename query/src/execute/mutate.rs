@@ -9,8 +9,8 @@
 use ecsdb_engine::{convert_value, ComponentId, Entity, FieldValue, Value, World};
 
 use crate::error::{Error, ErrorKind};
-use crate::execute::eval::{Evaluator, NoRows};
 use crate::execute::scan::{run_scan, Sink, TableCtx};
+use crate::expr::{Evaluator, NoRows};
 use crate::plan::logical::{ComponentValue, Expr};
 use crate::plan::physical::ScanPlan;
 use crate::result::ResultSet;
@@ -31,7 +31,7 @@ impl<'w> Sink<'w> for TargetSink<'_> {
         let ev = Evaluator::new(ctx, self.params);
         for (i, e) in self.exprs.iter().enumerate() {
             let v = ev.eval(e, rows)?;
-            self.values[i].extend(v);
+            self.values[i].extend(v.into_values());
         }
         Ok(true)
     }

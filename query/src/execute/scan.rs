@@ -13,285 +13,17 @@ use std::rc::Rc;
 
 use ecsdb_engine::index::IndexPredicate;
 use ecsdb_engine::storage::{ArchetypeTable, FieldColumn, FieldScalar, SparseSet, TableId};
-use ecsdb_engine::{Entity, FieldType, Value, World};
+use ecsdb_engine::{Entity, Value, World};
 use roaring::RoaringBitmap;
 
 use crate::error::{Error, ErrorKind};
-use crate::execute::eval::{eval_error, Evaluator, RowSource};
-use crate::execute::ops;
-use crate::plan::logical::{BinaryOp, Expr, ExprKind};
+use crate::execute::field_reader::{FieldReader, Num};
+use crate::expr::{eval_error, Evaluator};
+use crate::plan::logical::{BinaryOp, Expr};
 use crate::plan::physical::{Access, FilterStep, PhysicalSlot, RowCheck, ScanPlan, SlotSource, TableFilter};
 
 /// Rows handed to a sink at a time (bounds the memory of evaluated columns).
 pub const BATCH: usize = 1024;
-
-/// One field of a component, readable row by row, typed.
-#[derive(Clone, Copy)]
-pub enum FieldReader<'w> {
-    /// `bool`
-    Bool(FieldColumn<'w, bool>),
-    /// `i8`
-    I8(FieldColumn<'w, i8>),
-    /// `i16`
-    I16(FieldColumn<'w, i16>),
-    /// `i32`
-    I32(FieldColumn<'w, i32>),
-    /// `i64`
-    I64(FieldColumn<'w, i64>),
-    /// `u8`
-    U8(FieldColumn<'w, u8>),
-    /// `u16`
-    U16(FieldColumn<'w, u16>),
-    /// `u32`
-    U32(FieldColumn<'w, u32>),
-    /// `u64`
-    U64(FieldColumn<'w, u64>),
-    /// `f32`
-    F32(FieldColumn<'w, f32>),
-    /// `f64`
-    F64(FieldColumn<'w, f64>),
-    /// `string`
-    Str(FieldColumn<'w, String>),
-    /// `entity`
-    Entity(FieldColumn<'w, Entity>),
-    /// `vec2`
-    Vec2(FieldColumn<'w, [f32; 2]>),
-    /// `vec3`
-    Vec3(FieldColumn<'w, [f32; 3]>),
-    /// Not readable (never happens for a checked schema; reads as null).
-    Missing,
-}
-
-impl<'w> FieldReader<'w> {
-    /// The reader of a field of a table column or a sparse set.
-    pub fn new(world: &'w World, place: Place, slot: &PhysicalSlot, field: usize) -> FieldReader<'w> {
-        fn col<'w, T: FieldScalar>(
-            world: &'w World,
-            place: Place,
-            slot: &PhysicalSlot,
-            field: usize,
-        ) -> Option<FieldColumn<'w, T>> {
-            match place {
-                Place::Table(t) => world.table_field::<T>(t, slot.id, field),
-                Place::Sparse => world.sparse_field::<T>(slot.id, field),
-            }
-        }
-        let Some(info) = slot.fields.get(field) else { return FieldReader::Missing };
-        let (w, p, s, f) = (world, place, slot, field);
-        let reader = match info.ty {
-            FieldType::Bool => col(w, p, s, f).map(FieldReader::Bool),
-            FieldType::I8 => col(w, p, s, f).map(FieldReader::I8),
-            FieldType::I16 => col(w, p, s, f).map(FieldReader::I16),
-            FieldType::I32 => col(w, p, s, f).map(FieldReader::I32),
-            FieldType::I64 => col(w, p, s, f).map(FieldReader::I64),
-            FieldType::U8 => col(w, p, s, f).map(FieldReader::U8),
-            FieldType::U16 => col(w, p, s, f).map(FieldReader::U16),
-            FieldType::U32 => col(w, p, s, f).map(FieldReader::U32),
-            FieldType::U64 => col(w, p, s, f).map(FieldReader::U64),
-            FieldType::F32 => col(w, p, s, f).map(FieldReader::F32),
-            FieldType::F64 => col(w, p, s, f).map(FieldReader::F64),
-            FieldType::String => col(w, p, s, f).map(FieldReader::Str),
-            FieldType::Entity => col(w, p, s, f).map(FieldReader::Entity),
-            FieldType::Vec2 => col(w, p, s, f).map(FieldReader::Vec2),
-            FieldType::Vec3 => col(w, p, s, f).map(FieldReader::Vec3),
-        };
-        reader.unwrap_or(FieldReader::Missing)
-    }
-
-    /// Row `row`'s value. A u64 above i64::MAX is an error; a null entity reads as null.
-    #[inline]
-    pub fn value(&self, row: usize) -> Result<Value, u64> {
-        let missing = Value::Null;
-        Ok(match self {
-            FieldReader::Bool(c) => c.get(row).map_or(missing, |v| Value::Bool(*v)),
-            FieldReader::I8(c) => c.get(row).map_or(missing, |v| Value::Int(*v as i64)),
-            FieldReader::I16(c) => c.get(row).map_or(missing, |v| Value::Int(*v as i64)),
-            FieldReader::I32(c) => c.get(row).map_or(missing, |v| Value::Int(*v as i64)),
-            FieldReader::I64(c) => c.get(row).map_or(missing, |v| Value::Int(*v)),
-            FieldReader::U8(c) => c.get(row).map_or(missing, |v| Value::Int(*v as i64)),
-            FieldReader::U16(c) => c.get(row).map_or(missing, |v| Value::Int(*v as i64)),
-            FieldReader::U32(c) => c.get(row).map_or(missing, |v| Value::Int(*v as i64)),
-            FieldReader::U64(c) => match c.get(row) {
-                Some(&v) => Value::Int(i64::try_from(v).map_err(|_| v)?),
-                None => missing,
-            },
-            FieldReader::F32(c) => c.get(row).map_or(missing, |v| Value::Float(*v as f64)),
-            FieldReader::F64(c) => c.get(row).map_or(missing, |v| Value::Float(*v)),
-            FieldReader::Str(c) => c.get(row).map_or(missing, |v| Value::Str(v.clone())),
-            FieldReader::Entity(c) => {
-                c.get(row).map_or(missing, |v| if v.is_null() { Value::Null } else { Value::Entity(*v) })
-            }
-            FieldReader::Vec2(c) => c.get(row).map_or(missing, |v| Value::Vec2([v[0] as f64, v[1] as f64])),
-            FieldReader::Vec3(c) => {
-                c.get(row).map_or(missing, |v| Value::Vec3([v[0] as f64, v[1] as f64, v[2] as f64]))
-            }
-            FieldReader::Missing => missing,
-        })
-    }
-
-    /// Calls `f(i, value)` for each `rows[i]`, dispatching on the field type once. Stops at
-    /// a u64 above i64::MAX (returned as the error).
-    #[inline]
-    pub fn for_each_value(&self, rows: &[u32], mut f: impl FnMut(usize, Value)) -> Result<(), u64> {
-        fn go<T: FieldScalar>(
-            c: &FieldColumn<'_, T>,
-            rows: &[u32],
-            f: &mut impl FnMut(usize, Value),
-            conv: impl Fn(&T) -> Value,
-        ) {
-            for (i, &r) in rows.iter().enumerate() {
-                f(i, c.get(r as usize).map_or(Value::Null, &conv));
-            }
-        }
-        /// For plain values: a batch of rows is loaded first, in a loop that does nothing
-        /// else, then converted. Selected rows are scattered, so their loads mostly miss the
-        /// cache; issued back to back they overlap, where interleaved with building and
-        /// storing `Value`s they would wait one after another (a 1%-selective projection of
-        /// 1M rows spent most of its time here).
-        fn go_plain<T: FieldScalar + Copy + Default>(
-            c: &FieldColumn<'_, T>,
-            rows: &[u32],
-            f: &mut impl FnMut(usize, Value),
-            conv: impl Fn(T) -> Value,
-        ) {
-            const LOADS: usize = 64;
-            let mut vals = [T::default(); LOADS];
-            let mut present = [false; LOADS];
-            for (k, batch) in rows.chunks(LOADS).enumerate() {
-                for (j, &r) in batch.iter().enumerate() {
-                    let v = c.get(r as usize);
-                    present[j] = v.is_some();
-                    vals[j] = v.copied().unwrap_or_default();
-                }
-                for j in 0..batch.len() {
-                    f(k * LOADS + j, if present[j] { conv(vals[j]) } else { Value::Null });
-                }
-            }
-        }
-        match self {
-            FieldReader::Bool(c) => go_plain(c, rows, &mut f, Value::Bool),
-            FieldReader::I8(c) => go_plain(c, rows, &mut f, |v| Value::Int(v as i64)),
-            FieldReader::I16(c) => go_plain(c, rows, &mut f, |v| Value::Int(v as i64)),
-            FieldReader::I32(c) => go_plain(c, rows, &mut f, |v| Value::Int(v as i64)),
-            FieldReader::I64(c) => go_plain(c, rows, &mut f, Value::Int),
-            FieldReader::U8(c) => go_plain(c, rows, &mut f, |v| Value::Int(v as i64)),
-            FieldReader::U16(c) => go_plain(c, rows, &mut f, |v| Value::Int(v as i64)),
-            FieldReader::U32(c) => go_plain(c, rows, &mut f, |v| Value::Int(v as i64)),
-            FieldReader::F32(c) => go_plain(c, rows, &mut f, |v| Value::Float(v as f64)),
-            FieldReader::F64(c) => go_plain(c, rows, &mut f, Value::Float),
-            FieldReader::Str(c) => go(c, rows, &mut f, |v| Value::Str(v.clone())),
-            FieldReader::Entity(c) => {
-                go(c, rows, &mut f, |v| if v.is_null() { Value::Null } else { Value::Entity(*v) })
-            }
-            FieldReader::Vec2(c) => go_plain(c, rows, &mut f, |v| Value::Vec2([v[0] as f64, v[1] as f64])),
-            FieldReader::Vec3(c) => go_plain(c, rows, &mut f, |v| Value::Vec3([v[0] as f64, v[1] as f64, v[2] as f64])),
-            FieldReader::U64(_) | FieldReader::Missing => {
-                for (i, &r) in rows.iter().enumerate() {
-                    f(i, self.value(r as usize)?);
-                }
-            }
-        }
-        Ok(())
-    }
-
-    /// Row `row` as an f64, for numeric fields other than u64/i64 (exact in f64).
-    #[inline]
-    pub fn f64_at(&self, row: usize) -> Option<f64> {
-        match self {
-            FieldReader::I8(c) => c.get(row).map(|v| *v as f64),
-            FieldReader::I16(c) => c.get(row).map(|v| *v as f64),
-            FieldReader::I32(c) => c.get(row).map(|v| *v as f64),
-            FieldReader::U8(c) => c.get(row).map(|v| *v as f64),
-            FieldReader::U16(c) => c.get(row).map(|v| *v as f64),
-            FieldReader::U32(c) => c.get(row).map(|v| *v as f64),
-            FieldReader::F32(c) => c.get(row).map(|v| *v as f64),
-            FieldReader::F64(c) => c.get(row).copied(),
-            _ => None,
-        }
-    }
-
-    /// Appends the values of `rows` as f64 (exact numeric fields only; `false` otherwise).
-    /// One dispatch per call, then a tight loop over the column.
-    pub fn read_f64_rows(&self, rows: &[u32], out: &mut Vec<f64>) -> bool {
-        fn go<T: Num>(c: &FieldColumn<'_, T>, rows: &[u32], out: &mut Vec<f64>) {
-            out.extend(rows.iter().map(|&r| c.get(r as usize).map_or(f64::NAN, |v| v.to_f64())));
-        }
-        match self {
-            FieldReader::I8(c) => go(c, rows, out),
-            FieldReader::I16(c) => go(c, rows, out),
-            FieldReader::I32(c) => go(c, rows, out),
-            FieldReader::U8(c) => go(c, rows, out),
-            FieldReader::U16(c) => go(c, rows, out),
-            FieldReader::U32(c) => go(c, rows, out),
-            FieldReader::F32(c) => go(c, rows, out),
-            FieldReader::F64(c) => go(c, rows, out),
-            _ => return false,
-        }
-        true
-    }
-
-    /// Appends the values of `rows` as i64 (integer fields other than u64; `false` otherwise).
-    pub fn read_i64_rows(&self, rows: &[u32], out: &mut Vec<i64>) -> bool {
-        fn go<T: Num>(c: &FieldColumn<'_, T>, rows: &[u32], out: &mut Vec<i64>) {
-            out.extend(rows.iter().map(|&r| c.get(r as usize).map_or(0, |v| v.to_i64())));
-        }
-        match self {
-            FieldReader::I8(c) => go(c, rows, out),
-            FieldReader::I16(c) => go(c, rows, out),
-            FieldReader::I32(c) => go(c, rows, out),
-            FieldReader::I64(c) => go(c, rows, out),
-            FieldReader::U8(c) => go(c, rows, out),
-            FieldReader::U16(c) => go(c, rows, out),
-            FieldReader::U32(c) => go(c, rows, out),
-            _ => return false,
-        }
-        true
-    }
-
-    /// Whether [`FieldReader::f64_at`] reads this field exactly.
-    pub fn is_exact_f64(&self) -> bool {
-        matches!(
-            self,
-            FieldReader::I8(_)
-                | FieldReader::I16(_)
-                | FieldReader::I32(_)
-                | FieldReader::U8(_)
-                | FieldReader::U16(_)
-                | FieldReader::U32(_)
-                | FieldReader::F32(_)
-                | FieldReader::F64(_)
-        )
-    }
-
-    /// Whether the field is an integer type read exactly as i64 (not u64).
-    pub fn is_int(&self) -> bool {
-        matches!(
-            self,
-            FieldReader::I8(_)
-                | FieldReader::I16(_)
-                | FieldReader::I32(_)
-                | FieldReader::I64(_)
-                | FieldReader::U8(_)
-                | FieldReader::U16(_)
-                | FieldReader::U32(_)
-        )
-    }
-
-    /// Row `row` as an i64 for integer fields other than u64.
-    #[inline]
-    pub fn i64_at(&self, row: usize) -> Option<i64> {
-        match self {
-            FieldReader::I8(c) => c.get(row).map(|v| *v as i64),
-            FieldReader::I16(c) => c.get(row).map(|v| *v as i64),
-            FieldReader::I32(c) => c.get(row).map(|v| *v as i64),
-            FieldReader::I64(c) => c.get(row).copied(),
-            FieldReader::U8(c) => c.get(row).map(|v| *v as i64),
-            FieldReader::U16(c) => c.get(row).map(|v| *v as i64),
-            FieldReader::U32(c) => c.get(row).map(|v| *v as i64),
-            _ => None,
-        }
-    }
-}
 
 /// Where a component's values are: a table's column or the sparse set.
 #[derive(Clone, Copy, Debug)]
@@ -346,7 +78,7 @@ impl<'w> FunctionSets<'w> {
 
     /// The entities (by index) for which function index `name` holds; `None` when there is
     /// no such index (dropped since the statement was prepared).
-    fn answer(&self, name: &str) -> Option<Rc<RoaringBitmap>> {
+    pub(crate) fn answer(&self, name: &str) -> Option<Rc<RoaringBitmap>> {
         if let Some((_, set)) = self.sets.borrow().iter().find(|(n, _)| n == name) {
             return set.clone();
         }
@@ -436,92 +168,14 @@ impl<'w> TableCtx<'w> {
             _ => false,
         }
     }
-
-    fn field_value(&self, e: &Expr, slot: usize, field: usize, row: u32) -> Result<Value, Error> {
-        let Some((r, readers)) = self.locate(slot, row) else { return Ok(Value::Null) };
-        readers
-            .get(field)
-            .map_or(Ok(Value::Null), |reader| reader.value(r).map_err(|v| out_of_range(e, self.meta, slot, field, v)))
-    }
-
-    fn component_value(&self, e: &Expr, slot: usize, row: u32, vector: bool) -> Result<Value, Error> {
-        let Some((r, readers)) = self.locate(slot, row) else { return Ok(Value::Null) };
-        let meta = self.meta.get(slot);
-        let mut fields = Vec::with_capacity(readers.len());
-        for (i, reader) in readers.iter().enumerate() {
-            let v = reader.value(r).map_err(|v| out_of_range(e, self.meta, slot, i, v))?;
-            let name = meta.and_then(|m| m.fields.get(i)).map_or_else(String::new, |f| f.name.clone());
-            fields.push((name, v));
-        }
-        if !vector {
-            return Ok(Value::Object(fields));
-        }
-        let xs: Vec<f64> = fields.iter().map(|(_, v)| v.as_f64().unwrap_or(0.0)).collect();
-        Ok(match xs.as_slice() {
-            [a, b] => Value::Vec2([*a, *b]),
-            [a, b, c] => Value::Vec3([*a, *b, *c]),
-            _ => return Err(eval_error(e, "this component is not a vector")),
-        })
-    }
 }
 
-fn out_of_range(e: &Expr, meta: &[PhysicalSlot], slot: usize, field: usize, v: u64) -> Error {
+pub(crate) fn out_of_range(e: &Expr, meta: &[PhysicalSlot], slot: usize, field: usize, v: u64) -> Error {
     let name = meta
         .get(slot)
         .map(|m| format!("{}.{}", m.name, m.fields.get(field).map_or("?", |f| f.name.as_str())))
         .unwrap_or_default();
     Error::new(ErrorKind::Type, format!("value {v} of '{name}' (u64) is out of range for int")).with_span(e.span)
-}
-
-impl RowSource for TableCtx<'_> {
-    fn leaf(&self, e: &Expr, rows: &[u32], out: &mut Vec<Value>) -> Result<(), Error> {
-        match &e.kind {
-            ExprKind::Entity => out
-                .extend(rows.iter().map(|&r| self.entities.get(r as usize).map_or(Value::Null, |e| Value::Entity(*e)))),
-            ExprKind::Field { slot, field } => {
-                // The common case: a column of the table, read straight through its reader.
-                if let Some(reader) = self.dense_reader(*slot, *field) {
-                    return reader
-                        .for_each_value(rows, |_, v| out.push(v))
-                        .map_err(|v| out_of_range(e, self.meta, *slot, *field, v));
-                }
-                for &r in rows {
-                    out.push(self.field_value(e, *slot, *field, r)?);
-                }
-            }
-            ExprKind::Component(slot) => {
-                for &r in rows {
-                    out.push(self.component_value(e, *slot, r, false)?);
-                }
-            }
-            ExprKind::ComponentVector(slot) => {
-                for &r in rows {
-                    out.push(self.component_value(e, *slot, r, true)?);
-                }
-            }
-            ExprKind::Has(slot) => out.extend(rows.iter().map(|&r| Value::Bool(self.has(*slot, r)))),
-            ExprKind::IndexCall { func, slot } => {
-                let set = self.function_sets.answer(func.name());
-                for &r in rows {
-                    let entity = self.entities.get(r as usize).copied().unwrap_or(Entity::NULL);
-                    out.push(if !self.has(*slot, r) {
-                        Value::Null
-                    } else if let Some(set) = &set {
-                        Value::Bool(set.contains(entity.index()))
-                    } else {
-                        // The index is gone: run its predicate, which gives the same answer.
-                        match func.0.eval(self.world, entity) {
-                            Ok(Some(b)) => Value::Bool(b),
-                            Ok(None) => Value::Null,
-                            Err(err) => return Err(eval_error(e, err.to_string())),
-                        }
-                    });
-                }
-            }
-            _ => return Err(Error::internal("group values read outside aggregation").with_span(e.span)),
-        }
-        Ok(())
-    }
 }
 
 /// The rows of a table that pass so far.
@@ -662,25 +316,6 @@ impl Cmp for Ge {
         a >= b
     }
 }
-
-/// Numeric field types a kernel reads.
-pub(crate) trait Num: FieldScalar + Copy {
-    const INT: bool;
-    fn to_i64(self) -> i64;
-    fn to_f64(self) -> f64;
-}
-macro_rules! num {
-    ($($t:ty => $int:expr),*) => {$(
-        impl Num for $t {
-            const INT: bool = $int;
-            #[inline(always)]
-            fn to_i64(self) -> i64 { self as i64 }
-            #[inline(always)]
-            fn to_f64(self) -> f64 { self as f64 }
-        }
-    )*};
-}
-num!(i8 => true, i16 => true, i32 => true, i64 => true, u8 => true, u16 => true, u32 => true, f32 => false, f64 => false);
 
 /// `conv(field) op c` over the selection, with the constant held by value (in a register, not
 /// reloaded through a closure's captures after every store).
@@ -834,13 +469,20 @@ fn apply_step(step: &FilterStep, ctx: &TableCtx<'_>, sel: &mut Selection, params
         }
         FilterStep::Expr(expr) => {
             let ev = Evaluator::new(ctx, params);
-            let rows = std::mem::replace(sel, Selection::Rows(Vec::new())).into_rows();
+            let rows = std::mem::replace(sel, Selection::Rows(Vec::new()));
             let mut kept = Vec::with_capacity(rows.len());
-            for chunk in rows.chunks(BATCH) {
-                let values = ev.eval(expr, chunk)?;
-                for (&r, v) in chunk.iter().zip(&values) {
-                    if ops::truth(v).map_err(|m| eval_error(expr, m))? == Some(true) {
-                        kept.push(r);
+            match rows {
+                Selection::All(n) => {
+                    let mut buf = Vec::with_capacity(BATCH.min(n));
+                    for start in (0..n).step_by(BATCH) {
+                        buf.clear();
+                        buf.extend(start as u32..(start + BATCH).min(n) as u32);
+                        kept.extend(ev.filter(expr, &buf)?);
+                    }
+                }
+                Selection::Rows(rows) => {
+                    for chunk in rows.chunks(BATCH) {
+                        kept.extend(ev.filter(expr, chunk)?);
                     }
                 }
             }
@@ -976,7 +618,7 @@ pub fn run_scan<'w>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use ecsdb_engine::{ComponentDef, Value};
+    use ecsdb_engine::{ComponentDef, FieldType, Value};
 
     /// The f32 kernel agrees with comparing in f64, at the awkward constants.
     #[test]

@@ -20,11 +20,13 @@ use ecsdb_engine::{Entity, Value, World};
 
 use crate::error::{Error, ErrorKind};
 use crate::execute::aggregate::{AggregateSink, GroupRows};
-use crate::execute::eval::Evaluator;
+use crate::execute::field_reader::{FieldReader, Num};
 use crate::execute::ops::sort_cmp;
-use crate::execute::scan::{run_scan, FieldReader, FunctionSets, Num, Sink, SlotReader, TableCtx};
+use crate::execute::scan::{run_scan, FunctionSets, Sink, SlotReader, TableCtx};
+use crate::expr::eval_constant;
+use crate::expr::Evaluator;
 use crate::plan::logical::{Expr, ExprKind, SelectPlan};
-use crate::plan::physical::{eval_constant, ScanPlan};
+use crate::plan::physical::ScanPlan;
 use crate::plan::{PhysicalSelect, Strategy};
 use crate::result::ResultSet;
 use ecsdb_engine::storage::FieldColumn;
@@ -217,7 +219,7 @@ fn project_into(
                 continue;
             }
         }
-        let values = ev.eval(&item.expr, rows)?;
+        let values = ev.eval_values(&item.expr, rows)?;
         for (row, v) in out[first..].iter_mut().zip(values) {
             row.push(v);
         }
@@ -245,7 +247,7 @@ fn project_columns(
                 continue;
             }
         }
-        *col = ev.eval(&item.expr, rows)?;
+        *col = ev.eval_values(&item.expr, rows)?;
     }
     Ok(())
 }
@@ -480,7 +482,7 @@ impl<'w> Sink<'w> for GeneralSortSink<'_, '_> {
     fn rows(&mut self, ctx: &TableCtx<'w>, rows: &[u32]) -> Result<bool, Error> {
         let ev = Evaluator::new(ctx, self.params);
         let cols: Vec<Vec<Value>> =
-            self.plan.order_by.iter().map(|k| ev.eval(&k.expr, rows)).collect::<Result<_, _>>()?;
+            self.plan.order_by.iter().map(|k| ev.eval_values(&k.expr, rows)).collect::<Result<_, _>>()?;
         for (i, &r) in rows.iter().enumerate() {
             let keys: Vec<Value> = cols.iter().map(|c| c[i].clone()).collect();
             let entity = ctx.entities.get(r as usize).copied().unwrap_or(Entity::NULL);
@@ -600,7 +602,7 @@ fn first_key(phys: &PhysicalSelect, world: &World, params: &[Value], at: &RowRef
     let Some(ctx) = TableCtx::new(world, &phys.scan, at.table_plan as usize, &function_sets) else {
         return Ok(Value::Null);
     };
-    Ok(Evaluator::new(&ctx, params).eval(&key.expr, &[at.row])?.pop().unwrap_or(Value::Null))
+    Ok(Evaluator::new(&ctx, params).eval_values(&key.expr, &[at.row])?.pop().unwrap_or(Value::Null))
 }
 
 /// Computes the items of the given rows (grouped by table, evaluated in batches), in order.
@@ -653,7 +655,8 @@ fn project_groups(
     if plan.order_by.is_empty() {
         order.sort_by(by_group_key);
     } else {
-        let cols: Vec<Vec<Value>> = plan.order_by.iter().map(|k| ev.eval(&k.expr, &all)).collect::<Result<_, _>>()?;
+        let cols: Vec<Vec<Value>> =
+            plan.order_by.iter().map(|k| ev.eval_values(&k.expr, &all)).collect::<Result<_, _>>()?;
         let desc: Vec<bool> = plan.order_by.iter().map(|k| k.descending).collect();
         order.sort_by(|a, b| {
             let ka: Vec<Value> = cols.iter().map(|c| c[*a as usize].clone()).collect();
@@ -665,7 +668,7 @@ fn project_groups(
     let chosen = order.get(bounds.offset.min(end)..end).unwrap_or(&[]);
     let mut out: Vec<Vec<Value>> = chosen.iter().map(|_| Vec::with_capacity(plan.items.len())).collect();
     for item in &plan.items {
-        for (row, v) in out.iter_mut().zip(ev.eval(&item.expr, chosen)?) {
+        for (row, v) in out.iter_mut().zip(ev.eval_values(&item.expr, chosen)?) {
             row.push(v);
         }
     }

@@ -456,6 +456,33 @@ impl Expr {
         self.child_iter().any(|c| c.any(pred))
     }
 
+    /// A copy of `e` with each direct child replaced by `f(child)`.
+    pub fn map_children(&self, f: &mut impl FnMut(&Expr) -> Expr) -> Expr {
+        let e = self;
+        let b = |x: &Expr, f: &mut dyn FnMut(&Expr) -> Expr| Box::new(f(x));
+        let kind = match &e.kind {
+            ExprKind::Neg(x) => ExprKind::Neg(b(x, f)),
+            ExprKind::Not(x) => ExprKind::Not(b(x, f)),
+            ExprKind::Binary { op, left, right } => ExprKind::Binary { op: *op, left: b(left, f), right: b(right, f) },
+            ExprKind::Between { expr, low, high, negated } => {
+                ExprKind::Between { expr: b(expr, f), low: b(low, f), high: b(high, f), negated: *negated }
+            }
+            ExprKind::InList { expr, list, negated } => {
+                ExprKind::InList { expr: b(expr, f), list: list.iter().map(&mut *f).collect(), negated: *negated }
+            }
+            ExprKind::Like { expr, pattern, negated } => {
+                ExprKind::Like { expr: b(expr, f), pattern: b(pattern, f), negated: *negated }
+            }
+            ExprKind::IsNull { expr, negated } => ExprKind::IsNull { expr: b(expr, f), negated: *negated },
+            ExprKind::Vector(items) => ExprKind::Vector(items.iter().map(&mut *f).collect()),
+            ExprKind::Call { func, args } => {
+                ExprKind::Call { func: func.clone(), args: args.iter().map(&mut *f).collect() }
+            }
+            other => other.clone(),
+        };
+        Expr { kind, ty: e.ty, span: e.span }
+    }
+
     /// Whether the value depends on the row (fields, components, `entity`, `has`).
     pub fn reads_row(&self) -> bool {
         self.any(&mut |e| {

@@ -25,7 +25,7 @@ use ecsdb_engine::{ComponentId, FieldInfo, FieldType, StorageKind, Value, World}
 use roaring::RoaringBitmap;
 
 use crate::error::Error;
-use crate::execute::eval::{fold_constants, Evaluator, NoRows};
+use crate::expr::fold_constants;
 use crate::plan::logical::{BinaryOp, ComponentSlot, EntityRef, Expr, ExprKind, Slot, Source, Term};
 
 /// A constant operand of a kernel: a literal, or a parameter resolved when the plan runs.
@@ -482,34 +482,8 @@ pub fn specialise(e: &Expr, sources: &[SlotSource]) -> Expr {
         ExprKind::Has(slot) if source(*slot) != SlotSource::Sparse => {
             Expr { kind: ExprKind::Literal(Value::Bool(source(*slot) == SlotSource::Column)), ty: e.ty, span: e.span }
         }
-        _ => map_children(e, &mut |c| specialise(c, sources)),
+        _ => e.map_children(&mut |c| specialise(c, sources)),
     }
-}
-
-/// A copy of `e` with each direct child replaced by `f(child)`.
-pub fn map_children(e: &Expr, f: &mut impl FnMut(&Expr) -> Expr) -> Expr {
-    let b = |x: &Expr, f: &mut dyn FnMut(&Expr) -> Expr| Box::new(f(x));
-    let kind = match &e.kind {
-        ExprKind::Neg(x) => ExprKind::Neg(b(x, f)),
-        ExprKind::Not(x) => ExprKind::Not(b(x, f)),
-        ExprKind::Binary { op, left, right } => ExprKind::Binary { op: *op, left: b(left, f), right: b(right, f) },
-        ExprKind::Between { expr, low, high, negated } => {
-            ExprKind::Between { expr: b(expr, f), low: b(low, f), high: b(high, f), negated: *negated }
-        }
-        ExprKind::InList { expr, list, negated } => {
-            ExprKind::InList { expr: b(expr, f), list: list.iter().map(&mut *f).collect(), negated: *negated }
-        }
-        ExprKind::Like { expr, pattern, negated } => {
-            ExprKind::Like { expr: b(expr, f), pattern: b(pattern, f), negated: *negated }
-        }
-        ExprKind::IsNull { expr, negated } => ExprKind::IsNull { expr: b(expr, f), negated: *negated },
-        ExprKind::Vector(items) => ExprKind::Vector(items.iter().map(&mut *f).collect()),
-        ExprKind::Call { func, args } => {
-            ExprKind::Call { func: func.clone(), args: args.iter().map(&mut *f).collect() }
-        }
-        other => other.clone(),
-    };
-    Expr { kind, ty: e.ty, span: e.span }
 }
 
 /// Field types a column kernel reads (u64 is left to the evaluator, which checks the range).
@@ -554,12 +528,6 @@ fn compile_conjunct(c: &Expr, sources: &[SlotSource], slots: &[PhysicalSlot]) ->
         _ => {}
     }
     vec![FilterStep::Expr(c.clone())]
-}
-
-/// Evaluates a row-free expression (LIMIT, OFFSET, SPAWN values) with the parameters.
-pub fn eval_constant(e: &Expr, params: &[Value]) -> Result<Value, Error> {
-    let ev = Evaluator::new(&NoRows, params);
-    ev.eval_one(e)
 }
 
 #[cfg(test)]

@@ -1,0 +1,193 @@
+//! The leaves of expressions over a table's rows, read from column memory straight into typed
+//! vectors: a field of a component stored in the table is one typed gather (a contiguous run
+//! of rows is a strided walk with no bounds check per row); sparse components are joined by
+//! entity, with nulls where an entity lacks them.
+
+use ecsdb_engine::storage::{FieldColumn, FieldScalar};
+use ecsdb_engine::{Entity, Value};
+
+use crate::error::Error;
+use crate::execute::field_reader::FieldReader;
+use crate::execute::scan::{out_of_range, SlotReader, TableCtx};
+use crate::expr::{eval_error, Leaves, Prim, StrVec, Vector};
+use crate::plan::logical::{Expr, ExprKind};
+
+/// `rows` as a range `start..end` when they are consecutive.
+#[inline]
+fn as_range(rows: &[u32]) -> Option<(usize, usize)> {
+    let (&first, &last) = (rows.first()?, rows.last()?);
+    (last as usize - first as usize + 1 == rows.len()).then_some((first as usize, last as usize + 1))
+}
+
+/// `conv(value)` for each of `rows` (all in range: they come from the table's own selection).
+#[inline]
+fn gather<T: FieldScalar, R>(c: &FieldColumn<'_, T>, rows: &[u32], conv: impl Fn(&T) -> R) -> Vec<R> {
+    match as_range(rows) {
+        Some((start, end)) => c.range(start, end).map(conv).collect(),
+        None => rows.iter().map(|&r| c.get(r as usize).map(&conv)).map(|v| v.expect("row in range")).collect(),
+    }
+}
+
+/// The typed values of one field over `rows`; `Err(v)` for a u64 above i64::MAX.
+pub fn gather_field<'w>(reader: &FieldReader<'w>, rows: &[u32]) -> Result<Vector<'w>, u64> {
+    Ok(match reader {
+        FieldReader::Bool(c) => Vector::Bool(Prim::all(gather(c, rows, |v| *v))),
+        FieldReader::I8(c) => Vector::Int(Prim::all(gather(c, rows, |v| *v as i64))),
+        FieldReader::I16(c) => Vector::Int(Prim::all(gather(c, rows, |v| *v as i64))),
+        FieldReader::I32(c) => Vector::Int(Prim::all(gather(c, rows, |v| *v as i64))),
+        FieldReader::I64(c) => Vector::Int(Prim::all(gather(c, rows, |v| *v))),
+        FieldReader::U8(c) => Vector::Int(Prim::all(gather(c, rows, |v| *v as i64))),
+        FieldReader::U16(c) => Vector::Int(Prim::all(gather(c, rows, |v| *v as i64))),
+        FieldReader::U32(c) => Vector::Int(Prim::all(gather(c, rows, |v| *v as i64))),
+        FieldReader::U64(c) => {
+            let raw = gather(c, rows, |v| *v);
+            if let Some(&bad) = raw.iter().find(|&&v| v > i64::MAX as u64) {
+                return Err(bad);
+            }
+            Vector::Int(Prim::all(raw.into_iter().map(|v| v as i64).collect()))
+        }
+        FieldReader::F32(c) => Vector::Float(Prim::all(gather(c, rows, |v| *v as f64))),
+        FieldReader::F64(c) => Vector::Float(Prim::all(gather(c, rows, |v| *v))),
+        FieldReader::Str(c) => {
+            let col = *c;
+            let views = match as_range(rows) {
+                Some((start, end)) => StrVec::from_views(col.range(start, end).map(String::as_str)),
+                None => StrVec::from_views(rows.iter().filter_map(|&r| col.get(r as usize)).map(String::as_str)),
+            };
+            Vector::Str(views)
+        }
+        FieldReader::Entity(c) => {
+            let values = gather(c, rows, |v| *v);
+            let valid = values.iter().any(|e| e.is_null()).then(|| values.iter().map(|e| !e.is_null()).collect());
+            Vector::Entity(Prim { values, valid })
+        }
+        FieldReader::Vec2(c) => Vector::Vec2(Prim::all(gather(c, rows, |v| [v[0] as f64, v[1] as f64]))),
+        FieldReader::Vec3(c) => Vector::Vec3(Prim::all(gather(c, rows, |v| [v[0] as f64, v[1] as f64, v[2] as f64]))),
+        FieldReader::Missing => Vector::nulls(rows.len()),
+    })
+}
+
+impl<'w> TableCtx<'w> {
+    /// Values of field `field` of slot `slot` over `rows`.
+    fn field_leaf(&self, e: &Expr, slot: usize, field: usize, rows: &[u32]) -> Result<Vector<'w>, Error> {
+        let oor = |v| out_of_range(e, self.meta, slot, field, v);
+        match self.slots.get(slot) {
+            Some(SlotReader::Dense(readers)) => match readers.get(field) {
+                Some(reader) => gather_field(reader, rows).map_err(oor),
+                None => Ok(Vector::nulls(rows.len())),
+            },
+            Some(SlotReader::Sparse(..)) => {
+                let mut out = Vec::with_capacity(rows.len());
+                for &r in rows {
+                    out.push(match self.locate(slot, r) {
+                        Some((sr, readers)) => match readers.get(field) {
+                            Some(reader) => reader.value(sr).map_err(oor)?,
+                            None => Value::Null,
+                        },
+                        None => Value::Null,
+                    });
+                }
+                Ok(Vector::from_values(out))
+            }
+            _ => Ok(Vector::nulls(rows.len())),
+        }
+    }
+
+    /// A vector-like component over `rows` as vec2/vec3.
+    fn vector_leaf(&self, e: &Expr, slot: usize, rows: &[u32]) -> Result<Vector<'w>, Error> {
+        let n_fields = self.meta.get(slot).map_or(0, |m| m.fields.len());
+        if n_fields != 2 && n_fields != 3 {
+            return Err(eval_error(e, "this component is not a vector"));
+        }
+        let mut cols = Vec::with_capacity(n_fields);
+        for f in 0..n_fields {
+            cols.push(self.field_leaf(e, slot, f, rows)?);
+        }
+        let n = rows.len();
+        let mut xs: Vec<Vec<f64>> = Vec::with_capacity(n_fields);
+        let mut valid = None;
+        for c in &cols {
+            match c.f64s() {
+                Some((vals, v)) => {
+                    valid = crate::expr::and_validity(&valid, v);
+                    xs.push(vals.into_owned());
+                }
+                // Every field absent (a null column) or of run-time type: per row.
+                None => {
+                    let mut col = Vec::with_capacity(n);
+                    for i in 0..n {
+                        match c.value(i) {
+                            Value::Null => {
+                                col.push(0.0);
+                                valid.get_or_insert_with(|| vec![true; n])[i] = false;
+                            }
+                            v => col.push(v.as_f64().unwrap_or(0.0)),
+                        }
+                    }
+                    xs.push(col);
+                }
+            }
+        }
+        Ok(if n_fields == 2 {
+            Vector::Vec2(Prim { values: (0..n).map(|i| [xs[0][i], xs[1][i]]).collect(), valid })
+        } else {
+            Vector::Vec3(Prim { values: (0..n).map(|i| [xs[0][i], xs[1][i], xs[2][i]]).collect(), valid })
+        })
+    }
+
+    /// A component as an object per row (null where absent).
+    fn object_leaf(&self, e: &Expr, slot: usize, rows: &[u32]) -> Result<Vector<'w>, Error> {
+        let meta = self.meta.get(slot);
+        let mut out = Vec::with_capacity(rows.len());
+        for &r in rows {
+            let Some((sr, readers)) = self.locate(slot, r) else {
+                out.push(Value::Null);
+                continue;
+            };
+            let mut fields = Vec::with_capacity(readers.len());
+            for (i, reader) in readers.iter().enumerate() {
+                let v = reader.value(sr).map_err(|v| out_of_range(e, self.meta, slot, i, v))?;
+                let name = meta.and_then(|m| m.fields.get(i)).map_or_else(String::new, |f| f.name.clone());
+                fields.push((name, v));
+            }
+            out.push(Value::Object(fields));
+        }
+        Ok(Vector::Values(out))
+    }
+}
+
+impl<'w> Leaves<'w> for TableCtx<'w> {
+    fn leaf(&self, e: &Expr, rows: &[u32]) -> Result<Vector<'w>, Error> {
+        let n = rows.len();
+        Ok(match &e.kind {
+            ExprKind::Entity => Vector::Entity(Prim::all(
+                rows.iter().map(|&r| self.entities.get(r as usize).copied().unwrap_or(Entity::NULL)).collect(),
+            )),
+            ExprKind::Field { slot, field } => self.field_leaf(e, *slot, *field, rows)?,
+            ExprKind::Component(slot) => self.object_leaf(e, *slot, rows)?,
+            ExprKind::ComponentVector(slot) => self.vector_leaf(e, *slot, rows)?,
+            ExprKind::Has(slot) => Vector::Bool(Prim::all(rows.iter().map(|&r| self.has(*slot, r)).collect())),
+            ExprKind::IndexCall { func, slot } => {
+                let set = self.function_sets.answer(func.name());
+                let mut out = Vec::with_capacity(n);
+                for &r in rows {
+                    let entity = self.entities.get(r as usize).copied().unwrap_or(Entity::NULL);
+                    out.push(if !self.has(*slot, r) {
+                        Value::Null
+                    } else if let Some(set) = &set {
+                        Value::Bool(set.contains(entity.index()))
+                    } else {
+                        // The index is gone: run its predicate, which gives the same answer.
+                        match func.0.eval(self.world, entity) {
+                            Ok(Some(b)) => Value::Bool(b),
+                            Ok(None) => Value::Null,
+                            Err(err) => return Err(eval_error(e, err.to_string())),
+                        }
+                    });
+                }
+                Vector::from_values(out)
+            }
+            _ => return Err(Error::internal("group values read outside aggregation").with_span(e.span)),
+        })
+    }
+}

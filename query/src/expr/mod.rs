@@ -1,0 +1,30 @@
+//! Expressions, evaluated a batch of rows at a time into typed vectors.
+//!
+//! This is the one expression layer of the query engine: execution evaluates WHERE
+//! conditions, projections, sort keys, aggregate inputs, GROUP BY keys and UPDATE values
+//! through it, and planning folds constants with it.
+//!
+//! - [`vector`]: [`Vector`], the values of an expression for a batch (f64, i64, bool, string
+//!   views, entities, vec2/vec3, with a validity mask; [`Value`](ecsdb_engine::Value) only for
+//!   constants, objects and values of run-time type);
+//! - [`eval`]: the [`Evaluator`] walking an expression over a batch, reading leaves from a
+//!   [`Leaves`] source, and narrowing selections through `AND`;
+//! - kernels per operator family, specialised on operand types and on constant operands:
+//!   [`arith`] (`+ - * / %`, unary minus, `||`), [`compare`] (comparisons, `IN`, `IS NULL`,
+//!   `NOT`, truth), [`like`] (compiled `LIKE` patterns), [`functions`] (the built-ins);
+//! - [`fallback`]: the row-at-a-time path over the value rules of
+//!   [`crate::execute::ops`], for the combinations the kernels do not specialise;
+//! - [`fold`]: constant folding for the planner.
+
+pub mod arith;
+pub mod compare;
+pub mod eval;
+pub mod fallback;
+pub mod fold;
+pub mod functions;
+pub mod like;
+pub mod vector;
+
+pub use eval::{eval_error, Evaluator, Leaves, NoRows};
+pub use fold::{eval_constant, fold_constants};
+pub use vector::{and_validity, Prim, StrVec, Validity, Vector};
