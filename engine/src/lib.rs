@@ -53,7 +53,7 @@ pub use query::{Added, Changed, Or, Query, QueryData, QueryFilter, QueryState, R
 pub use snapshot::{IndexDefinition, JsonOptions, LoadOptions, LoadStats, SaveOptions, SaveStats, SnapshotError};
 pub use tick::{is_newer, Mut, Tick};
 pub use value::{convert_value, read_field, read_object, FieldValue, Value, ValueType};
-pub use world::{MemoryUsage, World};
+pub use world::{FieldRows, FieldValues, MemoryUsage, World};
 
 #[doc(hidden)]
 pub mod __private {

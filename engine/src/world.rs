@@ -898,5 +898,8 @@ fn sparse_mut<'a>(
     sparse[i].get_or_insert_with(|| SparseSet::new(components.info(id)))
 }
 
+mod columnar;
+pub use columnar::{FieldRows, FieldValues};
+
 #[cfg(test)]
 mod tests;

@@ -543,7 +543,7 @@ impl Prepared {
             }
             Executable::Update { component, assignments, scan } => {
                 scan.refresh(world);
-                mutate::update(world, *component, assignments, scan, &values)
+                crate::execute::update::update(world, *component, assignments, scan, &values)
             }
             Executable::CreateComponent(def) => catalog::create_component(world, def),
             Executable::CreateIndex { def, span } => catalog::create_index(world, def, *span),

@@ -12,11 +12,14 @@ use crate::execute::scan::{out_of_range, SlotReader, TableCtx};
 use crate::expr::{eval_error, Leaves, Prim, StrVec, Vector};
 use crate::plan::logical::{Expr, ExprKind};
 
-/// `rows` as a range `start..end` when they are consecutive.
+/// `rows` as a range `start..end` when they are consecutive and ascending (a scan's batch of
+/// every row), so a gather can walk the column without a bounds check per row.
 #[inline]
 fn as_range(rows: &[u32]) -> Option<(usize, usize)> {
     let (&first, &last) = (rows.first()?, rows.last()?);
-    (last as usize - first as usize + 1 == rows.len()).then_some((first as usize, last as usize + 1))
+    let consecutive = (last as usize).checked_sub(first as usize) == Some(rows.len() - 1)
+        && rows.windows(2).all(|w| w[1] == w[0].wrapping_add(1));
+    consecutive.then_some((first as usize, last as usize + 1))
 }
 
 /// `conv(value)` for each of `rows` (all in range: they come from the table's own selection).

@@ -6,7 +6,8 @@
 //! - [`ops`]: the operators' semantics on single values;
 //! - [`select`]: projection, sort / top-k, LIMIT / OFFSET;
 //! - [`aggregate`]: GROUP BY and the aggregates;
-//! - [`mutate`]: SPAWN, DESPAWN, ADD, REMOVE, UPDATE (check everything, then write);
+//! - [`mutate`]: SPAWN, DESPAWN, ADD, REMOVE (check everything, then write);
+//! - [`update`]: UPDATE, computed and checked column by column, then written in place;
 //! - [`catalog`]: CREATE COMPONENT, indexes, SHOW, DESCRIBE.
 
 pub mod aggregate;
@@ -17,3 +18,4 @@ pub mod mutate;
 pub mod ops;
 pub mod scan;
 pub mod select;
+pub mod update;

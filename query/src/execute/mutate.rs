@@ -1,4 +1,4 @@
-//! SPAWN, DESPAWN, ADD, REMOVE and UPDATE, atomically.
+//! SPAWN, DESPAWN, ADD and REMOVE, atomically (UPDATE is [`crate::execute::update`]).
 //!
 //! Every statement runs in two phases. **Check**: find every target (exactly as SELECT would
 //! select it), compute every new value from the state before the statement, and convert each
@@ -6,7 +6,7 @@
 //! here, with the span of the text responsible. **Write**: apply the changes through the
 //! engine's infallible-after-checks paths. A statement therefore changes everything or nothing.
 
-use ecsdb_engine::{convert_value, ComponentId, Entity, FieldValue, Value, World};
+use ecsdb_engine::{convert_value, ComponentId, Entity, Value, World};
 
 use crate::error::{Error, ErrorKind};
 use crate::execute::scan::{run_scan, Sink, TableCtx};
@@ -140,33 +140,6 @@ pub fn remove(
         affected += any as usize;
     }
     Ok(count(affected))
-}
-
-/// `UPDATE C SET …`.
-pub fn update(
-    world: &mut World,
-    component: ComponentId,
-    assignments: &[(usize, Expr)],
-    scan: &ScanPlan,
-    params: &[Value],
-) -> Result<ResultSet, Error> {
-    let exprs: Vec<&Expr> = assignments.iter().map(|(_, e)| e).collect();
-    let (entities, values) = targets(scan, world, params, &exprs)?;
-    let info = world.components().info(component);
-    let mut writes: Vec<Vec<(usize, FieldValue)>> = Vec::with_capacity(entities.len());
-    for t in 0..entities.len() {
-        let mut fields = Vec::with_capacity(assignments.len());
-        for (k, (index, expr)) in assignments.iter().enumerate() {
-            let field = info.fields().get(*index).ok_or_else(|| Error::internal("field index out of range"))?;
-            let v = values[k].get(t).unwrap_or(&Value::Null);
-            fields.push((*index, convert_value(info.name(), field, v).map_err(|e| conversion_error(e, expr))?));
-        }
-        writes.push(fields);
-    }
-    for (e, fields) in entities.iter().zip(writes) {
-        world.write_fields(*e, component, fields).map_err(write_failed)?;
-    }
-    Ok(count(entities.len()))
 }
 
 /// A write failed after every check passed: a bug, reported rather than hidden.

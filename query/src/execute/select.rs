@@ -24,8 +24,8 @@ use crate::execute::field_reader::{FieldReader, Num};
 use crate::execute::ops::sort_cmp;
 use crate::execute::scan::{run_scan, FunctionSets, Sink, SlotReader, TableCtx};
 use crate::expr::eval_constant;
-use crate::expr::Evaluator;
-use crate::plan::logical::{Expr, ExprKind, SelectPlan};
+use crate::expr::{Evaluator, Vector};
+use crate::plan::logical::{DataType, Expr, ExprKind, SelectPlan};
 use crate::plan::physical::ScanPlan;
 use crate::plan::{PhysicalSelect, Strategy};
 use crate::result::ResultSet;
@@ -358,9 +358,11 @@ impl<T: Ord> Best<T> {
     }
 }
 
-struct FastSortSink {
-    slot: usize,
-    field: usize,
+/// Top-k (or a full sort) on one numeric key compared as an integer: a plain numeric field
+/// read through its column, or any float expression evaluated a batch at a time into a typed
+/// vector; no `Value` is built per row.
+struct FastSortSink<'p> {
+    key: FastKey<'p>,
     desc: bool,
     best: Best<((u8, u64), RowRef)>,
     /// The worst key kept once the heap is full: rows with a larger key cannot enter.
@@ -380,7 +382,15 @@ fn key_value(key: (u8, u64), desc: bool) -> Option<f64> {
     }
 }
 
-impl FastSortSink {
+/// What a [`FastSortSink`] sorts by.
+enum FastKey<'p> {
+    /// A plain numeric field.
+    Field { slot: usize, field: usize },
+    /// A float expression.
+    Expr { expr: &'p Expr, params: &'p [Value] },
+}
+
+impl FastSortSink<'_> {
     /// Every row of a dense numeric column: 64 rows at a time, only those at least as good as
     /// the current worst kept row are looked at.
     fn all_rows<T: Num>(&mut self, col: FieldColumn<'_, T>, ctx: &TableCtx<'_>, n: usize) {
@@ -425,9 +435,13 @@ impl FastSortSink {
     }
 }
 
-impl<'w> Sink<'w> for FastSortSink {
+impl<'w> Sink<'w> for FastSortSink<'_> {
     fn rows_all(&mut self, ctx: &TableCtx<'w>, n: usize) -> Result<bool, Error> {
-        match ctx.dense_reader(self.slot, self.field).copied() {
+        let dense = match self.key {
+            FastKey::Field { slot, field } => ctx.dense_reader(slot, field).copied(),
+            FastKey::Expr { .. } => None,
+        };
+        match dense {
             Some(FieldReader::I8(c)) => self.all_rows(c, ctx, n),
             Some(FieldReader::I16(c)) => self.all_rows(c, ctx, n),
             Some(FieldReader::I32(c)) => self.all_rows(c, ctx, n),
@@ -449,8 +463,27 @@ impl<'w> Sink<'w> for FastSortSink {
     fn rows(&mut self, ctx: &TableCtx<'w>, rows: &[u32]) -> Result<bool, Error> {
         let table_plan = ctx.plan_index as u32;
         let entity = |r: u32| ctx.entities.get(r as usize).copied().unwrap_or(Entity::NULL);
-        let dense = match ctx.slots.get(self.slot) {
-            Some(SlotReader::Dense(readers)) => readers.get(self.field).copied(),
+        let (slot, field) = match self.key {
+            FastKey::Field { slot, field } => (slot, field),
+            FastKey::Expr { expr, params } => {
+                let keys = Evaluator::new(ctx, params).eval(expr, rows)?;
+                match &keys {
+                    Vector::Float(p) => {
+                        for (i, &r) in rows.iter().enumerate() {
+                            self.offer(fast_key(p.get(i), self.desc), entity(r), table_plan, r);
+                        }
+                    }
+                    other => {
+                        for (i, &r) in rows.iter().enumerate() {
+                            self.offer(fast_key(other.value(i).as_f64(), self.desc), entity(r), table_plan, r);
+                        }
+                    }
+                }
+                return Ok(true);
+            }
+        };
+        let dense = match ctx.slots.get(slot) {
+            Some(SlotReader::Dense(readers)) => readers.get(field).copied(),
             _ => None,
         };
         let mut xs = std::mem::take(&mut self.xs);
@@ -462,7 +495,7 @@ impl<'w> Sink<'w> for FastSortSink {
             }
         } else {
             for &r in rows {
-                let x = ctx.locate(self.slot, r).and_then(|(dr, readers)| readers.get(self.field)?.f64_at(dr));
+                let x = ctx.locate(slot, r).and_then(|(dr, readers)| readers.get(field)?.f64_at(dr));
                 self.offer(fast_key(x, self.desc), entity(r), table_plan, r);
             }
         }
@@ -500,9 +533,19 @@ impl<'w> Sink<'w> for GeneralSortSink<'_, '_> {
 fn sorted_rows(phys: &PhysicalSelect, world: &World, params: &[Value], bounds: Bounds) -> Result<Vec<RowRef>, Error> {
     let plan = &*phys.logical;
     let k = bounds.needed();
-    let refs: Vec<RowRef> = if let Some((slot, field)) = phys.fast_sort_key {
+    // One float key (any expression) sorts on integer keys too.
+    let float_key = match plan.order_by.as_slice() {
+        [key] if key.expr.ty == DataType::Float => Some(&key.expr),
+        _ => None,
+    };
+    let fast_key = match (phys.fast_sort_key, float_key) {
+        (Some((slot, field)), _) => Some(FastKey::Field { slot, field }),
+        (None, Some(expr)) => Some(FastKey::Expr { expr, params }),
+        (None, None) => None,
+    };
+    let refs: Vec<RowRef> = if let Some(key) = fast_key {
         let desc = plan.order_by.first().is_some_and(|k| k.descending);
-        let mut sink = FastSortSink { slot, field, desc, best: Best::new(k), threshold: None, xs: Vec::new() };
+        let mut sink = FastSortSink { key, desc, best: Best::new(k), threshold: None, xs: Vec::new() };
         run_scan(&phys.scan, world, params, &mut sink)?;
         sink.best.into_sorted().into_iter().map(|(_, r)| r).collect()
     } else {

@@ -6,7 +6,6 @@
 //! vectors only with `=` and `!=`.
 
 use std::cmp::Ordering;
-use std::collections::HashSet;
 
 use ecsdb_engine::{Entity, Value};
 
@@ -218,14 +217,40 @@ pub fn not<'a>(a: &Vector<'_>, n: usize) -> Result<Vector<'a>, String> {
     }
 }
 
+/// Constants of `IN`, searched linearly while few (the common case: a handful of literals)
+/// and by binary search past that; no hashing per row.
+pub struct ConstSet<T: Ord> {
+    sorted: Vec<T>,
+}
+
+impl<T: Ord> ConstSet<T> {
+    fn new(mut items: Vec<T>) -> ConstSet<T> {
+        items.sort_unstable();
+        items.dedup();
+        ConstSet { sorted: items }
+    }
+
+    #[inline]
+    fn contains<Q: Ord + ?Sized>(&self, x: &Q) -> bool
+    where
+        T: std::borrow::Borrow<Q>,
+    {
+        if self.sorted.len() <= 16 {
+            self.sorted.iter().any(|c| c.borrow() == x)
+        } else {
+            self.sorted.binary_search_by(|c| c.borrow().cmp(x)).is_ok()
+        }
+    }
+}
+
 /// A set of constants for `IN`, by the type the tested values have.
 pub enum InSet {
     /// Integer constants (tested ints compare exactly).
-    Ints(HashSet<i64>),
+    Ints(ConstSet<i64>),
     /// Numeric constants as f64 bits, -0 folded into 0, for float (or mixed) tests.
-    Floats(HashSet<u64>),
+    Floats(ConstSet<u64>),
     /// String constants.
-    Strs(HashSet<String>),
+    Strs(ConstSet<String>),
 }
 
 fn float_key(x: f64) -> u64 {
@@ -241,9 +266,9 @@ impl InSet {
     /// (no null, no NaN, one family of types); `None` leaves the test to the general path.
     pub fn build(sample: &Vector<'_>, constants: &[&Value]) -> Option<InSet> {
         match sample {
-            Vector::Int(_) if constants.iter().all(|c| matches!(c, Value::Int(_))) => Some(InSet::Ints(
+            Vector::Int(_) if constants.iter().all(|c| matches!(c, Value::Int(_))) => Some(InSet::Ints(ConstSet::new(
                 constants.iter().filter_map(|c| if let Value::Int(i) = c { Some(*i) } else { None }).collect(),
-            )),
+            ))),
             Vector::Int(_) | Vector::Float(_)
                 if constants.iter().all(|c| matches!(c, Value::Int(_) | Value::Float(_)))
                     && constants.iter().all(|c| c.as_f64().is_some_and(|x| !x.is_nan())) =>
@@ -252,11 +277,11 @@ impl InSet {
                 if constants.iter().any(|c| matches!(c, Value::Int(i) if i.unsigned_abs() > 1 << 53)) {
                     return None;
                 }
-                Some(InSet::Floats(constants.iter().filter_map(|c| c.as_f64()).map(float_key).collect()))
+                Some(InSet::Floats(ConstSet::new(constants.iter().filter_map(|c| c.as_f64()).map(float_key).collect())))
             }
-            Vector::Str(_) if constants.iter().all(|c| matches!(c, Value::Str(_))) => Some(InSet::Strs(
+            Vector::Str(_) if constants.iter().all(|c| matches!(c, Value::Str(_))) => Some(InSet::Strs(ConstSet::new(
                 constants.iter().filter_map(|c| if let Value::Str(s) = c { Some(s.clone()) } else { None }).collect(),
-            )),
+            ))),
             _ => None,
         }
     }

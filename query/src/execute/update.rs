@@ -1,0 +1,283 @@
+//! `UPDATE C SET f = expr, …`, column by column.
+//!
+//! For each batch of target rows of each matched table, every assigned expression is
+//! evaluated into a typed vector and converted into the field's Rust type
+//! ([`FieldValues`]), checking each value as [`convert_value`] would (same rules, same
+//! errors). Only when every batch of every table has converted does anything change: each
+//! batch's values are then written straight into their column rows
+//! ([`World::write_field_rows`]), which stamps the changed ticks that secondary indexes and
+//! change detection read. Every target's new values are computed from the state before the
+//! statement, and a failing statement changes nothing.
+
+use ecsdb_engine::{convert_value, ComponentId, Entity, FieldInfo, FieldRows, FieldType, FieldValues, Value, World};
+
+use crate::error::{Error, ErrorKind};
+use crate::execute::scan::{run_scan, Sink, SlotReader, TableCtx};
+use crate::expr::{Evaluator, Vector};
+use crate::plan::logical::Expr;
+use crate::plan::physical::ScanPlan;
+use crate::result::ResultSet;
+
+/// The converted values of one batch, waiting for every check to pass.
+struct PendingBatch {
+    /// Where the rows are: a table's rows, or the entities of a sparse component.
+    at: PendingRows,
+    /// Per assignment, the new values.
+    values: Vec<FieldValues>,
+}
+
+enum PendingRows {
+    Table(ecsdb_engine::storage::TableId, Vec<u32>),
+    Sparse(Vec<Entity>),
+}
+
+struct UpdateSink<'a> {
+    scan: &'a ScanPlan,
+    slot: usize,
+    component_name: &'a str,
+    fields: Vec<&'a FieldInfo>,
+    assignments: &'a [(usize, Expr)],
+    params: &'a [Value],
+    pending: Vec<PendingBatch>,
+    targets: usize,
+}
+
+impl<'w> Sink<'w> for UpdateSink<'_> {
+    fn rows(&mut self, ctx: &TableCtx<'w>, rows: &[u32]) -> Result<bool, Error> {
+        let ev = Evaluator::new(ctx, self.params);
+        let mut values = Vec::with_capacity(self.assignments.len());
+        for ((_, expr), field) in self.assignments.iter().zip(&self.fields) {
+            let v = ev.eval(expr, rows)?;
+            values.push(
+                convert_vector(&v, rows.len(), self.component_name, field)
+                    .map_err(|e| Error::from(e).with_span(expr.span))?,
+            );
+        }
+        let at = match ctx.slots.get(self.slot) {
+            Some(SlotReader::Dense(_)) => {
+                let table = self.scan.tables.get(ctx.plan_index).map(|t| t.table);
+                PendingRows::Table(table.ok_or_else(|| Error::internal("matched table out of range"))?, rows.to_vec())
+            }
+            _ => PendingRows::Sparse(rows.iter().filter_map(|&r| ctx.entities.get(r as usize).copied()).collect()),
+        };
+        self.targets += rows.len();
+        self.pending.push(PendingBatch { at, values });
+        Ok(true)
+    }
+}
+
+/// `UPDATE C SET …`.
+pub fn update(
+    world: &mut World,
+    component: ComponentId,
+    assignments: &[(usize, Expr)],
+    scan: &ScanPlan,
+    params: &[Value],
+) -> Result<ResultSet, Error> {
+    let info = world.components().info(component).clone();
+    let fields: Vec<&FieldInfo> = assignments
+        .iter()
+        .map(|(i, _)| info.fields().get(*i).ok_or_else(|| Error::internal("field index out of range")))
+        .collect::<Result<_, _>>()?;
+    let slot = scan
+        .slots
+        .iter()
+        .position(|s| s.id == component)
+        .ok_or_else(|| Error::internal("UPDATE target not in its scan"))?;
+    let mut sink = UpdateSink {
+        scan,
+        slot,
+        component_name: info.name(),
+        fields,
+        assignments,
+        params,
+        pending: Vec::new(),
+        targets: 0,
+    };
+    run_scan(scan, world, params, &mut sink)?;
+    let (pending, targets) = (sink.pending, sink.targets);
+    for batch in pending {
+        for ((index, _), values) in assignments.iter().zip(batch.values) {
+            let at = match &batch.at {
+                PendingRows::Table(t, rows) => FieldRows::Table(*t, rows),
+                PendingRows::Sparse(entities) => FieldRows::Sparse(entities),
+            };
+            world
+                .write_field_rows(component, *index, at, values)
+                .map_err(|e| Error::new(ErrorKind::Internal, format!("a write failed after its checks passed: {e}")))?;
+        }
+    }
+    Ok(ResultSet { columns: vec!["count".into()], rows: vec![vec![Value::Int(targets as i64)]] })
+}
+
+/// Converts row by row with `conv`; at the first row it refuses, the error
+/// [`convert_value`] gives for that row's value.
+fn rows_with<T>(
+    v: &Vector<'_>,
+    n: usize,
+    component: &str,
+    field: &FieldInfo,
+    conv: impl Fn(&Value) -> Option<T>,
+) -> Result<Vec<T>, ecsdb_engine::EngineError> {
+    let mut out = Vec::with_capacity(n);
+    for i in 0..n {
+        let value = v.value(i);
+        match conv(&value) {
+            Some(x) => out.push(x),
+            None => {
+                return Err(convert_value(component, field, &value).err().unwrap_or_else(|| {
+                    ecsdb_engine::EngineError::Invalid(format!(
+                        "cannot store {} in {component}.{}",
+                        value.describe(),
+                        field.name
+                    ))
+                }))
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// The language's lossless integer conversion: ints, and floats without a fraction.
+fn int_of<T: TryFrom<i128>>(v: &Value) -> Option<T> {
+    let i = match *v {
+        Value::Int(i) => i as i128,
+        Value::Float(f) if f.fract() == 0.0 && f.abs() < 1.8e19 => f as i128,
+        _ => return None,
+    };
+    T::try_from(i).ok()
+}
+
+fn f32_of(x: f64) -> Option<f32> {
+    let y = x as f32;
+    // Rounding to the nearest f32 is expected; overflowing to infinity loses the value.
+    (!(x.is_finite() && y.is_infinite())).then_some(y)
+}
+
+/// Typed fast paths: a float or int vector without nulls converts without building values.
+fn numeric_fast<T>(v: &Vector<'_>, float: impl Fn(f64) -> Option<T>, int: impl Fn(i64) -> Option<T>) -> Option<Vec<T>> {
+    match v {
+        Vector::Float(p) if p.valid.is_none() => p.values.iter().map(|x| float(*x)).collect(),
+        Vector::Int(p) if p.valid.is_none() => p.values.iter().map(|x| int(*x)).collect(),
+        _ => None,
+    }
+}
+
+/// A vector's values converted into a field's type, checked as [`convert_value`] checks.
+pub fn convert_vector(
+    v: &Vector<'_>,
+    n: usize,
+    component: &str,
+    field: &FieldInfo,
+) -> Result<FieldValues, ecsdb_engine::EngineError> {
+    macro_rules! int_field {
+        ($variant:ident, $t:ty) => {{
+            let fast = numeric_fast(v, |f| int_of::<$t>(&Value::Float(f)), |i| <$t>::try_from(i).ok());
+            FieldValues::$variant(match fast {
+                Some(xs) => xs,
+                None => rows_with(v, n, component, field, int_of::<$t>)?,
+            })
+        }};
+    }
+    Ok(match field.ty {
+        FieldType::Bool => FieldValues::Bool(match v {
+            Vector::Bool(p) if p.valid.is_none() => p.values.clone(),
+            _ => rows_with(v, n, component, field, |x| if let Value::Bool(b) = x { Some(*b) } else { None })?,
+        }),
+        FieldType::I8 => int_field!(I8, i8),
+        FieldType::I16 => int_field!(I16, i16),
+        FieldType::I32 => int_field!(I32, i32),
+        FieldType::I64 => int_field!(I64, i64),
+        FieldType::U8 => int_field!(U8, u8),
+        FieldType::U16 => int_field!(U16, u16),
+        FieldType::U32 => int_field!(U32, u32),
+        FieldType::U64 => int_field!(U64, u64),
+        FieldType::F32 => FieldValues::F32(match numeric_fast(v, f32_of, |i| f32_of(i as f64)) {
+            Some(xs) => xs,
+            None => rows_with(v, n, component, field, |x| x.as_f64().and_then(f32_of))?,
+        }),
+        FieldType::F64 => FieldValues::F64(match numeric_fast(v, Some, |i| Some(i as f64)) {
+            Some(xs) => xs,
+            None => rows_with(v, n, component, field, Value::as_f64)?,
+        }),
+        FieldType::String => FieldValues::Str(rows_with(v, n, component, field, |x| match x {
+            Value::Str(s) => Some(s.clone()),
+            _ => None,
+        })?),
+        FieldType::Entity => FieldValues::Entity(match v {
+            Vector::Entity(p) => (0..n).map(|i| p.get(i).unwrap_or(Entity::NULL)).collect(),
+            _ => rows_with(v, n, component, field, |x| match x {
+                Value::Entity(e) => Some(*e),
+                Value::Null => Some(Entity::NULL),
+                _ => None,
+            })?,
+        }),
+        FieldType::Vec2 => FieldValues::Vec2(match v {
+            Vector::Vec2(p) if p.valid.is_none() => p.values.iter().map(|[a, b]| [*a as f32, *b as f32]).collect(),
+            _ => rows_with(v, n, component, field, |x| match x {
+                Value::Vec2([a, b]) => Some([*a as f32, *b as f32]),
+                _ => None,
+            })?,
+        }),
+        FieldType::Vec3 => FieldValues::Vec3(match v {
+            Vector::Vec3(p) if p.valid.is_none() => {
+                p.values.iter().map(|[a, b, c]| [*a as f32, *b as f32, *c as f32]).collect()
+            }
+            _ => rows_with(v, n, component, field, |x| match x {
+                Value::Vec3([a, b, c]) => Some([*a as f32, *b as f32, *c as f32]),
+                _ => None,
+            })?,
+        }),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The typed conversions accept and refuse exactly what `convert_value` does.
+    #[test]
+    fn conversions_match_convert_value() {
+        let values = [
+            Value::Int(3),
+            Value::Int(-1),
+            Value::Int(300),
+            Value::Int(i64::MAX),
+            Value::Float(2.0),
+            Value::Float(2.5),
+            Value::Float(1e40),
+            Value::Float(f64::NAN),
+            Value::Float(-0.0),
+            Value::Null,
+            Value::Bool(true),
+            Value::Str("s".into()),
+            Value::Vec2([1.0, 2.0]),
+            Value::Vec3([1.0, 2.0, 3.0]),
+        ];
+        let types = [
+            FieldType::Bool,
+            FieldType::I8,
+            FieldType::U8,
+            FieldType::I32,
+            FieldType::U64,
+            FieldType::I64,
+            FieldType::F32,
+            FieldType::F64,
+            FieldType::String,
+            FieldType::Entity,
+            FieldType::Vec2,
+            FieldType::Vec3,
+        ];
+        for ty in types {
+            let field = FieldInfo { name: "f".into(), ty, offset: 0 };
+            for v in &values {
+                let want = convert_value("C", &field, v).is_ok();
+                // As a typed vector of one row and as a constant.
+                for vector in [Vector::from_values(vec![v.clone()]), Vector::Scalar(v.clone(), 1)] {
+                    let got = convert_vector(&vector, 1, "C", &field);
+                    assert_eq!(got.is_ok(), want, "{v:?} into {ty:?} via {vector:?}: {got:?}");
+                }
+            }
+        }
+    }
+}
