@@ -209,7 +209,7 @@ impl<'a> Gen<'a> {
     pub fn float_lit(&mut self) -> f64 {
         match self.rng.below(10) {
             0 => 0.0,
-            1 => *self.rng.pick(&[0.1, 0.25, 1e-3, 25.0, 100.0, -0.75, 3.3]),
+            1 => *self.rng.pick(&[0.1, 0.25, 1e-3, 25.0, 100.0, -0.75, 3.3, -0.0]),
             _ => self.rng.range(-40, 40) as f64 / 2.0,
         }
     }
@@ -520,7 +520,39 @@ impl<'a> Gen<'a> {
                 _ => self.leaf(Ty::Str),
             },
             Ty::Bool => self.cond(d),
-            Ty::Ent | Ty::V2 | Ty::V3 => self.leaf(ty),
+            Ty::V2 | Ty::V3 => match self.rng.weighted(&[60, 15, 15, 10]) {
+                0 => self.leaf(ty),
+                1 => {
+                    let op = if self.rng.chance(0.5) { "+" } else { "-" };
+                    let (a, b) = (self.vec_operand(ty, d1), self.vec_operand(ty, d1));
+                    self.bin(a, op, b)
+                }
+                2 => {
+                    let (v, (k, _)) = (self.vec_operand(ty, d1), self.num(d1.min(1)));
+                    if self.rng.chance(0.5) {
+                        self.bin(v, "*", k)
+                    } else {
+                        self.bin(k, "*", v)
+                    }
+                }
+                _ => {
+                    let v = self.vec_operand(ty, d1);
+                    let k = if self.rng.chance(0.2) { G::atom("0") } else { self.num(d1.min(1)).0 };
+                    self.bin(v, "/", k)
+                }
+            },
+            Ty::Ent => self.leaf(ty),
+        }
+    }
+
+    /// A vector operand of vector arithmetic: never a bare `null` (the binder types
+    /// `null * 2` as a number, so the vector context would be lost).
+    fn vec_operand(&mut self, ty: Ty, d: u32) -> G {
+        let g = self.expr(ty, d);
+        if g.text.trim().eq_ignore_ascii_case("null") {
+            self.vec_lit(if ty == Ty::V2 { 2 } else { 3 })
+        } else {
+            g
         }
     }
 

@@ -288,7 +288,39 @@ fn arith(op: BinaryOp, a: &Value, b: &Value) -> R {
                 _ => unreachable!("arith op"),
             })
         }
+        // Vectors: element-wise + and - with a vector of the same size; scaled by a number
+        // (`v * k`, `k * v`, `v / k`, null when k is 0).
+        (V::Vec2(_) | V::Vec3(_), V::Vec2(_) | V::Vec3(_)) if matches!(op, BinaryOp::Add | BinaryOp::Sub) => {
+            let (Some(x), Some(y)) = (coords(a), coords(b)) else { return invalid("not vectors") };
+            if x.len() != y.len() {
+                return invalid("vectors of different sizes");
+            }
+            let sum: Vec<f64> =
+                x.iter().zip(&y).map(|(p, q)| if op == BinaryOp::Add { p + q } else { p - q }).collect();
+            Ok(vector_of(&sum))
+        }
+        (V::Vec2(_) | V::Vec3(_), V::Int(_) | V::Float(_)) if matches!(op, BinaryOp::Mul | BinaryOp::Div) => {
+            let k = b.as_f64().unwrap();
+            if op == BinaryOp::Div && k == 0.0 {
+                return Ok(V::Null);
+            }
+            let scaled: Vec<f64> = coords(a)
+                .unwrap_or_default()
+                .iter()
+                .map(|x| if op == BinaryOp::Mul { x * k } else { x * (1.0 / k) })
+                .collect();
+            Ok(vector_of(&scaled))
+        }
+        (V::Int(_) | V::Float(_), V::Vec2(_) | V::Vec3(_)) if op == BinaryOp::Mul => arith(op, b, a),
         _ => invalid(format!("cannot apply {} to {a:?} and {b:?}", op.as_str())),
+    }
+}
+
+fn vector_of(xs: &[f64]) -> Value {
+    match xs {
+        [a, b] => Value::Vec2([*a, *b]),
+        [a, b, c] => Value::Vec3([*a, *b, *c]),
+        _ => Value::Null,
     }
 }
 

@@ -37,7 +37,7 @@ pub fn field_value(rng: &mut Rng, comp: &str, field: &str, ty: FieldType, live: 
         FieldType::Bool => Value::Bool(rng.chance(0.5)),
         FieldType::F32 => match rng.below(10) {
             0 => Value::Float(0.0),
-            1 => Value::Float(*rng.pick(&[0.1, -1.75, 3.3, 1e-3, 100.25, -0.5])),
+            1 => Value::Float(*rng.pick(&[0.1, -1.75, 3.3, 1e-3, 100.25, -0.5, -0.0])),
             2 => Value::Int(rng.range(-20, 20)),
             _ => Value::Float(half(rng, -20, 20)),
         },

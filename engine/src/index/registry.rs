@@ -26,7 +26,7 @@ use super::{Estimate, IndexAnswer, IndexDef, IndexInfo, IndexKind, IndexPredicat
 use crate::component::{is_identifier, Component, ComponentId, ComponentInfo, FieldType, StorageKind};
 use crate::entity::Entity;
 use crate::error::{EngineError, Result};
-use crate::storage::{FieldColumn, TableId};
+use crate::storage::{FieldPlace, FieldView};
 use crate::tick::Tick;
 use crate::value::Value;
 use crate::world::World;
@@ -61,13 +61,6 @@ struct Slot {
     needs_rebuild: bool,
 }
 
-/// A segment of rows holding the component: a table or the sparse set.
-#[derive(Clone, Copy)]
-enum Seg {
-    Table(TableId),
-    Sparse,
-}
-
 /// Calls `f(row)` for every row whose tick is newer than `since`, skipping 256-row chunks
 /// with no such row in one vectorised pass.
 fn for_each_changed(ticks: &[Tick], since: Tick, mut f: impl FnMut(usize)) {
@@ -83,95 +76,11 @@ fn for_each_changed(ticks: &[Tick], since: Tick, mut f: impl FnMut(usize)) {
     }
 }
 
-/// One field of every row of a segment, typed.
-enum View<'w> {
-    Bool(FieldColumn<'w, bool>),
-    I8(FieldColumn<'w, i8>),
-    I16(FieldColumn<'w, i16>),
-    I32(FieldColumn<'w, i32>),
-    I64(FieldColumn<'w, i64>),
-    U8(FieldColumn<'w, u8>),
-    U16(FieldColumn<'w, u16>),
-    U32(FieldColumn<'w, u32>),
-    U64(FieldColumn<'w, u64>),
-    F32(FieldColumn<'w, f32>),
-    F64(FieldColumn<'w, f64>),
-    Str(FieldColumn<'w, String>),
-    Entity(FieldColumn<'w, Entity>),
-    Vec2(FieldColumn<'w, [f32; 2]>),
-    Vec3(FieldColumn<'w, [f32; 3]>),
-}
-
-impl<'w> View<'w> {
-    fn new(world: &'w World, seg: Seg, id: ComponentId, field: usize, ty: FieldType) -> Option<View<'w>> {
-        macro_rules! col {
-            ($t:ty) => {
-                match seg {
-                    Seg::Table(t) => world.table_field::<$t>(t, id, field),
-                    Seg::Sparse => world.sparse_field::<$t>(id, field),
-                }?
-            };
-        }
-        Some(match ty {
-            FieldType::Bool => View::Bool(col!(bool)),
-            FieldType::I8 => View::I8(col!(i8)),
-            FieldType::I16 => View::I16(col!(i16)),
-            FieldType::I32 => View::I32(col!(i32)),
-            FieldType::I64 => View::I64(col!(i64)),
-            FieldType::U8 => View::U8(col!(u8)),
-            FieldType::U16 => View::U16(col!(u16)),
-            FieldType::U32 => View::U32(col!(u32)),
-            FieldType::U64 => View::U64(col!(u64)),
-            FieldType::F32 => View::F32(col!(f32)),
-            FieldType::F64 => View::F64(col!(f64)),
-            FieldType::String => View::Str(col!(String)),
-            FieldType::Entity => View::Entity(col!(Entity)),
-            FieldType::Vec2 => View::Vec2(col!([f32; 2])),
-            FieldType::Vec3 => View::Vec3(col!([f32; 3])),
-        })
-    }
-
-    /// Row `row`'s value as the language reads it; `None` when unreadable.
-    #[inline]
-    fn get(&self, row: usize) -> Option<Value> {
-        Some(match self {
-            View::Bool(c) => Value::Bool(*c.get(row)?),
-            View::I8(c) => Value::Int(*c.get(row)? as i64),
-            View::I16(c) => Value::Int(*c.get(row)? as i64),
-            View::I32(c) => Value::Int(*c.get(row)? as i64),
-            View::I64(c) => Value::Int(*c.get(row)?),
-            View::U8(c) => Value::Int(*c.get(row)? as i64),
-            View::U16(c) => Value::Int(*c.get(row)? as i64),
-            View::U32(c) => Value::Int(*c.get(row)? as i64),
-            View::U64(c) => Value::Int(i64::try_from(*c.get(row)?).ok()?),
-            View::F32(c) => Value::Float(*c.get(row)? as f64),
-            View::F64(c) => Value::Float(*c.get(row)?),
-            View::Str(c) => Value::Str(c.get(row)?.clone()),
-            View::Entity(c) => {
-                let e = *c.get(row)?;
-                if e.is_null() {
-                    Value::Null
-                } else {
-                    Value::Entity(e)
-                }
-            }
-            View::Vec2(c) => {
-                let v = c.get(row)?;
-                Value::Vec2([v[0] as f64, v[1] as f64])
-            }
-            View::Vec3(c) => {
-                let v = c.get(row)?;
-                Value::Vec3([v[0] as f64, v[1] as f64, v[2] as f64])
-            }
-        })
-    }
-}
-
 /// Reads the values an index wants from rows of one segment.
 enum RowReader<'w> {
-    Fields(Vec<View<'w>>),
+    Fields(Vec<FieldView<'w>>),
     Presence,
-    Dynamic(Vec<(&'w str, View<'w>)>, DynFn),
+    Dynamic(Vec<(&'w str, FieldView<'w>)>, DynFn),
     Typed(TypedFn),
     /// The fields could not be viewed (cannot happen for a validated definition): every row
     /// counts as unreadable, so the index declines rather than answer wrongly.
@@ -179,9 +88,9 @@ enum RowReader<'w> {
 }
 
 impl<'w> RowReader<'w> {
-    fn new(world: &'w World, seg: Seg, id: ComponentId, source: &Source) -> RowReader<'w> {
+    fn new(world: &'w World, seg: FieldPlace, id: ComponentId, source: &Source) -> RowReader<'w> {
         let info = world.components().info(id);
-        let view = |i: usize| info.fields().get(i).and_then(|f| View::new(world, seg, id, i, f.ty));
+        let view = |i: usize| Some(FieldView::new(world, seg, id, i)).filter(|v| !matches!(v, FieldView::Missing));
         match source {
             Source::Presence => RowReader::Presence,
             Source::Typed(f) => RowReader::Typed(f.clone()),
@@ -227,18 +136,18 @@ impl Slot {
     /// Hands rows changed after `since` (every row for `None`) to the index.
     fn feed(&mut self, world: &World, since: Option<Tick>) {
         let id = self.component;
-        let mut segs: Vec<(Seg, &[Entity], &[Tick])> = Vec::new();
+        let mut segs: Vec<(FieldPlace, &[Entity], &[Tick])> = Vec::new();
         match world.components().info(id).storage() {
             StorageKind::Table => {
                 for t in world.tables() {
                     if let Some(col) = t.column(id) {
-                        segs.push((Seg::Table(t.id()), t.entities(), col.changed_ticks()));
+                        segs.push((FieldPlace::Table(t.id()), t.entities(), col.changed_ticks()));
                     }
                 }
             }
             StorageKind::Sparse => {
                 if let Some(set) = world.sparse_set(id) {
-                    segs.push((Seg::Sparse, set.entities(), set.column().changed_ticks()));
+                    segs.push((FieldPlace::Sparse, set.entities(), set.column().changed_ticks()));
                 }
             }
         }

@@ -5,10 +5,12 @@
 
 mod column;
 mod field;
+mod field_view;
 mod sparse;
 mod table;
 
 pub use column::Column;
 pub use field::{FieldColumn, FieldIter, FieldScalar};
+pub use field_view::{FieldPlace, FieldView};
 pub use sparse::SparseSet;
 pub use table::{ArchetypeTable, TableId};

@@ -12,11 +12,11 @@ use std::hash::{BuildHasherDefault, Hasher};
 use ecsdb_engine::Value;
 
 use crate::error::{Error, ErrorKind};
-use crate::execute::field_reader::FieldReader;
 use crate::execute::ops::{self, KeyValue};
 use crate::execute::scan::{Sink, SlotReader, TableCtx};
 use crate::expr::{eval_error, Evaluator, Leaves, Vector};
 use crate::plan::logical::{AggFunc, AggregateExpr, DataType, Expr, ExprKind, SelectPlan};
+use ecsdb_engine::storage::FieldView;
 
 /// FNV-1a: short keys (team names, small ints) hash faster than with SipHash, and group keys
 /// are not attacker-controlled in a way that matters for an in-process database.
@@ -387,7 +387,7 @@ impl<'w, 'p> AggregateSink<'w, 'p> {
             KeyMode::Single => self.gids.resize(rows.len(), 0),
             KeyMode::StrField { slot, field } => {
                 if let Some(SlotReader::Dense(readers)) = ctx.slots.get(slot) {
-                    if let Some(FieldReader::Str(col)) = readers.get(field).copied() {
+                    if let Some(FieldView::Str(col)) = readers.get(field).copied() {
                         for &r in rows {
                             let g = match col.get(r as usize) {
                                 Some(s) => self.groups.str_group(s.as_str()),

@@ -7,10 +7,10 @@ use ecsdb_engine::storage::{FieldColumn, FieldScalar};
 use ecsdb_engine::{Entity, Value};
 
 use crate::error::Error;
-use crate::execute::field_reader::FieldReader;
 use crate::execute::scan::{out_of_range, SlotReader, TableCtx};
 use crate::expr::{eval_error, Leaves, Prim, StrVec, Vector};
 use crate::plan::logical::{Expr, ExprKind};
+use ecsdb_engine::storage::FieldView;
 
 /// `rows` as a range `start..end` when they are consecutive and ascending (a scan's batch of
 /// every row), so a gather can walk the column without a bounds check per row.
@@ -32,26 +32,26 @@ fn gather<T: FieldScalar, R>(c: &FieldColumn<'_, T>, rows: &[u32], conv: impl Fn
 }
 
 /// The typed values of one field over `rows`; `Err(v)` for a u64 above i64::MAX.
-pub fn gather_field<'w>(reader: &FieldReader<'w>, rows: &[u32]) -> Result<Vector<'w>, u64> {
+pub fn gather_field<'w>(reader: &FieldView<'w>, rows: &[u32]) -> Result<Vector<'w>, u64> {
     Ok(match reader {
-        FieldReader::Bool(c) => Vector::Bool(Prim::all(gather(c, rows, |v| *v))),
-        FieldReader::I8(c) => Vector::Int(Prim::all(gather(c, rows, |v| *v as i64))),
-        FieldReader::I16(c) => Vector::Int(Prim::all(gather(c, rows, |v| *v as i64))),
-        FieldReader::I32(c) => Vector::Int(Prim::all(gather(c, rows, |v| *v as i64))),
-        FieldReader::I64(c) => Vector::Int(Prim::all(gather(c, rows, |v| *v))),
-        FieldReader::U8(c) => Vector::Int(Prim::all(gather(c, rows, |v| *v as i64))),
-        FieldReader::U16(c) => Vector::Int(Prim::all(gather(c, rows, |v| *v as i64))),
-        FieldReader::U32(c) => Vector::Int(Prim::all(gather(c, rows, |v| *v as i64))),
-        FieldReader::U64(c) => {
+        FieldView::Bool(c) => Vector::Bool(Prim::all(gather(c, rows, |v| *v))),
+        FieldView::I8(c) => Vector::Int(Prim::all(gather(c, rows, |v| *v as i64))),
+        FieldView::I16(c) => Vector::Int(Prim::all(gather(c, rows, |v| *v as i64))),
+        FieldView::I32(c) => Vector::Int(Prim::all(gather(c, rows, |v| *v as i64))),
+        FieldView::I64(c) => Vector::Int(Prim::all(gather(c, rows, |v| *v))),
+        FieldView::U8(c) => Vector::Int(Prim::all(gather(c, rows, |v| *v as i64))),
+        FieldView::U16(c) => Vector::Int(Prim::all(gather(c, rows, |v| *v as i64))),
+        FieldView::U32(c) => Vector::Int(Prim::all(gather(c, rows, |v| *v as i64))),
+        FieldView::U64(c) => {
             let raw = gather(c, rows, |v| *v);
             if let Some(&bad) = raw.iter().find(|&&v| v > i64::MAX as u64) {
                 return Err(bad);
             }
             Vector::Int(Prim::all(raw.into_iter().map(|v| v as i64).collect()))
         }
-        FieldReader::F32(c) => Vector::Float(Prim::all(gather(c, rows, |v| *v as f64))),
-        FieldReader::F64(c) => Vector::Float(Prim::all(gather(c, rows, |v| *v))),
-        FieldReader::Str(c) => {
+        FieldView::F32(c) => Vector::Float(Prim::all(gather(c, rows, |v| *v as f64))),
+        FieldView::F64(c) => Vector::Float(Prim::all(gather(c, rows, |v| *v))),
+        FieldView::Str(c) => {
             let col = *c;
             let views = match as_range(rows) {
                 Some((start, end)) => StrVec::from_views(col.range(start, end).map(String::as_str)),
@@ -59,14 +59,14 @@ pub fn gather_field<'w>(reader: &FieldReader<'w>, rows: &[u32]) -> Result<Vector
             };
             Vector::Str(views)
         }
-        FieldReader::Entity(c) => {
+        FieldView::Entity(c) => {
             let values = gather(c, rows, |v| *v);
             let valid = values.iter().any(|e| e.is_null()).then(|| values.iter().map(|e| !e.is_null()).collect());
             Vector::Entity(Prim { values, valid })
         }
-        FieldReader::Vec2(c) => Vector::Vec2(Prim::all(gather(c, rows, |v| [v[0] as f64, v[1] as f64]))),
-        FieldReader::Vec3(c) => Vector::Vec3(Prim::all(gather(c, rows, |v| [v[0] as f64, v[1] as f64, v[2] as f64]))),
-        FieldReader::Missing => Vector::nulls(rows.len()),
+        FieldView::Vec2(c) => Vector::Vec2(Prim::all(gather(c, rows, |v| [v[0] as f64, v[1] as f64]))),
+        FieldView::Vec3(c) => Vector::Vec3(Prim::all(gather(c, rows, |v| [v[0] as f64, v[1] as f64, v[2] as f64]))),
+        FieldView::Missing => Vector::nulls(rows.len()),
     })
 }
 

@@ -1,7 +1,7 @@
 //! The execute stage: physical plans run over the world's archetype tables.
 //!
 //! - [`scan`]: column readers, selection vectors, column kernels, sparse joins, access paths;
-//! - [`field_reader`]: a field of a component read in its type;
+//! - [`field_reader`]: the numeric field types column kernels read;
 //! - [`leaves`]: expression leaves over a table's rows, read into typed vectors;
 //! - [`ops`]: the operators' semantics on single values;
 //! - [`select`]: projection, sort / top-k, LIMIT / OFFSET;

@@ -12,12 +12,12 @@ use std::collections::BTreeMap;
 use std::rc::Rc;
 
 use ecsdb_engine::index::IndexPredicate;
-use ecsdb_engine::storage::{ArchetypeTable, FieldColumn, FieldScalar, SparseSet, TableId};
+use ecsdb_engine::storage::{ArchetypeTable, FieldColumn, FieldPlace, FieldScalar, FieldView, SparseSet, TableId};
 use ecsdb_engine::{Entity, Value, World};
 use roaring::RoaringBitmap;
 
 use crate::error::{Error, ErrorKind};
-use crate::execute::field_reader::{FieldReader, Num};
+use crate::execute::field_reader::Num;
 use crate::expr::{eval_error, Evaluator};
 use crate::plan::logical::{BinaryOp, Expr};
 use crate::plan::physical::{Access, FilterStep, PhysicalSlot, RowCheck, ScanPlan, SlotSource, TableFilter};
@@ -25,23 +25,14 @@ use crate::plan::physical::{Access, FilterStep, PhysicalSlot, RowCheck, ScanPlan
 /// Rows handed to a sink at a time (bounds the memory of evaluated columns).
 pub const BATCH: usize = 1024;
 
-/// Where a component's values are: a table's column or the sparse set.
-#[derive(Clone, Copy, Debug)]
-pub enum Place {
-    /// The column of this table.
-    Table(TableId),
-    /// The component's sparse set.
-    Sparse,
-}
-
 /// How one slot reads in the current table.
 pub enum SlotReader<'w> {
     /// The table lacks it: reads null.
     Absent,
     /// A column of the table: one reader per field.
-    Dense(Vec<FieldReader<'w>>),
+    Dense(Vec<FieldView<'w>>),
     /// A sparse set: per entity, its dense row, then the readers.
-    Sparse(&'w SparseSet, Vec<FieldReader<'w>>),
+    Sparse(&'w SparseSet, Vec<FieldView<'w>>),
 }
 
 /// Everything needed to read the rows of one matched table.
@@ -109,12 +100,14 @@ impl<'w> TableCtx<'w> {
             .map(|(slot, source)| match source {
                 SlotSource::Absent => SlotReader::Absent,
                 SlotSource::Column => SlotReader::Dense(
-                    (0..slot.fields.len()).map(|f| FieldReader::new(world, Place::Table(tp.table), slot, f)).collect(),
+                    (0..slot.fields.len())
+                        .map(|f| FieldView::new(world, FieldPlace::Table(tp.table), slot.id, f))
+                        .collect(),
                 ),
                 SlotSource::Sparse => match world.sparse_set(slot.id) {
                     Some(set) => SlotReader::Sparse(
                         set,
-                        (0..slot.fields.len()).map(|f| FieldReader::new(world, Place::Sparse, slot, f)).collect(),
+                        (0..slot.fields.len()).map(|f| FieldView::new(world, FieldPlace::Sparse, slot.id, f)).collect(),
                     ),
                     None => SlotReader::Absent,
                 },
@@ -133,7 +126,7 @@ impl<'w> TableCtx<'w> {
 
     /// The reader of a field of a slot stored in a column of this table.
     #[inline]
-    pub fn dense_reader(&self, slot: usize, field: usize) -> Option<&FieldReader<'w>> {
+    pub fn dense_reader(&self, slot: usize, field: usize) -> Option<&FieldView<'w>> {
         match self.slots.get(slot) {
             Some(SlotReader::Dense(readers)) => readers.get(field),
             _ => None,
@@ -148,7 +141,7 @@ impl<'w> TableCtx<'w> {
     /// The row where the slot's values are for table row `row`, and its field readers; `None`
     /// where the entity lacks the component.
     #[inline]
-    pub fn locate(&self, slot: usize, row: u32) -> Option<(usize, &[FieldReader<'w>])> {
+    pub fn locate(&self, slot: usize, row: u32) -> Option<(usize, &[FieldView<'w>])> {
         match self.slots.get(slot)? {
             SlotReader::Absent => None,
             SlotReader::Dense(fields) => Some((row as usize, fields)),
@@ -338,23 +331,23 @@ fn num_kernel<T: Num, O: Cmp>(col: FieldColumn<'_, T>, rhs: &Value, sel: &mut Se
     }
 }
 
-fn compare_with<O: Cmp>(reader: &FieldReader<'_>, rhs: &Value, sel: &mut Selection) -> Result<(), String> {
+fn compare_with<O: Cmp>(reader: &FieldView<'_>, rhs: &Value, sel: &mut Selection) -> Result<(), String> {
     let numeric = matches!(rhs, Value::Int(_) | Value::Float(_));
     match (reader, rhs) {
         (_, Value::Null) => *sel = Selection::Rows(Vec::new()),
-        (FieldReader::I8(c), _) if numeric => num_kernel::<_, O>(*c, rhs, sel),
-        (FieldReader::I16(c), _) if numeric => num_kernel::<_, O>(*c, rhs, sel),
-        (FieldReader::I32(c), _) if numeric => num_kernel::<_, O>(*c, rhs, sel),
-        (FieldReader::I64(c), _) if numeric => num_kernel::<_, O>(*c, rhs, sel),
-        (FieldReader::U8(c), _) if numeric => num_kernel::<_, O>(*c, rhs, sel),
-        (FieldReader::U16(c), _) if numeric => num_kernel::<_, O>(*c, rhs, sel),
-        (FieldReader::U32(c), _) if numeric => num_kernel::<_, O>(*c, rhs, sel),
-        (FieldReader::F32(c), _) if numeric => num_kernel::<_, O>(*c, rhs, sel),
-        (FieldReader::F64(c), _) if numeric => num_kernel::<_, O>(*c, rhs, sel),
-        (FieldReader::Str(c), Value::Str(s)) => filter_column(*c, sel, |v| O::test(v.as_str(), s.as_str())),
-        (FieldReader::Bool(c), Value::Bool(b)) => filter_column(*c, sel, |v| O::test(v, b)),
-        (FieldReader::Entity(c), Value::Entity(e)) => filter_column(*c, sel, |v| !v.is_null() && O::test(v, e)),
-        (FieldReader::Missing, _) => *sel = Selection::Rows(Vec::new()),
+        (FieldView::I8(c), _) if numeric => num_kernel::<_, O>(*c, rhs, sel),
+        (FieldView::I16(c), _) if numeric => num_kernel::<_, O>(*c, rhs, sel),
+        (FieldView::I32(c), _) if numeric => num_kernel::<_, O>(*c, rhs, sel),
+        (FieldView::I64(c), _) if numeric => num_kernel::<_, O>(*c, rhs, sel),
+        (FieldView::U8(c), _) if numeric => num_kernel::<_, O>(*c, rhs, sel),
+        (FieldView::U16(c), _) if numeric => num_kernel::<_, O>(*c, rhs, sel),
+        (FieldView::U32(c), _) if numeric => num_kernel::<_, O>(*c, rhs, sel),
+        (FieldView::F32(c), _) if numeric => num_kernel::<_, O>(*c, rhs, sel),
+        (FieldView::F64(c), _) if numeric => num_kernel::<_, O>(*c, rhs, sel),
+        (FieldView::Str(c), Value::Str(s)) => filter_column(*c, sel, |v| O::test(v.as_str(), s.as_str())),
+        (FieldView::Bool(c), Value::Bool(b)) => filter_column(*c, sel, |v| O::test(v, b)),
+        (FieldView::Entity(c), Value::Entity(e)) => filter_column(*c, sel, |v| !v.is_null() && O::test(v, e)),
+        (FieldView::Missing, _) => *sel = Selection::Rows(Vec::new()),
         (_, other) => return Err(format!("cannot compare this field with {}", other.describe())),
     }
     Ok(())
@@ -406,8 +399,8 @@ fn f32_kernel(col: FieldColumn<'_, f32>, op: BinaryOp, c: f64, sel: &mut Selecti
 }
 
 /// Runs a compare kernel: `field op rhs` over the selected rows.
-pub fn compare_kernel(reader: &FieldReader<'_>, op: BinaryOp, rhs: &Value, sel: &mut Selection) -> Result<(), String> {
-    if let (FieldReader::F32(col), Some(c)) = (reader, rhs.as_f64()) {
+pub fn compare_kernel(reader: &FieldView<'_>, op: BinaryOp, rhs: &Value, sel: &mut Selection) -> Result<(), String> {
+    if let (FieldView::F32(col), Some(c)) = (reader, rhs.as_f64()) {
         return f32_kernel(*col, op, c, sel);
     }
     match op {
@@ -462,8 +455,8 @@ fn apply_step(step: &FilterStep, ctx: &TableCtx<'_>, sel: &mut Selection, params
         FilterStep::Compare { slot, field, op, rhs, expr, .. } => {
             let rhs = rhs.resolve(params);
             let reader = match ctx.slots.get(*slot) {
-                Some(SlotReader::Dense(readers)) => readers.get(*field).copied().unwrap_or(FieldReader::Missing),
-                _ => FieldReader::Missing,
+                Some(SlotReader::Dense(readers)) => readers.get(*field).copied().unwrap_or(FieldView::Missing),
+                _ => FieldView::Missing,
             };
             compare_kernel(&reader, *op, rhs, sel).map_err(|m| eval_error(expr, m))
         }

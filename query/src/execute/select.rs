@@ -20,7 +20,7 @@ use ecsdb_engine::{Entity, Value, World};
 
 use crate::error::{Error, ErrorKind};
 use crate::execute::aggregate::{AggregateSink, GroupRows};
-use crate::execute::field_reader::{FieldReader, Num};
+use crate::execute::field_reader::Num;
 use crate::execute::ops::sort_cmp;
 use crate::execute::scan::{run_scan, FunctionSets, Sink, SlotReader, TableCtx};
 use crate::expr::eval_constant;
@@ -30,6 +30,7 @@ use crate::plan::physical::ScanPlan;
 use crate::plan::{PhysicalSelect, Strategy};
 use crate::result::ResultSet;
 use ecsdb_engine::storage::FieldColumn;
+use ecsdb_engine::storage::FieldView;
 
 /// LIMIT and OFFSET as numbers.
 #[derive(Clone, Copy, Debug)]
@@ -442,14 +443,14 @@ impl<'w> Sink<'w> for FastSortSink<'_> {
             FastKey::Expr { .. } => None,
         };
         match dense {
-            Some(FieldReader::I8(c)) => self.all_rows(c, ctx, n),
-            Some(FieldReader::I16(c)) => self.all_rows(c, ctx, n),
-            Some(FieldReader::I32(c)) => self.all_rows(c, ctx, n),
-            Some(FieldReader::U8(c)) => self.all_rows(c, ctx, n),
-            Some(FieldReader::U16(c)) => self.all_rows(c, ctx, n),
-            Some(FieldReader::U32(c)) => self.all_rows(c, ctx, n),
-            Some(FieldReader::F32(c)) => self.all_rows(c, ctx, n),
-            Some(FieldReader::F64(c)) => self.all_rows(c, ctx, n),
+            Some(FieldView::I8(c)) => self.all_rows(c, ctx, n),
+            Some(FieldView::I16(c)) => self.all_rows(c, ctx, n),
+            Some(FieldView::I32(c)) => self.all_rows(c, ctx, n),
+            Some(FieldView::U8(c)) => self.all_rows(c, ctx, n),
+            Some(FieldView::U16(c)) => self.all_rows(c, ctx, n),
+            Some(FieldView::U32(c)) => self.all_rows(c, ctx, n),
+            Some(FieldView::F32(c)) => self.all_rows(c, ctx, n),
+            Some(FieldView::F64(c)) => self.all_rows(c, ctx, n),
             _ => {
                 let rows: Vec<u32> = (0..n as u32).collect();
                 for chunk in rows.chunks(crate::execute::scan::BATCH) {
