@@ -16,6 +16,9 @@ use ecsdb::index::{IndexAnswer, IndexDef, IndexKind, IndexPredicate, RtreeUpdate
 use ecsdb::{CommandBuffer, Component, ComponentDef, Entity, FieldType, Value, World};
 use proptest::prelude::*;
 
+mod common;
+use common::rng::Rng;
+
 #[derive(Component, Clone, Copy, Debug)]
 struct Pos {
     x: f32,
@@ -119,22 +122,6 @@ fn op() -> impl Strategy<Value = Op> {
     ]
 }
 
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n.max(1)
-    }
-    fn pick<T: Clone>(&mut self, xs: &[T]) -> T {
-        xs[self.below(xs.len() as u64) as usize].clone()
-    }
-}
-
 struct Harness {
     world: World,
     history: Vec<Entity>,
@@ -218,10 +205,10 @@ impl Harness {
                 self.history.push(e);
             }
             Op::SpawnMany(n, seed) => {
-                let mut r = Rng(seed as u64 * 7919 + 1);
+                let mut r = Rng::new(seed as u64 * 7919 + 1);
                 let batch: Vec<(Pos, Team)> = (0..n)
                     .map(|_| {
-                        let c = |r: &mut Rng, m: u64| half(r.below(m) as i8 - (m / 2) as i8);
+                        let c = |r: &mut Rng, m: usize| half(r.below(m) as i8 - (m / 2) as i8);
                         (Pos { x: c(&mut r, 40), y: c(&mut r, 40), z: c(&mut r, 12) }, Team { id: r.below(4) as u8 })
                     })
                     .collect();
@@ -452,10 +439,10 @@ fn rand_value(r: &mut Rng, kind: &str) -> Value {
         "hp" => match r.below(5) {
             0 => Value::Int(r.below(5) as i64 - 2),
             1 => Value::Null,
-            _ => Value::Float(r.pick(&HP)),
+            _ => Value::Float(*r.pick(&HP)),
         },
         "team" => match r.below(6) {
-            0 => Value::Float(r.pick(&[1.0, 1.5, -0.0])),
+            0 => Value::Float(*r.pick(&[1.0, 1.5, -0.0])),
             1 => Value::Null,
             _ => Value::Int(r.below(5) as i64 - 1),
         },
@@ -519,7 +506,7 @@ fn check_keyed(w: &World, r: &mut Rng, component: &str, field: &str, kind: &str,
         };
         let unbounded = matches!((&low, &high), (Bound::Unbounded, Bound::Unbounded));
         let descending = r.below(2) == 0;
-        let limit = (r.below(3) != 0).then(|| r.below(8) as usize);
+        let limit = (r.below(3) != 0).then(|| r.below(8));
         let p = IndexPredicate::Ordered { low: low.clone(), high: high.clone(), descending, limit };
         let mut sel: Vec<(u32, Value)> = rows
             .iter()
@@ -574,12 +561,12 @@ fn check_spatial(w: &World, r: &mut Rng, names: &[&str], component: &str, fields
         for n in names {
             assert_eq!(answer_of(w, n, &p).as_ref(), Some(&want), "{n} {p:?}");
         }
-        let k = r.below(10) as usize;
+        let k = r.below(10);
         let p = IndexPredicate::Nearest { point: c.clone(), k };
         let mut by_d: Vec<(f64, u32)> = rows.iter().map(|(e, q)| (dist(q, &c), *e)).collect();
         by_d.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
         // The planner may pull past `k` when other filters remain.
-        let take = k + r.below(3) as usize * 7;
+        let take = k + r.below(3) * 7;
         let want: Vec<u32> = by_d.iter().take(take).map(|(_, e)| *e).collect();
         for n in names {
             let got = answer_of(w, n, &p);
@@ -598,7 +585,7 @@ fn check_spatial(w: &World, r: &mut Rng, names: &[&str], component: &str, fields
 }
 
 fn check_all(w: &World, seed: u64) {
-    let mut r = Rng(seed | 1);
+    let mut r = Rng::new(seed);
     check_spatial(w, &mut r, &["Pos_x_y_z_rtree", "pos_per_row", "pos_rebuild"], "Pos", &["x", "y", "z"]);
     check_spatial(w, &mut r, &["Pos_x_y_rtree"], "Pos", &["x", "y"]);
     check_spatial(w, &mut r, &["Dir_v_rtree"], "Dir", &["v"]);
@@ -612,7 +599,7 @@ fn check_all(w: &World, seed: u64) {
     let links = scan(w, "Link", &["target"]);
     let targets: Vec<Value> = links.iter().map(|(_, v)| v[0].clone()).collect();
     for _ in 0..4 {
-        let v = if targets.is_empty() { Value::Null } else { r.pick(&targets) };
+        let v = if targets.is_empty() { Value::Null } else { r.pick(&targets).clone() };
         for p in [IndexPredicate::Eq(v.clone()), IndexPredicate::NotEq(v.clone()), IndexPredicate::Present] {
             let want: Vec<u32> = links.iter().filter(|(_, x)| holds(&x[0], &p)).map(|(e, _)| *e).collect();
             assert_eq!(answer_of(w, "Link_target_btree", &p).as_ref(), Some(&want), "{p:?}");
@@ -665,10 +652,10 @@ proptest! {
 fn frames_of_small_moves() {
     let mut h = Harness::new();
     h.apply(&Op::SpawnMany(400, 3));
-    let mut r = Rng(99);
+    let mut r = Rng::new(99);
     for frame in 0..40 {
         for _ in 0..30 {
-            let i = r.below(400) as usize;
+            let i = r.below(400);
             let d = ((r.below(3) as i8) - 1, (r.below(3) as i8) - 1, 0);
             h.apply(&Op::MutPos(i, d));
         }
@@ -676,7 +663,7 @@ fn frames_of_small_moves() {
             h.apply(&Op::QueryMutPos(1));
         }
         if frame % 3 == 0 {
-            h.apply(&Op::Despawn(r.below(400) as usize));
+            h.apply(&Op::Despawn(r.below(400)));
             h.apply(&Op::Spawn {
                 pos: Some((1, 2, 3)),
                 team: Some(1),

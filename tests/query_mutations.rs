@@ -4,18 +4,8 @@
 use ecsdb::query::{Database, ErrorKind, Params, ResultSet};
 use ecsdb::{ComponentDef, EntitiesState, Entity, FieldType, Value, World};
 
-fn e(index: u32) -> Value {
-    Value::Entity(Entity::from_parts(index, 0))
-}
-fn i(x: i64) -> Value {
-    Value::Int(x)
-}
-fn f(x: f64) -> Value {
-    Value::Float(x)
-}
-fn s(x: &str) -> Value {
-    Value::Str(x.to_string())
-}
+mod common;
+use common::values::{e, f, i, s};
 
 fn world() -> Database {
     let mut db = Database::new();

@@ -1,10 +1,29 @@
 //! No input makes bind, plan or execute panic: random statements built from the language's
 //! pieces (mostly well-formed, often ill-typed) run against a populated world, and every one
-//! returns a result or an error.
+//! returns a result or an error. No error is an `Internal` one (those are the engine's bugs,
+//! not the text's), and every error's span lies inside the text, on character boundaries.
 
-use ecsdb::query::{Database, Params};
+use ecsdb::query::{Database, Error, ErrorKind, Params};
 use ecsdb::{ComponentDef, FieldType};
 use proptest::prelude::*;
+
+/// Checks what running `text` returned: a result, or an error that is not `Internal` and
+/// points inside `text`.
+fn check<T>(text: &str, result: &Result<T, Error>) -> Result<(), TestCaseError> {
+    let Err(e) = result else { return Ok(()) };
+    prop_assert!(e.kind != ErrorKind::Internal, "an internal error for {text:?}: {e:?}");
+    if let Some(span) = e.span {
+        prop_assert!(
+            span.start <= span.end
+                && span.end <= text.len()
+                && text.is_char_boundary(span.start)
+                && text.is_char_boundary(span.end),
+            "span {span:?} is not inside the text {text:?} ({} bytes): {e:?}",
+            text.len()
+        );
+    }
+    Ok(())
+}
 
 fn world() -> Database {
     let mut db = Database::new();
@@ -177,8 +196,8 @@ proptest! {
     fn selects_never_panic(text in select()) {
         let db = world();
         let params = Params::positional([ecsdb::Value::Int(1)]).set("x", "red");
-        let _ = db.query_with(&text, &params);
-        let _ = db.query(&text);
+        check(&text, &db.query_with(&text, &params))?;
+        check(&text, &db.query(&text))?;
     }
 
     #[test]
@@ -186,7 +205,7 @@ proptest! {
         let mut db = world();
         let params = Params::positional([ecsdb::Value::Float(2.5)]).set("x", ecsdb::Value::Null);
         for t in &texts {
-            let _ = db.execute_with(t, &params);
+            check(t, &db.execute_with(t, &params))?;
         }
         // The world stays queryable.
         prop_assert!(db.query("SELECT count(*)").is_ok());
@@ -205,7 +224,7 @@ proptest! {
     )) {
         let mut db = world();
         let text = tokens.join(" ");
-        let _ = db.execute(&text);
-        let _ = db.execute_script(&text);
+        check(&text, &db.execute(&text))?;
+        check(&text, &db.execute_script(&text))?;
     }
 }

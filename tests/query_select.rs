@@ -2,21 +2,10 @@
 //! LIMIT / OFFSET, null logic, sparse components, vectors.
 
 use ecsdb::query::{Database, ErrorKind, Params, ResultSet};
-use ecsdb::{ComponentDef, Entity, FieldType, Value};
+use ecsdb::{ComponentDef, FieldType, Value};
 
-fn e(index: u32) -> Value {
-    Value::Entity(Entity::from_parts(index, 0))
-}
-fn f(x: f64) -> Value {
-    Value::Float(x)
-}
-fn i(x: i64) -> Value {
-    Value::Int(x)
-}
-fn s(x: &str) -> Value {
-    Value::Str(x.to_string())
-}
-const NULL: Value = Value::Null;
+mod common;
+use common::values::{e, f, i, s, NULL};
 
 /// 0: red, hp 10, Position (1,2,0), Velocity, Player, Level 3
 /// 1: blue, hp 60, Position (5,2,0), Frozen

@@ -17,6 +17,11 @@ impl Rng {
     pub fn unit(&mut self) -> f32 {
         (self.next() >> 40) as f32 / (1u64 << 24) as f32
     }
+
+    /// Uniform in [0, 1) with 53 bits of precision.
+    pub fn unit_f64(&mut self) -> f64 {
+        (self.next() >> 11) as f64 / (1u64 << 53) as f64
+    }
 }
 
 /// The team names of the game world (a 4-value field).

@@ -23,6 +23,7 @@ use ecsdb::index::{IndexDef, IndexKind, IndexPredicate};
 use ecsdb::{Component, Entity, Value, World};
 use rusqlite::{params, Connection, Statement};
 
+use crate::data::Rng;
 use crate::harness::{human_bytes, iter, Suite};
 
 const N: usize = 1_000_000;
@@ -38,20 +39,6 @@ struct Team {
 #[derive(Component, Clone, Copy, Debug)]
 struct Health {
     hp: f32,
-}
-
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn unit(&mut self) -> f64 {
-        (self.next() >> 11) as f64 / (1u64 << 53) as f64
-    }
 }
 
 fn sqlite_ids(st: &mut Statement<'_>, p: impl rusqlite::Params) -> Vec<i64> {
@@ -85,8 +72,9 @@ fn sorted(ids: Vec<i64>) -> Vec<u32> {
 pub fn run(s: &mut Suite) {
     eprintln!("   building the 1M-entity world and SQLite table (not timed)…");
     let mut r = Rng(0x1dec_5eed);
-    let rows: Vec<(u8, f32)> = (0..N).map(|_| ((r.next() % TEAMS as u64) as u8, (r.unit() * HP_MAX) as f32)).collect();
-    let ranges: Vec<f64> = (0..QUERIES).map(|_| (r.unit() * (HP_MAX - 1.0)).floor()).collect();
+    let rows: Vec<(u8, f32)> =
+        (0..N).map(|_| ((r.next() % TEAMS as u64) as u8, (r.unit_f64() * HP_MAX) as f32)).collect();
+    let ranges: Vec<f64> = (0..QUERIES).map(|_| (r.unit_f64() * (HP_MAX - 1.0)).floor()).collect();
 
     let mut world = World::new();
     world.spawn_batch(rows.iter().map(|&(t, hp)| (Team { id: t }, Health { hp })));

@@ -86,7 +86,7 @@ const SQL_GROUP_BY: &str =
     "SELECT t.name, avg(h.hp), max(h.hp) FROM team t JOIN health h ON h.entity = t.entity GROUP BY t.name";
 const SQL_TOP_K: &str = "SELECT h.entity, h.hp FROM health h ORDER BY h.hp DESC LIMIT 10";
 
-/// xorshift64*: a fixed-seed generator, the same numbers on every run.
+/// The game world of `N` entities (`data::game_world`), the same on every run.
 fn rows() -> Vec<Row> {
     game_world(N)
 }

@@ -381,7 +381,7 @@ mod big {
     }
 }
 
-/// The query benchmark's generator (xorshift64*, same seed), so both suites see the same world.
+/// The game world of `BIG_N` entities (`data::game_world`), as the query suite sees it.
 fn rows() -> Vec<Row> {
     game_world(BIG_N)
 }

@@ -30,6 +30,7 @@ use ecsdb::index::{distance, IndexDef, IndexKind, IndexPredicate, RtreeUpdate};
 use ecsdb::{Component, Entity, World};
 use rusqlite::{params, Connection, Statement};
 
+use crate::data::Rng;
 use crate::harness::{human, human_bytes, iter, Suite};
 
 const N: usize = 1_000_000;
@@ -57,23 +58,9 @@ struct Velocity {
     z: f32,
 }
 
-/// xorshift64: the same points for every library and run.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    /// Uniform in [0, 1).
-    fn unit(&mut self) -> f64 {
-        (self.next() >> 11) as f64 / (1u64 << 53) as f64
-    }
-    fn point(&mut self) -> [f32; 3] {
-        [(self.unit() * SIDE) as f32, (self.unit() * SIDE) as f32, (self.unit() * SIDE) as f32]
-    }
+/// A uniform point in the cube of side [`SIDE`].
+fn point(r: &mut Rng) -> [f32; 3] {
+    [(r.unit_f64() * SIDE) as f32, (r.unit_f64() * SIDE) as f32, (r.unit_f64() * SIDE) as f32]
 }
 
 /// Positions of every entity (index = entity index = SQLite id) and the movers' velocities.
@@ -85,11 +72,13 @@ struct Data {
 
 fn data() -> Data {
     let mut r = Rng(0x005e_ed0f_5a11);
-    let points = (0..N).map(|_| r.point()).collect();
+    let points = (0..N).map(|_| point(&mut r)).collect();
     let velocities = (0..MOVERS)
-        .map(|_| [(r.unit() * 2.0 - 1.0) as f32, (r.unit() * 2.0 - 1.0) as f32, (r.unit() * 2.0 - 1.0) as f32])
+        .map(|_| {
+            [(r.unit_f64() * 2.0 - 1.0) as f32, (r.unit_f64() * 2.0 - 1.0) as f32, (r.unit_f64() * 2.0 - 1.0) as f32]
+        })
         .collect();
-    let queries = (0..QUERIES).map(|_| r.point().map(|c| c as f64)).collect();
+    let queries = (0..QUERIES).map(|_| point(&mut r).map(|c| c as f64)).collect();
     Data { points, velocities, queries }
 }
 

@@ -1,5 +1,9 @@
 //! `ecsdb exec WORLD SCRIPT`: run a script against a world file, then save it atomically.
 //!
+//! The world's lock is held from loading to saving, so two `exec`s on one file run one after
+//! the other and neither loses the other's changes; a second one waits up to
+//! `--busy-timeout` and then fails (exit code 2) without touching the file.
+//!
 //! All or nothing by default: when a statement fails, its error is printed and the file on
 //! disk is not touched. With `--keep-going`, failing statements are reported and skipped, the
 //! rest is saved, and the exit code is still 1.
@@ -18,6 +22,8 @@ use crate::{query_cmd, world_file, ExecArgs, Failure};
 pub fn run(args: &ExecArgs) -> Result<(), Failure> {
     let params = query_cmd::build_params(&args.params)?;
     let (script, origin) = read_script(&args.script)?;
+    // Held from load to save: another writer's save cannot fall in between and be lost.
+    let lock = world_file::lock(&args.world, args.busy_timeout)?;
     let existed = args.world.exists();
     let world = world_file::open_or_create(&args.world)?;
     let mut db = Database::from_world(world);
@@ -43,7 +49,7 @@ pub fn run(args: &ExecArgs) -> Result<(), Failure> {
         ));
         return Err(Failure::Statement);
     }
-    world_file::save(db.world(), &args.world)?;
+    world_file::save_locked(db.world(), &lock)?;
     if report.failed > 0 {
         format::eprint_line(&format!(
             "ecsdb: {} statement(s) failed and were skipped; {} saved with the other {}",

@@ -2,9 +2,9 @@
 //!
 //! ```text
 //! ecsdb demo  [--entities N] [--ticks T] [--out FILE]
-//! ecsdb exec  WORLD SCRIPT [--quiet] [--keep-going] [--format F] [--param NAME=VALUE]...
+//! ecsdb exec  WORLD SCRIPT [--quiet] [--keep-going] [--format F] [--param NAME=VALUE]... [--busy-timeout T]
 //! ecsdb query WORLD TEXT [--format table|json|csv] [--param NAME=VALUE]...
-//! ecsdb shell [WORLD] [--autosave] [--format F]
+//! ecsdb shell [WORLD] [--autosave] [--format F] [--busy-timeout T]
 //! ```
 //!
 //! Exit codes: 0 success; 1 a statement failed (kind, message, the line with a caret and a
@@ -22,6 +22,7 @@ mod world_file;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
 
@@ -89,6 +90,9 @@ pub struct ExecArgs {
     /// the language (42, 2.5, 'text' or bare text, true, false, null, 12v0, [1, 2]).
     #[arg(long = "param", value_name = "NAME=VALUE", value_parser = query_cmd::parse_param)]
     pub params: Vec<Param>,
+    /// How long to wait for another process writing WORLD (seconds, or e.g. 250ms).
+    #[arg(long, value_name = "T", default_value = "5", value_parser = world_file::parse_timeout)]
+    pub busy_timeout: Duration,
 }
 
 /// Arguments of `ecsdb query`.
@@ -121,6 +125,9 @@ pub struct ShellArgs {
     /// How to print results (`.format` changes it).
     #[arg(long, value_enum, default_value_t = Format::Table)]
     pub format: Format,
+    /// How long a save waits for another process writing the file (seconds, or e.g. 250ms).
+    #[arg(long, value_name = "T", default_value = "5", value_parser = world_file::parse_timeout)]
+    pub busy_timeout: Duration,
 }
 
 /// How a command ended when it did not succeed.

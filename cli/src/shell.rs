@@ -8,14 +8,19 @@
 //!
 //! Changes are saved by `.save` or on exit: on a terminal the shell asks, with `--autosave`
 //! it saves without asking, and otherwise (piped) it leaves the file alone and says so.
+//!
+//! The shell does not keep the world file locked while it runs: it takes the lock only to
+//! save. It remembers what the file looked like when it loaded (or last saved) it, and when
+//! another process has saved the file since, it refuses to overwrite it and offers to save
+//! elsewhere (`.save FILE`; on exit it asks for a file name).
 
 use std::borrow::Cow;
 use std::io::{self, BufRead, IsTerminal, Write};
 use std::path::{Path, PathBuf};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use ecsdb::query::{Database, Params};
-use ecsdb::World;
+use ecsdb::{FileStamp, World};
 use rustyline::completion::{Completer, Pair};
 use rustyline::error::ReadlineError;
 use rustyline::highlight::Highlighter;
@@ -58,13 +63,21 @@ const DOT_COMMANDS: &[&str] = &[".help", ".tables", ".indexes", ".save", ".timin
 
 /// Runs `ecsdb shell`.
 pub fn run(args: &ShellArgs) -> Result<(), Failure> {
-    let world = match &args.world {
-        Some(p) => world_file::open_or_create(p)?,
-        None => World::new(),
+    // The stamp is taken before loading: a save in between reads as a change (a false alarm),
+    // never as no change (a lost update).
+    let (world, stamp) = match &args.world {
+        Some(p) => {
+            let stamp = world_file::stamp(p)?;
+            (world_file::open_or_create(p)?, stamp)
+        }
+        None => (World::new(), None),
     };
     let mut shell = Shell {
         db: Database::from_world(world),
         path: args.world.clone(),
+        stamp,
+        busy_timeout: args.busy_timeout,
+        changed_on_disk: false,
         format: args.format,
         timing: false,
         dirty: false,
@@ -81,6 +94,11 @@ pub fn run(args: &ShellArgs) -> Result<(), Failure> {
 struct Shell {
     db: Database,
     path: Option<PathBuf>,
+    /// What the world file looked like when the shell loaded or last saved it.
+    stamp: Option<FileStamp>,
+    busy_timeout: Duration,
+    /// Whether a save was refused because another process saved the world file since.
+    changed_on_disk: bool,
     format: Format,
     timing: bool,
     dirty: bool,
@@ -209,18 +227,28 @@ impl Shell {
         }
         if self.dirty {
             if self.autosave && self.path.is_some() {
-                return self.save(None);
+                match self.save(None) {
+                    // Another process saved the file: ask where to save instead.
+                    Err(Failure::Usage(msg)) if self.changed_on_disk => format::eprint_line(&format!("error: {msg}")),
+                    other => return other,
+                }
             }
-            let question = match &self.path {
-                Some(p) => format!("Save changes to {}? [Y/n] ", p.display()),
-                None => "Save the in-memory world? Enter a file name (empty to discard): ".to_string(),
-            };
             loop {
+                // Once the world file turned out to be changed by another process, only a
+                // new file name (or discarding) is offered.
+                let ask_for_name = self.path.is_none() || self.changed_on_disk;
+                let question = match &self.path {
+                    Some(p) if !ask_for_name => format!("Save changes to {}? [Y/n] ", p.display()),
+                    Some(_) => "Save to another file? Enter a file name (empty to discard): ".to_string(),
+                    None => "Save the in-memory world? Enter a file name (empty to discard): ".to_string(),
+                };
                 let answer = match editor.readline(&question) {
                     Ok(a) => a.trim().to_string(),
+                    Err(_) if ask_for_name => String::new(),
                     Err(_) => "n".to_string(),
                 };
-                let result = match (&self.path, answer.to_ascii_lowercase().as_str()) {
+                let path = if ask_for_name { None } else { self.path.as_ref() };
+                let result = match (path, answer.to_ascii_lowercase().as_str()) {
                     (Some(_), "" | "y" | "yes") => self.save(None),
                     (Some(_), "n" | "no") | (None, "") => {
                         format::print_line("changes discarded");
@@ -303,6 +331,9 @@ impl Shell {
     }
 
     /// Saves to `file`, or to the shell's world file. A new file becomes the world file.
+    ///
+    /// The shell's own world file is overwritten only if no other process saved it since the
+    /// shell loaded or last saved it; a file named with `.save FILE` is the user's choice.
     fn save(&mut self, file: Option<&Path>) -> Result<(), Failure> {
         let target = match (file, &self.path) {
             (Some(f), _) => f.to_path_buf(),
@@ -310,7 +341,18 @@ impl Shell {
             (None, None) => return Err(Failure::usage("this world has no file yet: use .save FILE")),
         };
         let start = Instant::now();
-        let bytes = world_file::save(self.db.world(), &target)?;
+        let lock = world_file::lock(&target, self.busy_timeout)?;
+        if self.path.as_deref().is_some_and(|p| same_file(p, &target)) && world_file::stamp(&target)? != self.stamp {
+            self.changed_on_disk = true;
+            return Err(Failure::usage(format!(
+                "{} changed on disk since this shell loaded it (another process saved it): not overwritten; \
+                 save your changes elsewhere with .save FILE",
+                target.display()
+            )));
+        }
+        let bytes = world_file::save_locked(self.db.world(), &lock)?;
+        self.stamp = world_file::stamp(&target)?;
+        drop(lock);
         format::eprint_line(&format!(
             "saved {} ({} entities, {} bytes) in {}",
             target.display(),
@@ -320,8 +362,18 @@ impl Shell {
         ));
         self.path = Some(target);
         self.dirty = false;
+        self.changed_on_disk = false;
         Ok(())
     }
+}
+
+/// Whether two paths name the same file (`w.ecsdb` and `./w.ecsdb`).
+fn same_file(a: &Path, b: &Path) -> bool {
+    a == b
+        || match (std::fs::canonicalize(a), std::fs::canonicalize(b)) {
+            (Ok(a), Ok(b)) => a == b,
+            _ => false,
+        }
 }
 
 /// Where the history is kept: `$ECSDB_HISTORY`, else `$HOME/.ecsdb_history`.

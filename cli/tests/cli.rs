@@ -1,55 +1,11 @@
 //! End-to-end tests of the `ecsdb` binary: they run the built executable as a user or a
 //! script would, and check its output, its exit codes and the world files it leaves.
 
-use std::io::Write;
+mod common;
+
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
 
-const BIN: &str = env!("CARGO_BIN_EXE_ecsdb");
-
-/// A fresh directory for one test under cargo's per-target temporary directory.
-fn temp_dir(test: &str) -> PathBuf {
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("cli-e2e-{test}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
-/// Runs the binary with `args` and `stdin`, in `dir`, with a private history file.
-fn run_in(dir: &Path, args: &[&str], stdin: Option<&[u8]>) -> Output {
-    let mut cmd = Command::new(BIN);
-    cmd.args(args)
-        .current_dir(dir)
-        .env("ECSDB_HISTORY", dir.join("history"))
-        .stdin(if stdin.is_some() { Stdio::piped() } else { Stdio::null() })
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    let mut child = cmd.spawn().expect("the ecsdb binary runs");
-    if let Some(input) = stdin {
-        let mut pipe = child.stdin.take().unwrap();
-        pipe.write_all(input).unwrap();
-    }
-    child.wait_with_output().unwrap()
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
-#[track_caller]
-fn assert_exit(o: &Output, code: i32) {
-    assert_eq!(
-        o.status.code(),
-        Some(code),
-        "expected exit code {code}\n--- stdout\n{}\n--- stderr\n{}",
-        stdout(o),
-        stderr(o)
-    );
-}
+use common::{assert_exit, run_in, stderr, stdout, temp_dir};
 
 const SCHEMA_AND_DATA: &str = "\
 CREATE COMPONENT Health (hp f32, max f32);

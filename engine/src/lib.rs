@@ -50,7 +50,10 @@ pub use ecsdb_derive::Component;
 pub use entity::{Entities, EntitiesState, Entity, EntityLocation, ParseEntityError};
 pub use error::{EngineError, Result};
 pub use query::{Added, Changed, Or, Query, QueryData, QueryFilter, QueryState, ReadOnlyQueryData, With, Without};
-pub use snapshot::{IndexDefinition, JsonOptions, LoadOptions, LoadStats, SaveOptions, SaveStats, SnapshotError};
+pub use snapshot::{
+    FileStamp, IndexDefinition, JsonOptions, LoadOptions, LoadStats, SaveOptions, SaveStats, SnapshotError, WorldLock,
+    DEFAULT_BUSY_TIMEOUT,
+};
 pub use tick::{is_newer, Mut, Tick};
 pub use value::{convert_value, read_field, read_object, FieldValue, Value, ValueType};
 pub use world::{FieldRows, FieldValues, MemoryUsage, World};

@@ -14,18 +14,7 @@ fn e(index: u32, generation: u32) -> Entity {
     Entity::from_parts(index, generation)
 }
 
-fn f(x: f64) -> Value {
-    Value::Float(x)
-}
-fn i(x: i64) -> Value {
-    Value::Int(x)
-}
-fn s(x: &str) -> Value {
-    Value::Str(x.into())
-}
-fn b(x: bool) -> Value {
-    Value::Bool(x)
-}
+use crate::common::values::{b, f, i, s};
 fn ent(index: u32, generation: u32) -> Value {
     Value::Entity(e(index, generation))
 }

@@ -50,6 +50,9 @@
 //!
 //! - [`World::save`] writes a temporary file next to the target, syncs it and renames it over
 //!   the target, so a failed or interrupted save leaves the previous file as it was.
+//! - Saves lock the file against other processes' saves (a `WORLD.lock` sidecar, see
+//!   [`WorldLock`]); a program holds the lock across load, change and save so that no other
+//!   process's save is lost in between, or checks a [`FileStamp`] before saving.
 //! - Loading checks the header, both checksums, and then every structural claim of the body
 //!   (lengths, counts, component references, entity ids against the allocator, UTF-8, bool
 //!   bytes) before building anything. A truncated, corrupted, foreign or newer file is a
@@ -92,6 +95,7 @@
 mod format;
 mod json;
 mod load;
+mod lock;
 mod opaque;
 mod par;
 mod read;
@@ -107,6 +111,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 pub use format::{FORMAT_VERSION, HEADER_LEN, MAGIC};
 pub use json::JsonOptions;
+pub use lock::{FileStamp, WorldLock, DEFAULT_BUSY_TIMEOUT};
 pub(crate) use opaque::OpaqueSerdes;
 
 use crate::world::World;
@@ -259,6 +264,24 @@ pub enum SnapshotError {
     /// A JSON world could not be read.
     #[error("invalid JSON world: {0}")]
     Json(String),
+    /// Another process held the world file's lock for longer than the wait allowed (see
+    /// [`WorldLock`]). Nothing was written.
+    #[error("world {} is being written by another process (pid {})", path.display(),
+            pid.map_or("unknown".to_string(), |p| p.to_string()))]
+    Busy {
+        /// The world file.
+        path: PathBuf,
+        /// The process holding the lock, when its sidecar names one.
+        pid: Option<u32>,
+    },
+    /// The world file changed on disk since it was loaded (another process saved it), so
+    /// saving would lose that process's work (see [`WorldLock::save_unless_changed`]).
+    /// Nothing was written.
+    #[error("world {} changed on disk since it was loaded", path.display())]
+    ChangedOnDisk {
+        /// The world file.
+        path: PathBuf,
+    },
 }
 
 static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
@@ -324,13 +347,15 @@ impl World {
     /// written, synced and renamed over `path`, so an error (or a crash) never harms the
     /// previous file.
     ///
+    /// The save holds the file's [`WorldLock`], waiting up to [`DEFAULT_BUSY_TIMEOUT`] for
+    /// another process's save to finish (then [`SnapshotError::Busy`]); a program already
+    /// holding the lock saves with [`WorldLock::save`] instead.
+    ///
     /// Fails with [`SnapshotError::OpaqueWithoutSerde`] when an opaque component has values
     /// but no serde functions (see [`World::register_opaque_serde`] and
     /// [`SaveOptions::skip_opaque`]).
     pub fn save(&self, path: impl AsRef<Path>, opts: &SaveOptions) -> Result<SaveStats, SnapshotError> {
-        let mut enc = save::Encoder::new(self, opts)?;
-        write_atomically(path.as_ref(), |f| enc.write_file(f).map(|_| ()))?;
-        Ok(enc.stats)
+        WorldLock::acquire(path, DEFAULT_BUSY_TIMEOUT)?.save(self, opts)
     }
 
     /// Writes the snapshot to a writer (no temporary file: the caller owns atomicity).
