@@ -62,7 +62,7 @@ export class Editor {
     for (let i = 0; i < line - 1 && i < lines.length; i++) offset += lines[i].length + 1;
     offset += column - 1;
     const rest = this.text.slice(offset);
-    const word = /^[A-Za-z0-9_$.]+/.exec(rest);
+    const word = /^[A-Za-z0-9_$]+/.exec(rest);
     this.errorSpan = [offset, offset + Math.max(1, word ? word[0].length : 1)];
     this.render();
   }

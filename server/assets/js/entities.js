@@ -310,9 +310,9 @@ export class EntityBrowser {
                 class: 'value-btn',
                 disabled: !writable,
                 dataset: { key },
-                'aria-label': `${key}: ${valueText(v)}${writable ? ' (edit)' : ''}`,
+                'aria-label': `${key}: ${valueText(v, type)}${writable ? ' (edit)' : ''}`,
                 onclick: (e) => this.beginEdit(e.currentTarget, id, name, field, type, v),
-              }, valueText(v))));
+              }, valueText(v, type))));
           })))
           : h('div', { class: 'tag-note' }, 'tag (no fields)'));
     });
@@ -330,7 +330,7 @@ export class EntityBrowser {
 
   beginEdit(button, id, component, field, type, value) {
     this.editing = true;
-    const input = h('input', { class: 'edit', 'aria-label': `New value of ${component}.${field}`, value: value === null ? 'null' : valueText(value) });
+    const input = h('input', { class: 'edit', 'aria-label': `New value of ${component}.${field}`, value: value === null ? 'null' : valueText(value, type) });
     const cell = button.parentElement;
     cell.replaceChildren(input);
     input.focus();

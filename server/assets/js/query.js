@@ -164,11 +164,11 @@ export class QueryView {
   renderTable(columns, rows) {
     const table = $('result-table');
     const schema = this.app.schema;
-    const entityColumns = columns.map((c) => (schema ? schema.isEntityColumn(c) : c === 'entity'));
+    const types = columns.map((c) => (schema ? schema.columnType(c) : c === 'entity' ? 'entity' : undefined));
     const open = (id) => this.app.openEntity(id);
     table.tHead.replaceChildren(h('tr', {}, columns.map((c) => h('th', { scope: 'col' }, c))));
     const body = table.tBodies[0];
-    body.replaceChildren(...rows.map((row) => h('tr', {}, row.map((v, i) => valueCell(v, entityColumns[i], open)))));
+    body.replaceChildren(...rows.map((row) => h('tr', {}, row.map((v, i) => valueCell(v, types[i], open)))));
     $('result-empty').hidden = columns.length > 0;
   }
 
@@ -210,7 +210,7 @@ export function errorNodes(error, text) {
     const line = text.split('\n')[data.line - 1];
     if (line !== undefined) {
       const col = Math.max(1, data.column || 1);
-      const word = /^[A-Za-z0-9_$.]+/.exec(line.slice(col - 1));
+      const word = /^[A-Za-z0-9_$]+/.exec(line.slice(col - 1));
       const width = Math.max(1, word ? word[0].length : 1);
       nodes.push(h('pre', {}, `${line}\n`, h('span', { class: 'caret' }, `${' '.repeat(col - 1)}^${'~'.repeat(width - 1)}`)));
     }

@@ -24,25 +24,36 @@ export class SchemaModel {
     return this.byName.get(component)?.fields?.find((f) => f.name === field)?.type;
   }
 
-  /** True when the result column `name` (`entity`, `C.f`, or a path) holds entity ids. */
-  isEntityColumn(name) {
-    if (name === 'entity') return true;
+  /**
+   * The type of a result column, when the schema knows it: `'entity'` for the entity column,
+   * the field's type for `C.f` (or a path ending in `D.g`), `{field: type}` for a component
+   * column `C`; undefined otherwise (expressions, aliases).
+   */
+  columnType(name) {
+    if (name === 'entity') return 'entity';
+    const component = this.byName.get(name);
+    if (component) return Object.fromEntries((component.fields || []).map((f) => [f.name, f.type]));
     const parts = name.split('.');
-    if (parts.length < 2) return false;
-    const type = this.fieldType(parts[parts.length - 2], parts[parts.length - 1]);
-    return typeof type === 'string' && /^entity\b/i.test(type);
+    if (parts.length < 2) return undefined;
+    return this.fieldType(parts[parts.length - 2], parts[parts.length - 1]);
   }
 
   /**
-   * Relations declared `REFERENCES … ACYCLIC`: `[{component, field}]`. A field says so either
-   * with its own keys (`acyclic: true`) or in its type text (`entity REFERENCES … ACYCLIC`).
+   * Relations declared `REFERENCES … ACYCLIC`: `[{component, field}]`, from a schema-level
+   * `references` list, a field's own keys (`acyclic: true`) or its type text
+   * (`entity REFERENCES … ACYCLIC`).
    */
   acyclicRelations() {
     const found = [];
+    // A schema-level list, as the engine keeps them: [{component, field, acyclic, ...}].
+    for (const r of [...(this.raw.references || []), ...(this.raw.relations || [])]) {
+      if (r && r.acyclic === true && r.component && r.field) found.push({ component: r.component, field: r.field });
+    }
     for (const c of this.components) {
       for (const f of c.fields || []) {
         const typeText = typeof f.type === 'string' ? f.type : '';
-        if (f.acyclic === true || f.references?.acyclic === true || /\bACYCLIC\b/i.test(typeText)) {
+        const already = found.some((r) => r.component === c.name && r.field === f.name);
+        if (!already && (f.acyclic === true || f.references?.acyclic === true || /\bACYCLIC\b/i.test(typeText))) {
           found.push({ component: c.name, field: f.name });
         }
       }

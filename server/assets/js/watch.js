@@ -4,7 +4,7 @@
 // so 10,000 rows changing ten times a second never block typing.
 
 import { $, h, frameBatcher } from './dom.js';
-import { valueCell } from './values.js';
+import { setCell } from './values.js';
 import { errorNodes } from './query.js';
 
 const ROW_HEIGHT = 26; // px, as --row-h in style.css
@@ -30,6 +30,11 @@ export class WatchView {
       this.start($('watch-input').value.trim());
     });
     $('watch-stop').addEventListener('click', () => this.stop());
+    // Rows are redrawn in place, so entity links are handled once, here.
+    $('watch-table').addEventListener('click', (e) => {
+      const link = e.target.closest('button.ent-link');
+      if (link) this.app.openEntity(link.textContent);
+    });
   }
 
   async start(text) {
@@ -114,38 +119,50 @@ export class WatchView {
   renderHead() {
     const table = $('watch-table');
     table.tHead.replaceChildren(h('tr', {}, this.columns.map((c) => h('th', { scope: 'col' }, c))));
+    table.tBodies[0].replaceChildren();
+    this.headHeight = 0;
   }
 
-  /** Draws the rows in sight; keeps drawing while some of them are still flashing. */
+  /**
+   * Draws the rows in sight, reusing the row elements: a row whose entry did not change since
+   * the last frame is not touched. Keeps drawing while some rows are still flashing.
+   */
   render() {
     const table = $('watch-table');
-    const headHeight = table.tHead.offsetHeight || ROW_HEIGHT;
-    $('watch-spacer').style.height = `${headHeight + this.keys.length * ROW_HEIGHT}px`;
+    if (!this.headHeight) this.headHeight = table.tHead.offsetHeight;
+    $('watch-spacer').style.height = `${(this.headHeight || ROW_HEIGHT) + this.keys.length * ROW_HEIGHT}px`;
     const top = this.scroll.scrollTop;
     const first = Math.max(0, Math.floor(top / ROW_HEIGHT) - OVERSCAN);
     const count = Math.ceil(this.scroll.clientHeight / ROW_HEIGHT) + 2 * OVERSCAN;
     const last = Math.min(this.keys.length, first + count);
     table.style.transform = `translateY(${first * ROW_HEIGHT}px)`;
     const schema = this.app.schema;
-    const entityColumns = this.columns.map((c) => (schema ? schema.isEntityColumn(c) : c === 'entity'));
-    const open = (id) => this.app.openEntity(id);
+    const types = this.columns.map((c) => (schema ? schema.columnType(c) : c === 'entity' ? 'entity' : undefined));
+    const body = table.tBodies[0];
+    while (body.rows.length < last - first) body.append(document.createElement('tr'));
+    while (body.rows.length > Math.max(0, last - first)) body.lastElementChild.remove();
     const now = performance.now();
     let flashing = false;
-    const body = table.tBodies[0];
-    const rows = [];
     for (let i = first; i < last; i++) {
-      const key = this.keys[i];
-      const entry = this.rows.get(key);
-      const tr = h('tr', { dataset: { key: String(key) } }, entry.row.map((v, c) => valueCell(v, entityColumns[c], open)));
+      const tr = body.rows[i - first];
+      const entry = this.rows.get(this.keys[i]);
+      if (tr.entry !== entry) {
+        tr.entry = entry;
+        tr.dataset.key = String(this.keys[i]);
+        while (tr.cells.length < entry.row.length) tr.append(document.createElement('td'));
+        while (tr.cells.length > entry.row.length) tr.lastElementChild.remove();
+        entry.row.forEach((v, c) => setCell(tr.cells[c], v, types[c]));
+      }
       const age = now - entry.changedAt;
       if (entry.changedAt && age < FLASH_MS) {
         flashing = true;
         tr.classList.add('changed');
         tr.style.background = `rgba(242, 184, 75, ${(0.4 * (1 - age / FLASH_MS)).toFixed(3)})`;
+      } else if (tr.classList.contains('changed')) {
+        tr.classList.remove('changed');
+        tr.style.background = '';
       }
-      rows.push(tr);
     }
-    body.replaceChildren(...rows);
     if (flashing) this.scheduleRender();
   }
 }

@@ -1,0 +1,91 @@
+// How a 10,000-row watch updating at 10 Hz affects typing, measured in headless Chromium.
+// Run: `npm run perf` (after `cargo build --release -p ecsdb-cli`; ECSDB_BIN picks the binary).
+//
+// The page is served by a real `ecsdb serve`; the watch's notifications are made in the page
+// (10,000 upserted rows each, as JSON text parsed like a socket message) so the load is exactly
+// 10 Hz whatever the machine. While they arrive, Playwright types 120 characters into the
+// query editor; for each key the time from the key event to the next painted frame is taken.
+// The same typing with no watch running is the baseline. Prints a markdown table.
+
+import os from 'node:os';
+import { makeWorld, startServer, launchBrowser, openInspector } from './harness.js';
+
+const ROWS = 10000;
+const HZ = 10;
+const KEYS = 120;
+
+async function measure(page, withLoad) {
+  await page.getByRole('tab', { name: 'Watch' }).click();
+  await page.evaluate(({ rows, hz, withLoad }) => {
+    const watch = window.inspector.watch;
+    const messages = [];
+    for (let m = 0; m < 10; m++) {
+      const upserted = [];
+      for (let i = 0; i < rows; i++) upserted.push([`${i}v0`, `name${i}`, (i * 7 + m) % 1000, [i % 100, m, 0]]);
+      messages.push(JSON.stringify({ jsonrpc: '2.0', method: 'changed', params: { id: 'perf', tick: m, upserted, removed: [] } }));
+    }
+    watch.reset({ tick: 0, columns: ['entity', 'Name.value', 'Health.hp', 'Position'], rows: JSON.parse(messages[0]).params.upserted });
+    window.perf = { latencies: [], longTasks: [], applied: 0 };
+    new PerformanceObserver((list) => list.getEntries().forEach((e) => window.perf.longTasks.push(e.duration)))
+      .observe({ type: 'longtask', buffered: false });
+    if (withLoad) {
+      let n = 0;
+      window.perf.handling = 0;
+      window.perf.timer = setInterval(() => {
+        const t0 = performance.now();
+        watch.change(JSON.parse(messages[n++ % messages.length]).params);
+        window.perf.handling += performance.now() - t0;
+        window.perf.applied += 1;
+      }, 1000 / hz);
+      const render = watch.render.bind(watch);
+      window.perf.renders = 0;
+      window.perf.rendering = 0;
+      watch.render = () => {
+        const t0 = performance.now();
+        render();
+        window.perf.rendering += performance.now() - t0;
+        window.perf.renders += 1;
+      };
+    }
+    const input = document.getElementById('watch-input');
+    input.addEventListener('keydown', (e) => {
+      const t = e.timeStamp;
+      requestAnimationFrame(() => requestAnimationFrame((now) => window.perf.latencies.push(now - t)));
+    });
+  }, { rows: ROWS, hz: HZ, withLoad });
+  // Type with the watch in sight (its rows being redrawn).
+  await page.focus('#watch-input');
+  await page.keyboard.type('SELECT entity, Name.value, Health.hp FROM Health WHERE Health.hp < 100 ORDER BY Health.hp DESC LIMIT 10 -- typing', { delay: 25 });
+  await page.waitForTimeout(300);
+  const result = await page.evaluate(() => {
+    clearInterval(window.perf.timer);
+    return window.perf;
+  });
+  const sorted = [...result.latencies].sort((a, b) => a - b);
+  const q = (p) => sorted[Math.min(sorted.length - 1, Math.floor(p * sorted.length))];
+  await page.fill('#watch-input', '');
+  return { perMessage: result.handling / Math.max(1, result.applied), perRender: result.rendering / Math.max(1, result.renders), p50: q(0.5), p99: q(0.99), max: sorted[sorted.length - 1], keys: sorted.length, longTasks: result.longTasks.length, longest: Math.max(0, ...result.longTasks), applied: result.applied };
+}
+
+const world = makeWorld();
+const server = await startServer(world.world);
+const browser = await launchBrowser();
+try {
+  const { page } = await openInspector(browser, server.url);
+  const idle = await measure(page, false);
+  const loaded = await measure(page, true);
+  const f = (x) => x.toFixed(1);
+  console.log(`${ROWS.toLocaleString('en-US')}-row watch at ${HZ} Hz while typing ${KEYS} keys; key event to painted frame (ms); ${os.cpus().length} cores, load ${os.loadavg().map((x) => x.toFixed(2)).join(' ')}\n`);
+  console.log('| case | p50 | p99 | max | long tasks (>50 ms) | longest task | notifications applied | ms per notification (parse + apply) | ms per frame drawn |');
+  console.log('|---|---|---|---|---|---|---|---|---|');
+  for (const [name, r] of [['no watch (baseline)', idle], ['10,000-row watch, 10 Hz', loaded]]) {
+    const perMessage = r.applied ? f(r.perMessage) : '–';
+    const perRender = r.applied ? f(r.perRender) : '–';
+    console.log(`| ${name} | ${f(r.p50)} | ${f(r.p99)} | ${f(r.max)} | ${r.longTasks} | ${f(r.longest)} | ${r.applied} | ${perMessage} | ${perRender} |`);
+  }
+  console.log(`\np50 ratio loaded/baseline: ${(loaded.p50 / idle.p50).toFixed(2)}x; p99 ratio: ${(loaded.p99 / idle.p99).toFixed(2)}x`);
+} finally {
+  await browser.close();
+  await server.stop();
+  world.cleanup();
+}
