@@ -49,7 +49,7 @@ export class StatsView {
       ? series.map((s) => h('span', {}, h('i', { class: 'sw', style: `background:${s.color}` }), s.name))
       : [h('span', { class: 'muted' }, 'no systems')]));
 
-    const tables = [...(this.app.schema?.tables || [])].sort((a, b) => (b.rows ?? 0) - (a.rows ?? 0)).slice(0, MAX_BARS);
+    const tables = (this.app.schema?.tables || []).filter((t) => t.rows > 0).sort((a, b) => (b.rows ?? 0) - (a.rows ?? 0)).slice(0, MAX_BARS);
     const max = Math.max(1, ...tables.map((t) => t.rows ?? 0));
     $('tables-chart').replaceChildren(...tables.flatMap((t) => [
       h('span', { class: 'bname', title: tableName(t) }, tableName(t)),

@@ -70,6 +70,11 @@ test('a query shows the same rows as `ecsdb query`', async () => {
     assert.deepEqual(headers, expected.columns);
     assert.deepEqual(await tableCells(page, 'result-table'), expected.rows.map((row) => row.map(cellText)));
     assert.equal(expected.rows.length, 4);
+    // The plan tree of the same statement, and the statement in the history.
+    await page.click('#explain-query');
+    await page.locator('#explain-view .plan-tree .op', { hasText: 'PROJECT' }).waitFor();
+    assert.match(await page.locator('#explain-view').textContent(), /SCAN|INDEX/);
+    assert.equal(await page.locator('#history-list button').first().textContent(), text);
     assert.deepEqual(problems, []);
   });
 });
@@ -91,6 +96,27 @@ test('a misspelled component shows the error with its caret and "did you mean"',
     assert.equal(line, 'SELECT Name.value WHERE Helth.hp < 10');
     assert.equal(caret.indexOf('^'), 24);
     assert.equal(await page.locator('[data-testid="result-table"] tbody tr').count(), 0);
+  });
+});
+
+test('the editor completes component and field names from the schema', async () => {
+  await withInspector({}, async ({ page }) => {
+    const input = page.locator('[data-testid="query-input"]');
+    await input.fill('');
+    await input.pressSequentially('SELECT Hea');
+    await page.locator('#completions li', { hasText: 'Health' }).waitFor();
+    await input.press('Tab');
+    assert.equal(await input.inputValue(), 'SELECT Health');
+    await input.pressSequentially('.');
+    const fields = page.locator('#completions li');
+    await fields.first().waitFor();
+    assert.deepEqual((await fields.locator('span:first-child').allTextContents()), ['hp', 'max']);
+    await input.press('ArrowDown');
+    await input.press('Enter');
+    assert.equal(await input.inputValue(), 'SELECT Health.max');
+    await input.press('Control+Enter');
+    await page.locator('[data-testid="result-table"] tbody tr').nth(3).waitFor();
+    assert.equal(await page.locator('[data-testid="result-table"] tbody tr').count(), 4);
   });
 });
 
