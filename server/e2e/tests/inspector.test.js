@@ -204,3 +204,32 @@ test('a write on a read-only server says how to allow writes', async () => {
     assert.match(await error.textContent(), /--allow-writes/);
   });
 });
+
+test('the page reconnects by itself and its watch goes on', async () => {
+  await withInspector({ allowWrites: true }, async ({ server, page }) => {
+    // Keyboard: the tabs take the arrow keys.
+    await page.focus('#tab-query');
+    await page.keyboard.press('ArrowRight');
+    await page.keyboard.press('ArrowRight');
+    assert.equal(await page.locator('#panel-watch').isVisible(), true);
+    await page.fill('#watch-input', 'SELECT entity, Name.value, Level.value FROM Level');
+    await page.press('#watch-input', 'Enter');
+    const table = page.locator('[data-testid="watch-table"]');
+    await table.locator('tbody tr').nth(1).waitFor();
+
+    const states = await page.evaluate(() => new Promise((resolve) => {
+      const seen = [];
+      const conn = window.inspector.conn;
+      conn.addEventListener('state', (e) => {
+        seen.push(e.detail.state);
+        if (e.detail.state === 'connected') resolve(seen);
+      });
+      conn.socket.close(); // as a dropped connection would
+    }));
+    assert.deepEqual(states, ['reconnecting', 'connected']);
+    assert.equal(await page.locator('#conn-text').textContent(), 'connected');
+
+    await server.rpc('exec', { text: "UPDATE Level SET value = 99 WHERE Name.value = 'cleo'" });
+    await table.locator('tbody tr', { hasText: 'cleo' }).locator('td', { hasText: /^99$/ }).waitFor();
+  });
+});
