@@ -79,6 +79,10 @@ export class QueryView {
       this.page = page;
       this.last.columns = columns;
       this.renderTable(columns, rows);
+      if (keyword === 'EXPLAIN' && columns.length === 1) {
+        $('explain-view').replaceChildren(h('h3', {}, `Plan at tick ${this.last.tick}`), planTree(this.last.cache.result.rows));
+        $('explain-view').hidden = false;
+      }
       const first = rows.length ? page * PAGE_SIZE + 1 : 0;
       const lastRow = page * PAGE_SIZE + rows.length;
       $('result-pager').hidden = !(hasMore || page > 0);
