@@ -81,6 +81,7 @@ mod database;
 pub mod error;
 pub mod execute;
 pub mod functions;
+pub mod live;
 mod params;
 pub mod parse;
 pub mod plan;
