@@ -21,6 +21,7 @@
 //! }
 //! ```
 
+mod assets;
 pub mod client;
 pub mod http;
 pub mod rpc;
@@ -303,21 +304,6 @@ fn handle_text(
             (!out.is_empty()).then_some(Json::Array(out))
         }
         v => one(v),
-    }
-}
-
-/// The inspector's static files, built into the binary.
-mod assets {
-    const INDEX: &[u8] = include_bytes!("../assets/index.html");
-    const FAVICON: &[u8] = include_bytes!("../assets/favicon.svg");
-
-    /// (content type, bytes) of a path.
-    pub fn get(path: &str) -> Option<(&'static str, &'static [u8])> {
-        match path {
-            "/" | "/index.html" => Some(("text/html; charset=utf-8", INDEX)),
-            "/favicon.ico" | "/favicon.svg" => Some(("image/svg+xml", FAVICON)),
-            _ => None,
-        }
     }
 }
 
