@@ -56,7 +56,8 @@ export function cliQuery(world, text) {
  * Resolves `{url, origin, token, rpc(method, params), stop()}`.
  */
 export async function startServer(world, { allowWrites = false, extra = [] } = {}) {
-  const args = ['serve', world, '--port', '0', '--hz', '0', ...(allowWrites ? ['--allow-writes'] : []), ...extra];
+  const hz = extra.includes('--hz') ? [] : ['--hz', '0'];
+  const args = ['serve', world, '--port', '0', ...hz, ...(allowWrites ? ['--allow-writes'] : []), ...extra];
   const child = spawn(BIN, args, { stdio: ['ignore', 'pipe', 'pipe'] });
   let stderr = '';
   child.stderr.on('data', (d) => (stderr += d));

@@ -45,7 +45,7 @@ try {
   await page.screenshot({ path: out('entities') });
 
   await page.getByRole('tab', { name: 'Watch' }).click();
-  await page.fill('#watch-input', 'SELECT entity, Name.value, Health.hp, Position.x, Position.y FROM Player, Health WHERE Health.hp < 150');
+  await page.fill('#watch-input', 'SELECT entity, Name.value, Team.name, Level.value, Health.hp FROM Player, Health WHERE Health.hp < 150');
   await page.click('#watch-start');
   await page.locator('[data-testid="watch-table"] tbody tr').first().waitFor();
   const writer = setInterval(() => {

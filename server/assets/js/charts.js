@@ -21,10 +21,10 @@ function niceMax(value) {
  * Draws series over the last `windowMs` into `container`.
  * `series`: [{name, color, points: [[timeMs, value|null], ...]}]; `now` is the right edge.
  */
-export function lineChart(container, series, { now, windowMs, unit = 'ms', label = '' }) {
+export function lineChart(container, series, { now, windowMs, label = '', empty = 'no data yet' }) {
   const width = Math.max(200, container.clientWidth || 400);
   const height = Math.max(120, container.clientHeight || 200);
-  const pad = { left: 52, right: 10, top: 10, bottom: 22 };
+  const pad = { left: 48, right: 10, top: 10, bottom: 22 };
   const plotW = width - pad.left - pad.right;
   const plotH = height - pad.top - pad.bottom;
   const root = svg('svg', { viewBox: `0 0 ${width} ${height}`, role: 'img', 'aria-label': label });
@@ -37,7 +37,7 @@ export function lineChart(container, series, { now, windowMs, unit = 'ms', label
   for (let i = 0; i <= 4; i++) {
     const v = (yMax * i) / 4;
     axis.append(svg('line', { class: 'grid-line', x1: pad.left, x2: width - pad.right, y1: y(v), y2: y(v) }));
-    axis.append(svg('text', { x: pad.left - 6, y: y(v) + 4, 'text-anchor': 'end' }, `${formatTick(v)}${i === 4 ? ` ${unit}` : ''}`));
+    axis.append(svg('text', { x: pad.left - 6, y: y(v) + 4, 'text-anchor': 'end' }, formatTick(v)));
   }
   for (let s = 0; s <= windowMs / 1000; s += 15) {
     const t = now - s * 1000;
@@ -46,7 +46,7 @@ export function lineChart(container, series, { now, windowMs, unit = 'ms', label
   root.append(axis);
 
   if (!values.length) {
-    root.append(svg('text', { class: 'nodata', x: pad.left + plotW / 2, y: pad.top + plotH / 2, 'text-anchor': 'middle' }, 'no ticks yet'));
+    root.append(svg('text', { class: 'nodata', x: pad.left + plotW / 2, y: pad.top + plotH / 2, 'text-anchor': 'middle' }, empty));
   }
   for (const s of series) {
     let d = '';
@@ -66,6 +66,7 @@ export function lineChart(container, series, { now, windowMs, unit = 'ms', label
 
 function formatTick(v) {
   if (v === 0) return '0';
+  if (v >= 10000) return `${(v / 1000).toFixed(0)}k`;
   if (v >= 10) return v.toFixed(0);
   if (v >= 1) return v.toFixed(1);
   return v.toPrecision(2);

@@ -36,7 +36,7 @@ export class StatsView {
     lineChart($('stats-chart'), [
       { name: 'p50', color: '#5eb0ef', points: this.samples.map((s) => [s.t, s.p50]) },
       { name: 'p99', color: '#f2b84b', points: this.samples.map((s) => [s.t, s.p99]) },
-    ], { now, windowMs: WINDOW_MS, label: 'Tick time p50 and p99 over the last minute' });
+    ], { now, windowMs: WINDOW_MS, label: 'Tick time p50 and p99 over the last minute', empty: 'no ticks yet' });
 
     const names = [...new Set(this.samples.flatMap((s) => [...s.systems.keys()]))];
     const series = names.map((name, i) => ({
@@ -44,7 +44,12 @@ export class StatsView {
       color: PALETTE[i % PALETTE.length],
       points: this.samples.map((s) => [s.t, s.systems.has(name) ? s.systems.get(name) : null]),
     }));
-    lineChart($('systems-chart'), series, { now, windowMs: WINDOW_MS, label: 'Per-system time over the last minute' });
+    lineChart($('systems-chart'), series, {
+      now,
+      windowMs: WINDOW_MS,
+      label: 'Per-system time over the last minute',
+      empty: names.length ? 'no ticks yet' : 'no systems reported',
+    });
     $('system-legend').replaceChildren(...(names.length
       ? series.map((s) => h('span', {}, h('i', { class: 'sw', style: `background:${s.color}` }), s.name))
       : [h('span', { class: 'muted' }, 'no systems')]));
