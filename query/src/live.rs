@@ -448,8 +448,13 @@ impl Reader {
         }
         self.shared.queue_cond.notify_all();
         self.shared.wanted.store(true, Ordering::Release);
-        rx.recv_timeout(WAIT_LIMIT)
-            .map_err(|_| Error::new(ErrorKind::Unsupported, "the world did not apply the write in time"))?
+        let out = rx
+            .recv_timeout(WAIT_LIMIT)
+            .map_err(|_| Error::new(ErrorKind::Unsupported, "the world did not apply the write in time"))??;
+        // Read your writes: return once readers can see the write (bounded, in case the
+        // writer stops publishing).
+        self.wait_for_tick(out.tick, Duration::from_secs(5));
+        Ok(out)
     }
 
     /// The writer's recent tick durations.
