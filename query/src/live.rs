@@ -268,14 +268,16 @@ impl Drop for Publisher {
 
 fn decode_loop(rx: Receiver<(u64, Vec<u8>, Database)>, shared: Arc<Shared>, decoding: Arc<AtomicBool>) {
     while let Ok((tick, bytes, mut db)) = rx.recv() {
-        if let Ok(world) = World::load_from_bytes(&bytes) {
-            drop(bytes);
+        let world = World::load_from_bytes(&bytes);
+        drop(bytes);
+        if let Ok(world) = world {
             *db.world_mut() = world;
             shared.state.store(Some(Arc::new(Published { tick, db })));
-            *lock(&shared.published) = tick;
-            shared.published_cond.notify_all();
         }
+        // Ready for the next publish before anyone waiting hears of this one.
         decoding.store(false, Ordering::Release);
+        *lock(&shared.published) = tick;
+        shared.published_cond.notify_all();
     }
 }
 
@@ -538,6 +540,52 @@ mod tests {
         ] {
             assert_eq!(keyed_by_entity(&db, text).unwrap(), keyed, "{text}");
         }
+    }
+
+    /// Every tick the writer sets every row to the tick's number; an answer that mixed two
+    /// ticks would see two values.
+    #[test]
+    fn an_answer_never_mixes_two_ticks() {
+        let mut db = Database::new();
+        db.execute("CREATE COMPONENT Health (hp i64)").unwrap();
+        for _ in 0..2000 {
+            db.execute("SPAWN Health {hp: 0}").unwrap();
+        }
+        let mut p = Publisher::with_pool_size(2);
+        let r = p.reader();
+        let stop = Arc::new(AtomicBool::new(false));
+        let writer = {
+            let stop = Arc::clone(&stop);
+            std::thread::spawn(move || {
+                let mut update = db.prepare("UPDATE Health SET hp = $1").unwrap();
+                while !stop.load(Ordering::Acquire) {
+                    let next = p.tick() as i64 + 1;
+                    update.execute(&mut db, &Params::positional([next])).unwrap();
+                    p.end_tick(&mut db);
+                }
+            })
+        };
+        let readers: Vec<_> = (0..2)
+            .map(|_| {
+                let r = r.clone();
+                std::thread::spawn(move || {
+                    let mut seen = std::collections::BTreeSet::new();
+                    for _ in 0..40 {
+                        let (tick, rs) = r.query("SELECT min(Health.hp), max(Health.hp)", &Params::new()).unwrap();
+                        assert_eq!(rs.rows[0][0], rs.rows[0][1], "one answer, two ticks");
+                        if tick > 0 {
+                            assert_eq!(rs.rows[0][0], ecsdb_engine::Value::Int(tick as i64));
+                        }
+                        seen.insert(tick);
+                    }
+                    seen.len()
+                })
+            })
+            .collect();
+        let distinct: Vec<usize> = readers.into_iter().map(|h| h.join().unwrap()).collect();
+        stop.store(true, Ordering::Release);
+        writer.join().unwrap();
+        assert!(distinct.iter().any(|&n| n > 1), "readers saw the world move: {distinct:?}");
     }
 
     #[test]

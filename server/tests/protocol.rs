@@ -254,3 +254,67 @@ fn websocket_auth_methods_and_subscriptions() {
     let over = limited.call("subscribe", json!({"id": "x", "text": "SELECT count(*)"}));
     assert!(matches!(over, Err(ClientError::Rpc(e)) if e.code == -32004));
 }
+
+mod fuzz {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// Opens a WebSocket by hand (no client library), so any bytes can follow the handshake.
+    fn raw_ws(s: &Served) -> TcpStream {
+        let mut t = TcpStream::connect(s.server().addr()).unwrap();
+        t.write_all(
+            b"GET /ws HTTP/1.1\r\nHost: localhost\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\
+              Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n",
+        )
+        .unwrap();
+        let mut head = [0u8; 129];
+        t.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        let n = t.read(&mut head).unwrap();
+        assert!(String::from_utf8_lossy(&head[..n]).starts_with("HTTP/1.1 101"));
+        t
+    }
+
+    /// A masked client frame (the server requires masking).
+    fn frame(opcode: u8, payload: &[u8], fin: bool) -> Vec<u8> {
+        let mut f = vec![(if fin { 0x80 } else { 0 }) | opcode];
+        let len = payload.len();
+        if len < 126 {
+            f.push(0x80 | len as u8);
+        } else {
+            f.push(0x80 | 126);
+            f.extend_from_slice(&(len as u16).to_be_bytes());
+        }
+        let mask = [1u8, 2, 3, 4];
+        f.extend_from_slice(&mask);
+        f.extend(payload.iter().enumerate().map(|(i, b)| b ^ mask[i % 4]));
+        f
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(if cfg!(debug_assertions) { 24 } else { 256 }))]
+
+        /// Random bytes, random frames (before and after auth): the server never panics and
+        /// goes on serving others.
+        #[test]
+        fn any_websocket_input(
+            raw in proptest::collection::vec(any::<u8>(), 0..300),
+            opcode in 0u8..16,
+            payload in proptest::collection::vec(any::<u8>(), 0..200),
+            fin in any::<bool>(),
+            authed in any::<bool>(),
+        ) {
+            let s = Served::new(WORLD, false, None);
+            let mut t = raw_ws(&s);
+            if authed {
+                let auth = format!(r#"{{"jsonrpc":"2.0","id":0,"method":"auth","params":{{"token":"{}"}}}}"#, s.server().token());
+                t.write_all(&frame(1, auth.as_bytes(), true)).unwrap();
+            }
+            let _ = t.write_all(&frame(opcode, &payload, fin));
+            let _ = t.write_all(&raw);
+            let _ = t.shutdown(std::net::Shutdown::Write);
+            let mut c = s.http();
+            let alive = c.call("stats", json!({})).is_ok();
+            prop_assert!(alive, "the server stopped serving others");
+        }
+    }
+}
