@@ -7,8 +7,11 @@
 //! (`threat`) is registered by name and called from text.
 //!
 //! Run: `cargo run --release --example game_loop`
+//!
+//! Served live (look into it from another terminal with `ecsdb query --connect URL ...`):
+//! `cargo run --release --features live --example game_loop -- --serve`
 
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use ecsdb::query::{Database, Params};
 use ecsdb::{Component, Value, Without};
@@ -111,6 +114,39 @@ fn main() {
     for row in &db.query(DANGEROUS).expect("valid query") {
         println!("  {} level {} hp {} threat {}", row[0], row[1], row[2], row[3]);
     }
+
+    if std::env::args().any(|a| a == "--serve") {
+        serve_forever(db);
+    }
+}
+
+/// Keeps the world moving at about 60 ticks per second and serves it live: tools read the
+/// state published at each tick boundary on their own threads, and their writes (`exec`) are
+/// applied between two ticks.
+#[cfg(feature = "live")]
+fn serve_forever(mut db: Database) {
+    use ecsdb::live::{serve, Publisher, ServeOptions};
+    let mut publisher = Publisher::new();
+    let live =
+        serve(publisher.reader(), ServeOptions { allow_writes: true, ..ServeOptions::default() }).expect("serve");
+    println!("{}", live.url());
+    loop {
+        let started = Instant::now();
+        for (mut p, v) in db.world_mut().query_filtered_mut::<(&mut Position, &Velocity), Without<Frozen>>() {
+            p.x += v.x;
+            p.y += v.y;
+        }
+        publisher.end_tick(&mut db);
+        publisher.record_tick_time(started.elapsed());
+        std::thread::sleep(Duration::from_millis(16).saturating_sub(started.elapsed()));
+    }
+}
+
+#[cfg(not(feature = "live"))]
+fn serve_forever(_db: Database) {
+    let _ = Duration::ZERO;
+    eprintln!("serving needs the `live` feature: cargo run --features live --example game_loop -- --serve");
+    std::process::exit(2);
 }
 
 /// A few thousand monsters and a handful of players on four teams.

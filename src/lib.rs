@@ -31,6 +31,28 @@ pub use ecsdb_engine as engine;
 pub use ecsdb_query as query;
 pub use ecsdb_query::{Database, Params, Prepared, ResultSet};
 
+/// Live access to a running world (feature `live`): [`live::Publisher`] and [`live::Reader`]
+/// handles, and [`live::serve`] for the protocol of `docs/protocol.md`.
+///
+/// ```no_run
+/// # #[cfg(feature = "live")] {
+/// use ecsdb::live::{serve, Publisher, ServeOptions};
+/// let mut db = ecsdb::Database::new();
+/// let mut publisher = Publisher::new();
+/// let live = serve(publisher.reader(), ServeOptions::default()).unwrap();
+/// println!("{}", live.url());
+/// loop {
+///     // ... the game's systems on `db` ...
+///     publisher.end_tick(&mut db);
+/// }
+/// # }
+/// ```
+#[cfg(feature = "live")]
+pub mod live {
+    pub use ecsdb_query::live::*;
+    pub use ecsdb_server::{client, serve, LiveServer, ServeError, ServeOptions};
+}
+
 #[doc = include_str!("../README.md")]
 #[cfg(doctest)]
 pub struct ReadmeDoctests;

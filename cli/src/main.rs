@@ -5,6 +5,8 @@
 //! ecsdb exec  WORLD SCRIPT [--quiet] [--keep-going] [--format F] [--param NAME=VALUE]... [--busy-timeout T]
 //! ecsdb query WORLD TEXT [--format table|json|csv] [--param NAME=VALUE]...
 //! ecsdb shell [WORLD] [--autosave] [--format F] [--busy-timeout T]
+//! ecsdb serve WORLD [--bind ADDR] [--port P] [--allow-writes] [--hz H] [--autosave]
+//! ecsdb query --connect URL TEXT;  ecsdb shell --connect URL;  ecsdb watch --connect URL TEXT
 //! ```
 //!
 //! Exit codes: 0 success; 1 a statement failed (kind, message, the line with a caret and a
@@ -17,6 +19,8 @@ mod demo;
 mod exec;
 mod format;
 mod query_cmd;
+mod remote;
+mod serve;
 mod shell;
 mod world_file;
 
@@ -48,6 +52,10 @@ enum Command {
     Query(QueryArgs),
     /// An interactive shell on WORLD (or on an empty in-memory world); reads stdin when piped.
     Shell(ShellArgs),
+    /// Load WORLD, tick it and serve it live over HTTP and WebSocket (docs/protocol.md).
+    Serve(ServeArgs),
+    /// Print a query's result on a running world, then each change as it arrives.
+    Watch(WatchArgs),
 }
 
 /// The largest demo world `--entities` accepts.
@@ -98,12 +106,18 @@ pub struct ExecArgs {
 /// Arguments of `ecsdb query`.
 #[derive(Args, Debug)]
 pub struct QueryArgs {
-    /// The world file (must exist).
+    /// The world file (must exist); with `--connect`, leave it out.
     #[arg(value_name = "WORLD")]
-    pub world: PathBuf,
+    pub world: Option<PathBuf>,
     /// One read-only statement.
     #[arg(value_name = "TEXT")]
-    pub text: String,
+    pub text: Option<String>,
+    /// Query a running world instead: the URL `ecsdb serve` printed.
+    #[arg(long, value_name = "URL")]
+    pub connect: Option<String>,
+    /// The server's token (else `ECSDB_TOKEN`, else the URL's `#token=`).
+    #[arg(long, value_name = "TOKEN")]
+    pub token: Option<String>,
     /// How to print the result.
     #[arg(long, value_enum, default_value_t = Format::Table)]
     pub format: Format,
@@ -128,6 +142,55 @@ pub struct ShellArgs {
     /// How long a save waits for another process writing the file (seconds, or e.g. 250ms).
     #[arg(long, value_name = "T", default_value = "5", value_parser = world_file::parse_timeout)]
     pub busy_timeout: Duration,
+    /// A shell on a running world instead: the URL `ecsdb serve` printed.
+    #[arg(long, value_name = "URL", conflicts_with_all = ["world", "autosave"])]
+    pub connect: Option<String>,
+    /// The server's token (else `ECSDB_TOKEN`, else the URL's `#token=`).
+    #[arg(long, value_name = "TOKEN")]
+    pub token: Option<String>,
+}
+
+/// Arguments of `ecsdb serve`.
+#[derive(Args, Debug)]
+pub struct ServeArgs {
+    /// The world file (must exist).
+    #[arg(value_name = "WORLD")]
+    pub world: PathBuf,
+    /// The address to listen on; other than loopback, anyone who has the token can connect.
+    #[arg(long, default_value = "127.0.0.1", value_name = "ADDR")]
+    pub bind: std::net::IpAddr,
+    /// The port (0: a free one; the URL line says which).
+    #[arg(long, default_value_t = 0, value_name = "P")]
+    pub port: u16,
+    /// Allow `exec` (writes); read-only otherwise.
+    #[arg(long)]
+    pub allow_writes: bool,
+    /// Ticks per second (0: no ticking; writes apply at once).
+    #[arg(long, default_value_t = 60.0, value_name = "H")]
+    pub hz: f64,
+    /// Save the world on SIGINT or SIGTERM before exiting.
+    #[arg(long)]
+    pub autosave: bool,
+}
+
+/// Arguments of `ecsdb watch`.
+#[derive(Args, Debug)]
+pub struct WatchArgs {
+    /// The URL `ecsdb serve` printed.
+    #[arg(long, value_name = "URL")]
+    pub connect: String,
+    /// The server's token (else `ECSDB_TOKEN`, else the URL's `#token=`).
+    #[arg(long, value_name = "TOKEN")]
+    pub token: Option<String>,
+    /// One read-only statement.
+    #[arg(value_name = "TEXT")]
+    pub text: String,
+    /// How to print results.
+    #[arg(long, value_enum, default_value_t = Format::Table)]
+    pub format: Format,
+    /// Binds a parameter (as for `query`).
+    #[arg(long = "param", value_name = "NAME=VALUE", value_parser = query_cmd::parse_param)]
+    pub params: Vec<Param>,
 }
 
 /// How a command ended when it did not succeed.
@@ -154,7 +217,14 @@ fn main() -> ExitCode {
         Command::Demo(args) => demo::run(args),
         Command::Exec(args) => exec::run(args),
         Command::Query(args) => query_cmd::run(args),
-        Command::Shell(args) => shell::run(args),
+        Command::Shell(args) => match &args.connect {
+            Some(url) => remote::shell(url, args.token.as_deref(), args.format),
+            None => shell::run(args),
+        },
+        Command::Serve(args) => serve::run(args),
+        Command::Watch(args) => {
+            remote::watch(&args.connect, args.token.as_deref(), &args.text, &args.params, args.format)
+        }
     };
     match result {
         Ok(()) | Err(Failure::Closed) => ExitCode::SUCCESS,

@@ -170,14 +170,7 @@ impl Shell {
 
     /// The line editor loop on a terminal.
     fn interactive(&mut self) -> Result<(), Failure> {
-        let config = Config::builder()
-            .completion_type(CompletionType::List)
-            .auto_add_history(false)
-            .max_history_size(5000)
-            .map_err(|e| Failure::usage(format!("cannot start the line editor: {e}")))?
-            .build();
-        let mut editor: Editor<ShellHelper, DefaultHistory> =
-            Editor::with_config(config).map_err(|e| Failure::usage(format!("cannot start the line editor: {e}")))?;
+        let mut editor = new_editor()?;
         editor.set_helper(Some(ShellHelper::from_world(self.db.world())));
         let history = history_path();
         if let Some(h) = &history {
@@ -377,6 +370,29 @@ fn same_file(a: &Path, b: &Path) -> bool {
 }
 
 /// Where the history is kept: `$ECSDB_HISTORY`, else `$HOME/.ecsdb_history`.
+/// The shell's line editor (list completion, no automatic history).
+fn new_editor() -> Result<Editor<ShellHelper, DefaultHistory>, Failure> {
+    let config = Config::builder()
+        .completion_type(CompletionType::List)
+        .auto_add_history(false)
+        .max_history_size(5000)
+        .map_err(|e| Failure::usage(format!("cannot start the line editor: {e}")))?
+        .build();
+    Editor::with_config(config).map_err(|e| Failure::usage(format!("cannot start the line editor: {e}")))
+}
+
+/// The shell's line editor completing these (component, fields) names (`shell --connect`).
+pub(crate) fn editor(names: Vec<(String, Vec<String>)>) -> Result<Editor<ShellHelper, DefaultHistory>, Failure> {
+    let mut editor = new_editor()?;
+    editor.set_helper(Some(ShellHelper::from_names(names)));
+    Ok(editor)
+}
+
+/// Replaces the names an editor completes.
+pub(crate) fn set_names(editor: &mut Editor<ShellHelper, DefaultHistory>, names: Vec<(String, Vec<String>)>) {
+    editor.set_helper(Some(ShellHelper::from_names(names)));
+}
+
 fn history_path() -> Option<PathBuf> {
     if let Some(p) = std::env::var_os("ECSDB_HISTORY") {
         if !p.is_empty() {
@@ -476,7 +492,7 @@ pub fn split_statements(script: &str) -> Vec<std::ops::Range<usize>> {
 }
 
 /// Completion, multi-line validation and (default) hinting and highlighting for the editor.
-struct ShellHelper {
+pub(crate) struct ShellHelper {
     components: Vec<String>,
     /// `Component.field` for every field of every component.
     qualified: Vec<String>,
@@ -486,17 +502,28 @@ struct ShellHelper {
 
 impl ShellHelper {
     fn from_world(world: &World) -> ShellHelper {
+        ShellHelper::from_names(
+            world
+                .components()
+                .iter()
+                .map(|info| (info.name().to_string(), info.fields().iter().map(|f| f.name.clone()).collect()))
+                .collect(),
+        )
+    }
+
+    /// Completion of these (component, fields) names (a remote world's schema).
+    fn from_names(names: Vec<(String, Vec<String>)>) -> ShellHelper {
         let mut components = Vec::new();
         let mut qualified = Vec::new();
         let mut fields: Vec<String> = Vec::new();
-        for info in world.components().iter() {
-            components.push(info.name().to_string());
-            for f in info.fields() {
-                qualified.push(format!("{}.{}", info.name(), f.name));
-                if !fields.contains(&f.name) {
-                    fields.push(f.name.clone());
+        for (name, names) in names {
+            for f in names {
+                qualified.push(format!("{name}.{f}"));
+                if !fields.contains(&f) {
+                    fields.push(f);
                 }
             }
+            components.push(name);
         }
         components.sort();
         qualified.sort();

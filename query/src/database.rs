@@ -115,6 +115,22 @@ impl Database {
         Ok(Prepared::new(bound, &self.world, stmt.span(), self.plan_options))
     }
 
+    /// A database over `world` with this one's registered functions and planner settings.
+    pub(crate) fn with_world(&self, world: World) -> Database {
+        Database { world, functions: self.functions.clone(), plan_options: self.plan_options }
+    }
+
+    /// The registered functions.
+    pub(crate) fn functions(&self) -> &FunctionRegistry {
+        &self.functions
+    }
+
+    /// Binds, plans and runs one parsed statement of any kind.
+    pub(crate) fn run_statement(&mut self, stmt: &ast::Statement, params: &Params) -> Result<ResultSet, Error> {
+        let mut p = self.prepare_statement(stmt)?;
+        p.execute(self, params)
+    }
+
     /// Runs exactly one statement (a trailing `;` is fine) of any kind.
     pub fn execute(&mut self, text: &str) -> Result<ResultSet, Error> {
         self.execute_with(text, &Params::new())

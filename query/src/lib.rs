@@ -82,6 +82,7 @@ pub mod error;
 pub mod execute;
 pub mod expr;
 pub mod functions;
+pub mod live;
 mod params;
 pub mod parse;
 pub mod plan;

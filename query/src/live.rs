@@ -1,0 +1,596 @@
+//! Database handles for live access: one writer keeps the [`Database`]; any number of
+//! [`Reader`]s run read-only statements on their own threads against a state published at a
+//! tick boundary, and queue tool writes that the writer applies between two ticks.
+//!
+//! ```text
+//!  game loop ──► Database (the writer's) ──► Publisher::end_tick ──encode──► decoder thread
+//!                     ▲                                                         │
+//!                     └── queued execs ◄── Reader::exec        Reader::query ◄──┘ Arc<Published>
+//! ```
+//!
+//! The writer pays, at a tick boundary and only when a reader asked for a newer state since the
+//! last publish, the encoding of the world into a snapshot buffer (columns of plain numbers
+//! travel as bytes, so this is close to a memory copy). A decoder thread turns the buffer into
+//! a world of its own, which readers share through an `Arc`; a reader therefore answers from
+//! exactly one tick, never stalls the writer, and a long scan only delays the next publish of
+//! its own copy. With no reader attached the writer pays nothing but a counter check.
+//!
+//! Components that a snapshot cannot carry (opaque Rust types without serde functions) are
+//! left out of the readers' view: a query that names one is an `unknown_component` error.
+
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::mpsc::{self, Receiver, SyncSender};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use arc_swap::ArcSwapOption;
+use ecsdb_engine::{SaveOptions, World};
+
+use crate::error::{Error, ErrorKind};
+use crate::params::Params;
+use crate::parse;
+use crate::result::ResultSet;
+use crate::Database;
+
+/// A state of the world as of one tick, shared by readers.
+#[derive(Debug)]
+pub struct Published {
+    /// The live tick this state is the end of.
+    pub tick: u64,
+    /// A read-only database over the copy (registered functions included).
+    pub db: Database,
+}
+
+/// What the writer's recent ticks cost, for `stats`.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct TickTimes {
+    /// The last tick's duration in milliseconds; `None` before the first.
+    pub last: Option<f64>,
+    /// The median of the recent ticks.
+    pub p50: Option<f64>,
+    /// The 99th percentile of the recent ticks.
+    pub p99: Option<f64>,
+}
+
+/// How many recent tick durations `stats` summarises.
+const TICK_WINDOW: usize = 1024;
+
+/// A tool write waiting for the writer.
+struct QueuedExec {
+    text: String,
+    params: Params,
+    reply: SyncSender<Result<ExecOutcome, Error>>,
+}
+
+/// The result of a queued write.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ExecOutcome {
+    /// The first tick that sees the write.
+    pub tick: u64,
+    /// One result per statement of the script.
+    pub results: Vec<ResultSet>,
+}
+
+/// State shared by the writer and every reader.
+struct Shared {
+    state: ArcSwapOption<Published>,
+    /// A reader asked for the current state since the last publish.
+    wanted: AtomicBool,
+    /// Live `Reader` handles (the writer publishes nothing while this is 0).
+    readers: AtomicUsize,
+    /// The newest published tick, for `wait_for_tick`.
+    published: Mutex<u64>,
+    published_cond: Condvar,
+    queue: Mutex<VecDeque<QueuedExec>>,
+    queue_cond: Condvar,
+    /// Permits of the reader pool: at most this many statements run at once.
+    pool: Mutex<usize>,
+    pool_cond: Condvar,
+    pool_size: usize,
+    times: Mutex<VecDeque<f64>>,
+    /// The writer is gone: queued writes fail, waits end.
+    closed: AtomicBool,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    // A panic elsewhere while holding one of these locks leaves plain data behind; go on.
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// The default size of the reader pool: the machine's cores less the writer's, at least 1.
+pub fn default_pool_size() -> usize {
+    std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2).saturating_sub(1).max(1)
+}
+
+/// The writer's side of the live handles. The owner of the [`Database`] (the game loop or
+/// `ecsdb serve`) calls [`Publisher::end_tick`] at each tick boundary.
+pub struct Publisher {
+    shared: Arc<Shared>,
+    tick: u64,
+    published_tick: Option<u64>,
+    /// Encoded states on their way to the decoder thread (capacity 1: a busy decoder makes
+    /// the writer skip a publish rather than wait).
+    to_decoder: Option<SyncSender<(u64, Vec<u8>, Database)>>,
+    decoder: Option<std::thread::JoinHandle<()>>,
+    decoding: Arc<AtomicBool>,
+}
+
+impl std::fmt::Debug for Publisher {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Publisher").field("tick", &self.tick).finish()
+    }
+}
+
+impl Default for Publisher {
+    fn default() -> Publisher {
+        Publisher::new()
+    }
+}
+
+impl Publisher {
+    /// Handles with a reader pool of [`default_pool_size`].
+    pub fn new() -> Publisher {
+        Publisher::with_pool_size(default_pool_size())
+    }
+
+    /// Handles whose readers run at most `pool_size` statements at once (at least 1).
+    pub fn with_pool_size(pool_size: usize) -> Publisher {
+        let pool_size = pool_size.max(1);
+        let shared = Arc::new(Shared {
+            state: ArcSwapOption::empty(),
+            wanted: AtomicBool::new(false),
+            readers: AtomicUsize::new(0),
+            published: Mutex::new(0),
+            published_cond: Condvar::new(),
+            queue: Mutex::new(VecDeque::new()),
+            queue_cond: Condvar::new(),
+            pool: Mutex::new(pool_size),
+            pool_cond: Condvar::new(),
+            pool_size,
+            times: Mutex::new(VecDeque::new()),
+            closed: AtomicBool::new(false),
+        });
+        let (tx, rx) = mpsc::sync_channel::<(u64, Vec<u8>, Database)>(1);
+        let decoding = Arc::new(AtomicBool::new(false));
+        let decoder = {
+            let shared = Arc::clone(&shared);
+            let decoding = Arc::clone(&decoding);
+            std::thread::Builder::new()
+                .name("ecsdb-publish".into())
+                .spawn(move || decode_loop(rx, shared, decoding))
+                .expect("spawning the publisher's decoder thread")
+        };
+        Publisher { shared, tick: 0, published_tick: None, to_decoder: Some(tx), decoder: Some(decoder), decoding }
+    }
+
+    /// A new reader handle.
+    pub fn reader(&self) -> Reader {
+        Reader::attach(Arc::clone(&self.shared))
+    }
+
+    /// The live tick: ticks ended plus writes applied.
+    pub fn tick(&self) -> u64 {
+        self.tick
+    }
+
+    /// Whether a tool write is waiting.
+    pub fn has_queued(&self) -> bool {
+        !lock(&self.shared.queue).is_empty()
+    }
+
+    /// Waits up to `timeout` for a tool write to be queued or for a reader to want a newer
+    /// state than the one published (a loop that does not tick, like `ecsdb serve --hz 0`,
+    /// waits here and then calls [`Publisher::apply_queued`] and [`Publisher::publish`]).
+    pub fn wait_for_work(&self, timeout: Duration) {
+        let q = lock(&self.shared.queue);
+        if q.is_empty() {
+            let _ = self.shared.queue_cond.wait_timeout(q, timeout);
+        }
+    }
+
+    /// Records how long the writer's last tick took (for `stats`).
+    pub fn record_tick_time(&self, d: Duration) {
+        let mut t = lock(&self.shared.times);
+        if t.len() == TICK_WINDOW {
+            t.pop_front();
+        }
+        t.push_back(d.as_secs_f64() * 1e3);
+    }
+
+    /// Ends a tick: advances the live tick, applies the queued tool writes (each advances it
+    /// again), then publishes the state if a reader wants it.
+    pub fn end_tick(&mut self, db: &mut Database) {
+        self.tick += 1;
+        self.apply_queued(db);
+        self.publish(db);
+    }
+
+    /// Applies every queued tool write, in order, each all or nothing, each advancing the
+    /// live tick by one. Returns how many were applied.
+    pub fn apply_queued(&mut self, db: &mut Database) -> usize {
+        let queued: Vec<QueuedExec> = lock(&self.shared.queue).drain(..).collect();
+        let mut applied = 0;
+        for q in queued {
+            let result = apply_all_or_nothing(db, &q.text, &q.params);
+            let result = result.map(|results| {
+                self.tick += 1;
+                applied += 1;
+                ExecOutcome { tick: self.tick, results }
+            });
+            let _ = q.reply.send(result);
+        }
+        applied
+    }
+
+    /// Publishes the current state for readers when one is attached, one asked since the
+    /// last publish, the state is newer than the last published one, and the previous
+    /// publish has been decoded (otherwise this tick is skipped: the writer never waits).
+    pub fn publish(&mut self, db: &Database) {
+        let s = &self.shared;
+        if s.readers.load(Ordering::Acquire) == 0 {
+            return;
+        }
+        let first = self.published_tick.is_none();
+        if !first && (!s.wanted.load(Ordering::Acquire) || self.published_tick == Some(self.tick)) {
+            return;
+        }
+        if self.decoding.load(Ordering::Acquire) {
+            return;
+        }
+        let opts = SaveOptions { skip_opaque: true, change_ticks: false };
+        let Ok(bytes) = db.world().save_to_vec(&opts) else { return };
+        s.wanted.store(false, Ordering::Release);
+        self.decoding.store(true, Ordering::Release);
+        if let Some(tx) = &self.to_decoder {
+            if tx.try_send((self.tick, bytes, db.with_world(World::new()))).is_err() {
+                self.decoding.store(false, Ordering::Release);
+                return;
+            }
+        }
+        self.published_tick = Some(self.tick);
+    }
+}
+
+impl Drop for Publisher {
+    fn drop(&mut self) {
+        self.shared.closed.store(true, Ordering::Release);
+        self.to_decoder = None;
+        if let Some(d) = self.decoder.take() {
+            let _ = d.join();
+        }
+        for q in lock(&self.shared.queue).drain(..) {
+            let _ = q.reply.send(Err(Error::new(ErrorKind::Unsupported, "the world is gone")));
+        }
+        self.shared.published_cond.notify_all();
+    }
+}
+
+fn decode_loop(rx: Receiver<(u64, Vec<u8>, Database)>, shared: Arc<Shared>, decoding: Arc<AtomicBool>) {
+    while let Ok((tick, bytes, mut db)) = rx.recv() {
+        let world = World::load_from_bytes(&bytes);
+        drop(bytes);
+        if let Ok(world) = world {
+            *db.world_mut() = world;
+            shared.state.store(Some(Arc::new(Published { tick, db })));
+        }
+        // Ready for the next publish before anyone waiting hears of this one.
+        decoding.store(false, Ordering::Release);
+        *lock(&shared.published) = tick;
+        shared.published_cond.notify_all();
+    }
+}
+
+/// Runs a script so that either every statement applies or none does. One statement is
+/// atomic by itself; a longer script is first run on a copy of the world, and applied only
+/// when every statement succeeded there (the same statements on the same state do the same).
+fn apply_all_or_nothing(db: &mut Database, text: &str, params: &Params) -> Result<Vec<ResultSet>, Error> {
+    let statements = parse::parse_script(text)?;
+    if statements.len() > 1 {
+        let bytes = db.world().save_to_vec(&SaveOptions { skip_opaque: false, change_ticks: true }).map_err(|e| {
+            Error::new(ErrorKind::Unsupported, format!("a script of several statements needs a copy of the world: {e}"))
+        })?;
+        let world = World::load_from_bytes(&bytes)
+            .map_err(|e| Error::internal(format!("copying the world for a dry run failed: {e}")))?;
+        let mut trial = db.with_world(world);
+        for stmt in &statements {
+            trial.run_statement(stmt, params)?;
+        }
+    }
+    let mut out = Vec::with_capacity(statements.len());
+    for stmt in &statements {
+        out.push(db.run_statement(stmt, params)?);
+    }
+    Ok(out)
+}
+
+/// Whether a subscription to `text` gets keyed diffs: a SELECT whose first item is the entity,
+/// with no aggregate, GROUP BY, ORDER BY, LIMIT or OFFSET (the protocol's rule).
+pub fn keyed_by_entity(db: &Database, text: &str) -> Result<bool, Error> {
+    use crate::plan::logical::{ExprKind, LogicalPlan};
+    let stmt = parse::parse_statement(text)?;
+    let bound = crate::bind::bind_statement(&stmt, db.world(), db.functions())?;
+    Ok(match &bound.plan {
+        LogicalPlan::Select(p) => {
+            !p.aggregated
+                && p.order_by.is_empty()
+                && p.limit.is_none()
+                && p.offset.is_none()
+                && p.items.first().is_some_and(|i| matches!(i.expr.kind, ExprKind::Entity))
+        }
+        _ => false,
+    })
+}
+
+/// A handle that reads the world from any thread: `Send + Sync + Clone`. Each statement runs
+/// against one published state (one tick), on the calling thread, within the reader pool.
+pub struct Reader {
+    shared: Arc<Shared>,
+}
+
+impl std::fmt::Debug for Reader {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Reader").field("pool_size", &self.shared.pool_size).finish()
+    }
+}
+
+impl Clone for Reader {
+    fn clone(&self) -> Reader {
+        Reader::attach(Arc::clone(&self.shared))
+    }
+}
+
+impl Drop for Reader {
+    fn drop(&mut self) {
+        self.shared.readers.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+/// How long a reader waits for the first published state, or a write for the writer.
+pub const WAIT_LIMIT: Duration = Duration::from_secs(30);
+
+/// A permit of the reader pool, returned on drop.
+struct Permit<'a>(&'a Shared);
+
+impl Drop for Permit<'_> {
+    fn drop(&mut self) {
+        *lock(&self.0.pool) += 1;
+        self.0.pool_cond.notify_one();
+    }
+}
+
+impl Reader {
+    fn attach(shared: Arc<Shared>) -> Reader {
+        shared.readers.fetch_add(1, Ordering::AcqRel);
+        shared.wanted.store(true, Ordering::Release);
+        Reader { shared }
+    }
+
+    /// The reader pool's size.
+    pub fn pool_size(&self) -> usize {
+        self.shared.pool_size
+    }
+
+    /// The newest published state, asking the writer for a newer one at its next tick
+    /// boundary. Waits for the first publish (up to [`WAIT_LIMIT`]).
+    pub fn state(&self) -> Result<Arc<Published>, Error> {
+        self.shared.wanted.store(true, Ordering::Release);
+        if let Some(s) = self.shared.state.load_full() {
+            return Ok(s);
+        }
+        let deadline = Instant::now() + WAIT_LIMIT;
+        let mut published = lock(&self.shared.published);
+        loop {
+            if let Some(s) = self.shared.state.load_full() {
+                return Ok(s);
+            }
+            let now = Instant::now();
+            if now >= deadline || self.shared.closed.load(Ordering::Acquire) {
+                return Err(Error::new(ErrorKind::Unsupported, "the world has not published a state to read"));
+            }
+            published =
+                self.shared.published_cond.wait_timeout(published, deadline - now).unwrap_or_else(|p| p.into_inner()).0;
+        }
+    }
+
+    /// Waits until a state of tick `tick` or later is published, or `timeout` passes; returns
+    /// the newest state either way (none before the first publish).
+    pub fn wait_for_tick(&self, tick: u64, timeout: Duration) -> Option<Arc<Published>> {
+        self.shared.wanted.store(true, Ordering::Release);
+        let deadline = Instant::now() + timeout;
+        let mut published = lock(&self.shared.published);
+        loop {
+            let newest = self.shared.state.load_full();
+            let now = Instant::now();
+            if newest.as_ref().is_some_and(|s| s.tick >= tick)
+                || now >= deadline
+                || self.shared.closed.load(Ordering::Acquire)
+            {
+                return newest;
+            }
+            published =
+                self.shared.published_cond.wait_timeout(published, deadline - now).unwrap_or_else(|p| p.into_inner()).0;
+        }
+    }
+
+    /// Runs `f` on the newest state with a permit of the reader pool (waiting for one).
+    pub fn with_state<R>(&self, f: impl FnOnce(&Published) -> R) -> Result<R, Error> {
+        let state = self.state()?;
+        let _permit = self.permit();
+        Ok(f(&state))
+    }
+
+    fn permit(&self) -> Permit<'_> {
+        let mut free = lock(&self.shared.pool);
+        while *free == 0 {
+            free = self.shared.pool_cond.wait(free).unwrap_or_else(|p| p.into_inner());
+        }
+        *free -= 1;
+        Permit(&self.shared)
+    }
+
+    /// Runs one read-only statement against the newest published state; returns the tick it
+    /// reflects with the result. A mutating statement is a `constraint` error.
+    pub fn query(&self, text: &str, params: &Params) -> Result<(u64, ResultSet), Error> {
+        self.with_state(|s| s.db.query_with(text, params).map(|r| (s.tick, r)))?
+    }
+
+    /// Queues a script for the writer and waits (up to [`WAIT_LIMIT`]) for it to be applied,
+    /// all or nothing, between two ticks.
+    pub fn exec(&self, text: &str, params: &Params) -> Result<ExecOutcome, Error> {
+        // Parse here, so a syntax error costs the writer nothing.
+        parse::parse_script(text)?;
+        let (tx, rx) = mpsc::sync_channel(1);
+        {
+            let mut q = lock(&self.shared.queue);
+            if self.shared.closed.load(Ordering::Acquire) {
+                return Err(Error::new(ErrorKind::Unsupported, "the world is gone"));
+            }
+            q.push_back(QueuedExec { text: text.to_string(), params: params.clone(), reply: tx });
+        }
+        self.shared.queue_cond.notify_all();
+        self.shared.wanted.store(true, Ordering::Release);
+        let out = rx
+            .recv_timeout(WAIT_LIMIT)
+            .map_err(|_| Error::new(ErrorKind::Unsupported, "the world did not apply the write in time"))??;
+        // Read your writes: return once readers can see the write (bounded, in case the
+        // writer stops publishing).
+        self.wait_for_tick(out.tick, Duration::from_secs(5));
+        Ok(out)
+    }
+
+    /// The writer's recent tick durations.
+    pub fn tick_times(&self) -> TickTimes {
+        let t = lock(&self.shared.times);
+        let mut sorted: Vec<f64> = t.iter().copied().collect();
+        sorted.sort_by(|a, b| a.total_cmp(b));
+        let pick = |q: f64| (!sorted.is_empty()).then(|| sorted[((sorted.len() - 1) as f64 * q).round() as usize]);
+        TickTimes { last: t.back().copied(), p50: pick(0.5), p99: pick(0.99) }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn world() -> Database {
+        let mut db = Database::new();
+        db.execute_script("CREATE COMPONENT Health (hp i32); SPAWN Health {hp: 1}; SPAWN Health {hp: 2}").unwrap();
+        db
+    }
+
+    #[test]
+    fn readers_see_the_published_tick_and_nothing_later() {
+        let mut db = world();
+        let mut p = Publisher::with_pool_size(2);
+        let r = p.reader();
+        p.end_tick(&mut db);
+        let s = r.wait_for_tick(1, WAIT_LIMIT).unwrap();
+        assert_eq!(s.tick, 1);
+        db.execute("SPAWN Health {hp: 3}").unwrap();
+        // Not yet published: the reader still answers from tick 1.
+        let (tick, rs) = r.query("SELECT count(*)", &Params::new()).unwrap();
+        assert_eq!((tick, rs.rows[0][0].clone()), (1, ecsdb_engine::Value::Int(2)));
+        p.end_tick(&mut db);
+        let s = r.wait_for_tick(2, WAIT_LIMIT).unwrap();
+        assert_eq!(s.db.query("SELECT count(*)").unwrap().rows[0][0], ecsdb_engine::Value::Int(3));
+    }
+
+    #[test]
+    fn nothing_is_published_without_readers() {
+        let mut db = world();
+        let mut p = Publisher::new();
+        p.end_tick(&mut db);
+        assert!(p.published_tick.is_none());
+    }
+
+    #[test]
+    fn a_failing_script_changes_nothing_and_a_good_one_reports_its_tick() {
+        let mut db = world();
+        let mut p = Publisher::with_pool_size(1);
+        let r = p.reader();
+        let writer = std::thread::spawn(move || {
+            for _ in 0..400 {
+                p.end_tick(&mut db);
+                std::thread::sleep(Duration::from_millis(5));
+            }
+        });
+        let bad = r.exec("SPAWN Health {hp: 9}; SPAWN Nope", &Params::new()).unwrap_err();
+        assert_eq!(bad.kind, ErrorKind::UnknownComponent);
+        let good = r.exec("SPAWN Health {hp: 9}; SPAWN Health {hp: 10}", &Params::new()).unwrap();
+        assert_eq!(good.results.len(), 2);
+        let s = r.wait_for_tick(good.tick, WAIT_LIMIT).unwrap();
+        assert!(s.tick >= good.tick);
+        assert_eq!(s.db.query("SELECT count(*)").unwrap().rows[0][0], ecsdb_engine::Value::Int(4));
+        drop(r);
+        writer.join().unwrap();
+    }
+
+    #[test]
+    fn keyed_rule() {
+        let db = world();
+        for (text, keyed) in [
+            ("SELECT entity, Health.hp", true),
+            ("SELECT * FROM Health", true),
+            ("SELECT Health.hp, entity", false),
+            ("SELECT entity, Health.hp ORDER BY 2", false),
+            ("SELECT entity, Health.hp LIMIT 1", false),
+            ("SELECT count(*)", false),
+            ("SHOW COMPONENTS", false),
+        ] {
+            assert_eq!(keyed_by_entity(&db, text).unwrap(), keyed, "{text}");
+        }
+    }
+
+    /// Every tick the writer sets every row to the tick's number; an answer that mixed two
+    /// ticks would see two values.
+    #[test]
+    fn an_answer_never_mixes_two_ticks() {
+        let mut db = Database::new();
+        db.execute("CREATE COMPONENT Health (hp i64)").unwrap();
+        for _ in 0..2000 {
+            db.execute("SPAWN Health {hp: 0}").unwrap();
+        }
+        let mut p = Publisher::with_pool_size(2);
+        let r = p.reader();
+        let stop = Arc::new(AtomicBool::new(false));
+        let writer = {
+            let stop = Arc::clone(&stop);
+            std::thread::spawn(move || {
+                let mut update = db.prepare("UPDATE Health SET hp = $1").unwrap();
+                while !stop.load(Ordering::Acquire) {
+                    let next = p.tick() as i64 + 1;
+                    update.execute(&mut db, &Params::positional([next])).unwrap();
+                    p.end_tick(&mut db);
+                }
+            })
+        };
+        let readers: Vec<_> = (0..2)
+            .map(|_| {
+                let r = r.clone();
+                std::thread::spawn(move || {
+                    let mut seen = std::collections::BTreeSet::new();
+                    for _ in 0..40 {
+                        let (tick, rs) = r.query("SELECT min(Health.hp), max(Health.hp)", &Params::new()).unwrap();
+                        assert_eq!(rs.rows[0][0], rs.rows[0][1], "one answer, two ticks");
+                        if tick > 0 {
+                            assert_eq!(rs.rows[0][0], ecsdb_engine::Value::Int(tick as i64));
+                        }
+                        seen.insert(tick);
+                    }
+                    seen.len()
+                })
+            })
+            .collect();
+        let distinct: Vec<usize> = readers.into_iter().map(|h| h.join().unwrap()).collect();
+        stop.store(true, Ordering::Release);
+        writer.join().unwrap();
+        assert!(distinct.iter().any(|&n| n > 1), "readers saw the world move: {distinct:?}");
+    }
+
+    #[test]
+    fn reader_is_send_sync_clone() {
+        fn check<T: Send + Sync + Clone>() {}
+        check::<Reader>();
+    }
+}

@@ -1,0 +1,448 @@
+// The entity browser: a paged list filtered by terms or a WHERE clause, a hierarchy tree when
+// the schema has a `REFERENCES … ACYCLIC` relation, and the entity view with in-place edits.
+
+import { $, h, toast, confirmDialog } from './dom.js';
+import { RpcError, CODES } from './rpc.js';
+import { tokenize } from './lexer.js';
+import { valueText, isEntityId } from './values.js';
+import { errorNodes } from './query.js';
+
+const PAGE_SIZE = 50;
+const TREE_PAGE = 100;
+const VIEW_REFRESH_MS = 1000;
+
+/** Splits a filter into its term list and its `WHERE …` part (at the top-level WHERE). */
+export function splitFilter(filter) {
+  let depth = 0;
+  for (const token of tokenize(filter)) {
+    if (token.text === '(' || token.text === '[') depth += 1;
+    else if (token.text === ')' || token.text === ']') depth -= 1;
+    else if (depth === 0 && token.type === 'ident' && token.text.toUpperCase() === 'WHERE') {
+      return { terms: filter.slice(0, token.start).trim().replace(/,$/, ''), where: filter.slice(token.start).trim() };
+    }
+  }
+  return { terms: filter.trim(), where: '' };
+}
+
+/** Turns the text typed into a field back into a parameter value of the field's type. */
+export function parseFieldInput(text, type) {
+  const t = String(type || '').toLowerCase().split(/\s+/)[0];
+  const raw = text.trim();
+  if (raw.toLowerCase() === 'null') return null;
+  if (/^[iu](8|16|32|64)$/.test(t)) {
+    if (!/^-?\d+$/.test(raw)) throw new Error(`'${raw}' is not an integer`);
+    return Number(raw);
+  }
+  if (/^f(32|64)$/.test(t)) {
+    const n = Number(raw);
+    if (raw === '' || !Number.isFinite(n)) throw new Error(`'${raw}' is not a number`);
+    return n;
+  }
+  if (t === 'bool') {
+    if (!/^(true|false)$/i.test(raw)) throw new Error('type true or false');
+    return raw.toLowerCase() === 'true';
+  }
+  if (t === 'entity') {
+    if (!isEntityId(raw)) throw new Error(`'${raw}' is not an entity id like 12v0`);
+    return { entity: raw };
+  }
+  if (t === 'vec2' || t === 'vec3') {
+    const parts = raw.replace(/^\[|\]$/g, '').split(',').map((x) => Number(x.trim()));
+    const size = t === 'vec2' ? 2 : 3;
+    if (parts.length !== size || parts.some((n) => !Number.isFinite(n))) throw new Error(`type ${size} numbers, like [1, 2${size === 3 ? ', 3' : ''}]`);
+    return parts;
+  }
+  return text; // string: exactly as typed
+}
+
+export class EntityBrowser {
+  constructor(app) {
+    this.app = app;
+    this.page = 0;
+    this.filter = '';
+    this.selected = null;
+    this.viewData = null;
+    this.mode = 'list';
+    this.relation = null;
+    this.loadedOnce = false;
+    $('entity-filter-form').addEventListener('submit', (e) => {
+      e.preventDefault();
+      this.filter = $('entity-filter').value;
+      this.load(0);
+    });
+    $('entity-prev').addEventListener('click', () => this.load(this.page - 1));
+    $('entity-next').addEventListener('click', () => this.load(this.page + 1));
+    $('mode-list').addEventListener('click', () => this.setMode('list'));
+    $('mode-tree').addEventListener('click', () => this.setMode('tree'));
+    $('entity-list').addEventListener('keydown', (e) => listKeys(e, '#entity-list button'));
+    $('entity-tree').addEventListener('keydown', (e) => listKeys(e, '#entity-tree button.node-label'));
+    setInterval(() => this.refreshView(), VIEW_REFRESH_MS);
+  }
+
+  /** Called when the tab is shown. */
+  shown() {
+    if (!this.loadedOnce) this.load(0);
+  }
+
+  /** Shows the entities that have `component`. */
+  browse(component) {
+    $('entity-filter').value = component;
+    this.filter = component;
+    this.setMode('list');
+    this.load(0);
+  }
+
+  /** The schema changed: show the tree toggle when there is an acyclic relation. */
+  schemaChanged(schema) {
+    const relations = schema.acyclicRelations();
+    this.relation = relations[0] || null;
+    $('entity-mode').hidden = !this.relation;
+    if (this.relation) $('mode-tree').textContent = `Tree (${this.relation.component}.${this.relation.field})`;
+    if (!this.relation && this.mode === 'tree') this.setMode('list');
+  }
+
+  setMode(mode) {
+    this.mode = mode;
+    $('mode-list').setAttribute('aria-pressed', String(mode === 'list'));
+    $('mode-tree').setAttribute('aria-pressed', String(mode === 'tree'));
+    $('entity-list').hidden = mode !== 'list';
+    $('entity-tree').hidden = mode !== 'tree';
+    if (mode === 'tree') this.loadTree(0);
+    else this.load(this.page);
+  }
+
+  listQuery(withLabel) {
+    const { terms, where } = splitFilter(this.filter);
+    const label = withLabel ? this.app.schema?.labelField() : null;
+    const from = [terms, label ? `?${label.split('.')[0]}` : ''].filter(Boolean).join(', ');
+    const items = label ? `entity, ${label}` : 'entity';
+    return {
+      select: `SELECT ${items}${from ? ` FROM ${from}` : ''}${where ? ` ${where}` : ''}`,
+      count: `SELECT count(*)${terms ? ` FROM ${terms}` : ''}${where ? ` ${where}` : ''}`,
+    };
+  }
+
+  /** Loads page `page` of the list: only that page's rows cross the wire. */
+  async load(page) {
+    if (page < 0) return;
+    this.loadedOnce = true;
+    if (this.mode === 'tree') return this.loadTree(page);
+    $('entity-filter-error').hidden = true;
+    const conn = this.app.conn;
+    const paging = `\nLIMIT ${PAGE_SIZE + 1} OFFSET ${page * PAGE_SIZE}`;
+    let result;
+    try {
+      try {
+        result = await conn.call('query', { text: this.listQuery(true).select + paging, limit: PAGE_SIZE + 1 });
+      } catch (error) {
+        // The label join can clash with the filter's own terms; the ids alone still list.
+        if (!(error instanceof RpcError) || error.code !== CODES.statement) throw error;
+        result = await conn.call('query', { text: this.listQuery(false).select + paging, limit: PAGE_SIZE + 1 });
+      }
+    } catch (error) {
+      this.showFilterError(error);
+      return;
+    }
+    this.page = page;
+    const rows = result.rows.slice(0, PAGE_SIZE);
+    const hasMore = result.rows.length > PAGE_SIZE;
+    const list = $('entity-list');
+    list.replaceChildren(
+      ...rows.map(([id, label]) => h('li', {}, h('button', {
+        type: 'button',
+        'aria-current': id === this.selected ? 'true' : null,
+        dataset: { id },
+        onclick: () => this.open(id),
+      }, h('span', { class: 'eid' }, id), h('span', { class: 'elabel' }, label === undefined || label === null ? '' : valueText(label))))),
+    );
+    if (!rows.length) list.append(h('li', { class: 'empty' }, 'No entity matches.'));
+    $('entity-prev').disabled = page === 0;
+    $('entity-next').disabled = !hasMore;
+    const first = page * PAGE_SIZE + 1;
+    $('entity-range').textContent = rows.length ? `${first}–${first + rows.length - 1}` : '';
+    // The total, counted by the server (one number, whatever the size of the world).
+    conn.call('query', { text: this.listQuery(false).count, limit: 1 })
+      .then((r) => {
+        if (this.page === page && rows.length) $('entity-range').textContent = `${first}–${first + rows.length - 1} of ${Number(r.rows[0][0]).toLocaleString('en-US')}`;
+      })
+      .catch(() => {});
+  }
+
+  showFilterError(error) {
+    const box = $('entity-filter-error');
+    box.replaceChildren(...errorNodes(error, null));
+    box.hidden = false;
+  }
+
+  /** The tree's top level: the root of every chain with the number of entities under it. */
+  async loadTree(page) {
+    if (!this.relation) return;
+    const { component: c, field: f } = this.relation;
+    const text = `SELECT root(${c}.${f}) AS root, count(*) AS members FROM ${c} GROUP BY root(${c}.${f})\nLIMIT ${TREE_PAGE + 1} OFFSET ${page * TREE_PAGE}`;
+    try {
+      const result = await this.app.conn.call('query', { text, limit: TREE_PAGE + 1 });
+      this.page = page;
+      const rows = result.rows.slice(0, TREE_PAGE);
+      const labels = await this.labels(rows.map((r) => r[0]));
+      $('entity-tree').replaceChildren(h('ul', { role: 'group' }, rows.map(([id, members]) => this.treeNode(id, labels.get(id), `${members} below`))));
+      $('entity-prev').disabled = page === 0;
+      $('entity-next').disabled = result.rows.length <= TREE_PAGE;
+      $('entity-range').textContent = `${rows.length} roots`;
+    } catch (error) {
+      this.showFilterError(error);
+    }
+  }
+
+  treeNode(id, label, note) {
+    const kids = h('ul', { role: 'group', hidden: true });
+    const twisty = h('button', { type: 'button', class: 'twisty', 'aria-label': `Expand ${id}`, 'aria-expanded': 'false' }, '▸');
+    twisty.addEventListener('click', async () => {
+      const expanded = twisty.getAttribute('aria-expanded') === 'true';
+      twisty.setAttribute('aria-expanded', String(!expanded));
+      twisty.textContent = expanded ? '▸' : '▾';
+      kids.hidden = expanded;
+      if (!expanded && !kids.dataset.loaded) {
+        kids.dataset.loaded = '1';
+        await this.loadChildren(id, kids);
+      }
+    });
+    return h('li', { role: 'treeitem' },
+      h('div', { class: 'node-row' }, twisty,
+        h('button', { type: 'button', class: 'node-label', dataset: { id }, onclick: () => this.open(id) },
+          h('span', { class: 'eid' }, id), h('span', { class: 'elabel' }, label ?? ''), note ? h('span', { class: 'kids' }, note) : null)),
+      kids);
+  }
+
+  async loadChildren(id, list) {
+    const { component: c, field: f } = this.relation;
+    try {
+      const result = await this.app.conn.call('query', {
+        text: `SELECT entity FROM ${c} WHERE ${c}.${f} = $p\nLIMIT ${TREE_PAGE + 1}`,
+        params: { p: { entity: id } },
+        limit: TREE_PAGE + 1,
+      });
+      const ids = result.rows.slice(0, TREE_PAGE).map((r) => r[0]);
+      const labels = await this.labels(ids);
+      list.replaceChildren(...ids.map((child) => this.treeNode(child, labels.get(child))));
+      if (!ids.length) list.append(h('li', { class: 'muted small' }, 'no children'));
+      if (result.rows.length > TREE_PAGE) list.append(h('li', { class: 'muted small' }, `first ${TREE_PAGE} children shown`));
+    } catch (error) {
+      list.replaceChildren(h('li', { class: 'muted small' }, error.message));
+    }
+  }
+
+  /** Labels (`Name.value` or similar) of a few entities, by id. */
+  async labels(ids) {
+    const label = this.app.schema?.labelField();
+    const map = new Map();
+    if (!label || !ids.length) return map;
+    const params = Object.fromEntries(ids.map((id, i) => [`e${i}`, { entity: id }]));
+    const list = ids.map((_, i) => `$e${i}`).join(', ');
+    try {
+      const result = await this.app.conn.call('query', { text: `SELECT entity, ${label} WHERE entity IN (${list})`, params, limit: ids.length });
+      for (const [id, value] of result.rows) map.set(id, valueText(value));
+    } catch {
+      // Labels are a nicety; the ids alone still work.
+    }
+    return map;
+  }
+
+  /** Opens entity `id` in the view. */
+  async open(id) {
+    this.selected = id;
+    document.querySelectorAll('#entity-list button, #entity-tree button.node-label').forEach((b) => {
+      if (b.dataset.id === id) b.setAttribute('aria-current', 'true');
+      else b.removeAttribute('aria-current');
+    });
+    this.viewData = null;
+    await this.refreshView(true);
+  }
+
+  /** Reloads the open entity; fields whose value changed flash. */
+  async refreshView(force = false) {
+    const id = this.selected;
+    if (!id || this.app.conn.state !== 'connected') return;
+    if (!force && ($('panel-entities').hidden || document.hidden || this.editing)) return;
+    let result;
+    try {
+      result = await this.app.conn.call('entity', { id });
+    } catch (error) {
+      if (id !== this.selected) return;
+      const stale = error instanceof RpcError && (error.data?.kind === 'stale_entity' || /stale/.test(error.message));
+      $('entity-view').replaceChildren(h('div', { class: 'entity-head' }, h('h2', {}, id)),
+        h('p', { class: 'empty' }, stale ? 'This entity no longer exists (despawned).' : error.message));
+      this.viewData = null;
+      return;
+    }
+    if (id !== this.selected || this.editing) return;
+    const previous = this.viewData;
+    this.viewData = result;
+    this.renderView(result, previous);
+  }
+
+  renderView(data, previous) {
+    const schema = this.app.schema;
+    const writable = this.app.writable === true;
+    const id = data.entity;
+    const names = Object.keys(data.components || {}).sort();
+    const view = $('entity-view');
+    const focusedKey = document.activeElement?.dataset?.key;
+    const cards = names.map((name) => {
+      const value = data.components[name];
+      const fields = value && typeof value === 'object' ? Object.entries(value) : [];
+      return h('section', { class: 'comp-card', 'aria-label': name },
+        h('header', {},
+          h('span', { class: 'comp-name' }, name),
+          fields.length === 0 ? h('span', { class: 'pill' }, 'tag') : null,
+          h('span', { class: 'spacer' }),
+          writable ? h('button', { type: 'button', class: 'link-button', onclick: () => this.removeComponent(id, name), 'aria-label': `Remove ${name}` }, 'remove') : null),
+        fields.length
+          ? h('table', {}, h('tbody', {}, fields.map(([field, v]) => {
+            const type = schema?.fieldType(name, field) || '';
+            const before = previous?.entity === id ? previous.components?.[name]?.[field] : undefined;
+            const changed = previous?.entity === id && JSON.stringify(before) !== JSON.stringify(v);
+            const key = `${name}.${field}`;
+            return h('tr', { class: changed ? 'flash' : null, dataset: { field: key } },
+              h('td', { class: 'fname' }, field),
+              h('td', { class: 'ftype' }, type),
+              h('td', {}, h('button', {
+                type: 'button',
+                class: 'value-btn',
+                disabled: !writable,
+                dataset: { key },
+                'aria-label': `${key}: ${valueText(v, type)}${writable ? ' (edit)' : ''}`,
+                onclick: (e) => this.beginEdit(e.currentTarget, id, name, field, type, v),
+              }, valueText(v, type))));
+          })))
+          : h('div', { class: 'tag-note' }, 'tag (no fields)'));
+    });
+    view.replaceChildren(
+      h('div', { class: 'entity-head' },
+        h('h2', {}, id),
+        h('span', { class: 'muted small' }, `${names.length} component${names.length === 1 ? '' : 's'} · tick ${data.tick}`),
+        h('span', { class: 'spacer' }),
+        writable ? h('button', { type: 'button', class: 'danger', onclick: () => this.despawn(id) }, 'Despawn…') : h('span', { class: 'badge' }, 'read-only')),
+      ...cards,
+      ...(writable ? [this.addForm(id, names)].filter(Boolean) : []),
+    );
+    if (focusedKey) view.querySelector(`[data-key="${CSS.escape(focusedKey)}"]`)?.focus();
+  }
+
+  beginEdit(button, id, component, field, type, value) {
+    this.editing = true;
+    const input = h('input', { class: 'edit', 'aria-label': `New value of ${component}.${field}`, value: value === null ? 'null' : valueText(value, type) });
+    const cell = button.parentElement;
+    cell.replaceChildren(input);
+    input.focus();
+    input.select();
+    let done = false;
+    const finish = async (commit) => {
+      if (done) return;
+      done = true;
+      if (commit) await this.commitEdit(id, component, field, type, input.value);
+      this.editing = false;
+      await this.refreshView(true);
+      this.app.afterWrite();
+    };
+    input.addEventListener('keydown', (e) => {
+      if (e.key === 'Enter') {
+        e.preventDefault();
+        finish(true);
+      } else if (e.key === 'Escape') {
+        e.preventDefault();
+        finish(false);
+      }
+    });
+    input.addEventListener('blur', () => finish(false));
+  }
+
+  async commitEdit(id, component, field, type, text) {
+    let value;
+    try {
+      value = parseFieldInput(text, type);
+    } catch (error) {
+      toast(`${component}.${field}: ${error.message}`, true);
+      return;
+    }
+    await this.write(`UPDATE ${component} SET ${field} = $v FROM ${id}`, { v: value }, `${component}.${field} of ${id} set`);
+  }
+
+  addForm(id, present) {
+    const schema = this.app.schema;
+    const missing = (schema?.components || []).filter((c) => !present.includes(c.name));
+    if (!missing.length) return null;
+    const select = h('select', { id: 'add-component', 'aria-label': 'Component to add' },
+      h('option', { value: '' }, 'Add a component…'), missing.map((c) => h('option', { value: c.name }, c.name)));
+    const inputs = h('span', { class: 'field-inputs' });
+    const button = h('button', { type: 'submit', disabled: true }, 'Add');
+    select.addEventListener('change', () => {
+      const c = schema.byName.get(select.value);
+      button.disabled = !c;
+      inputs.replaceChildren(...(c?.fields || []).map((f) => h('label', {}, f.name,
+        h('input', { name: f.name, placeholder: f.type, 'aria-label': `${c.name}.${f.name} (${f.type}); empty for the zero value` }))));
+    });
+    return h('form', {
+      class: 'add-comp',
+      onsubmit: async (e) => {
+        e.preventDefault();
+        const c = schema.byName.get(select.value);
+        if (!c) return;
+        const params = {};
+        const parts = [];
+        try {
+          for (const input of inputs.querySelectorAll('input')) {
+            if (!input.value.trim()) continue;
+            const type = schema.fieldType(c.name, input.name);
+            params[`f${parts.length}`] = parseFieldInput(input.value, type);
+            parts.push(`${input.name}: $f${parts.length}`);
+          }
+        } catch (error) {
+          toast(error.message, true);
+          return;
+        }
+        const value = c.fields?.length ? ` {${parts.join(', ')}}` : '';
+        if (await this.write(`ADD ${c.name}${value} TO ${id}`, params, `${c.name} added to ${id}`)) await this.refreshView(true);
+      },
+    }, select, inputs, button);
+  }
+
+  async removeComponent(id, component) {
+    if (await this.write(`REMOVE ${component} FROM ${id}`, {}, `${component} removed from ${id}`)) await this.refreshView(true);
+  }
+
+  async despawn(id) {
+    const ok = await confirmDialog('Despawn entity', `Despawn ${id}? This removes it and all its components from the running world.`, 'Despawn');
+    if (!ok) return;
+    if (await this.write(`DESPAWN ${id}`, {}, `${id} despawned`)) {
+      await this.refreshView(true);
+      this.load(this.page);
+    }
+  }
+
+  /** Runs one write through `exec`; tells the person how it went. */
+  async write(text, params, success) {
+    try {
+      await this.app.conn.call('exec', { text, params });
+      toast(success);
+      this.app.afterWrite();
+      return true;
+    } catch (error) {
+      if (error instanceof RpcError && error.code === CODES.readOnly) this.app.setWritable(false);
+      const data = error.data || {};
+      toast(`${data.kind ? `${data.kind}: ` : ''}${data.message || error.message}${data.hint ? ` (${data.hint})` : ''}`, true);
+      return false;
+    }
+  }
+}
+
+/** Arrow keys move between the buttons of a list (one tab stop per list item is plenty). */
+function listKeys(e, selector) {
+  if (e.key !== 'ArrowDown' && e.key !== 'ArrowUp') return;
+  const buttons = [...document.querySelectorAll(selector)].filter((b) => b.offsetParent !== null);
+  const i = buttons.indexOf(document.activeElement);
+  const next = buttons[i + (e.key === 'ArrowDown' ? 1 : -1)];
+  if (next) {
+    e.preventDefault();
+    next.focus();
+  }
+}

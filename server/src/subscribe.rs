@@ -1,0 +1,300 @@
+//! Subscriptions: one hub thread re-runs each distinct subscribed query (text + parameters)
+//! once per newly published tick, for all its subscribers, and merges each change into the
+//! subscribers' outboxes. A connection thread drains its outbox when its socket can take more,
+//! so a slow client gets merged changes, loses none, and never holds up the hub or the world.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, Weak};
+use std::time::Duration;
+
+use ecsdb_query::live::{keyed_by_entity, Reader};
+use ecsdb_query::Params;
+use serde_json::{json, Value as Json};
+
+use crate::rpc::{rows_json, RpcError};
+
+/// A subscription whose result has more rows than this is refused.
+pub const MAX_SUBSCRIPTION_ROWS: usize = 100_000;
+/// Subscriptions one connection may hold.
+pub const MAX_SUBSCRIPTIONS_PER_CONNECTION: usize = 32;
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Changes of one subscription not yet sent, merged.
+#[derive(Debug, Clone, PartialEq)]
+enum Change {
+    /// The whole new result.
+    Rows { tick: u64, rows: Vec<Json> },
+    /// Keyed by entity: rows to insert or replace, entities to drop.
+    Keyed { tick: u64, upserted: BTreeMap<String, Json>, removed: BTreeSet<String> },
+}
+
+impl Change {
+    fn merge(&mut self, newer: Change) {
+        match (self, newer) {
+            (Change::Keyed { tick, upserted, removed }, Change::Keyed { tick: t, upserted: u, removed: r }) => {
+                *tick = t;
+                for k in r {
+                    upserted.remove(&k);
+                    removed.insert(k);
+                }
+                for (k, row) in u {
+                    removed.remove(&k);
+                    upserted.insert(k, row);
+                }
+            }
+            (this, newer) => *this = newer,
+        }
+    }
+
+    fn params(&self, id: &str) -> Json {
+        match self {
+            Change::Rows { tick, rows } => json!({ "id": id, "tick": tick, "rows": rows }),
+            Change::Keyed { tick, upserted, removed } => json!({
+                "id": id,
+                "tick": tick,
+                "upserted": upserted.values().collect::<Vec<_>>(),
+                "removed": removed.iter().collect::<Vec<_>>(),
+            }),
+        }
+    }
+}
+
+/// One connection's pending notifications, in the order their subscriptions first changed.
+#[derive(Debug, Default)]
+pub struct Outbox {
+    pending: Mutex<Vec<(String, Change)>>,
+    ready: Condvar,
+}
+
+impl Outbox {
+    fn push(&self, id: &str, change: Change) {
+        let mut p = lock(&self.pending);
+        match p.iter_mut().find(|(i, _)| i == id) {
+            Some((_, c)) => c.merge(change),
+            None => p.push((id.to_string(), change)),
+        }
+        drop(p);
+        self.ready.notify_all();
+    }
+
+    /// Takes every pending notification (as `changed` messages).
+    pub fn take(&self) -> Vec<Json> {
+        let p = std::mem::take(&mut *lock(&self.pending));
+        p.into_iter().map(|(id, c)| json!({ "jsonrpc": "2.0", "method": "changed", "params": c.params(&id) })).collect()
+    }
+
+    /// Waits up to `d` for a notification to be pending.
+    pub fn wait(&self, d: Duration) {
+        let p = lock(&self.pending);
+        if p.is_empty() {
+            let _ = self.ready.wait_timeout(p, d);
+        }
+    }
+
+    fn forget(&self, id: &str) {
+        lock(&self.pending).retain(|(i, _)| i != id);
+    }
+}
+
+/// One distinct subscribed query and its last result.
+struct SharedQuery {
+    text: String,
+    params: Params,
+    /// `text` + the parameters' JSON: identical subscriptions share one evaluation.
+    key: String,
+    keyed: bool,
+    columns: Vec<String>,
+    tick: u64,
+    rows: Vec<Json>,
+    by_entity: HashMap<String, Json>,
+    subscribers: Vec<(Weak<Outbox>, String)>,
+}
+
+/// The subscription hub of one server.
+pub struct Hub {
+    reader: Reader,
+    queries: Mutex<Vec<SharedQuery>>,
+    wake: Condvar,
+    stop: AtomicBool,
+    /// How many evaluations ran (the fan-out benchmark and tests read it).
+    evaluations: std::sync::atomic::AtomicU64,
+}
+
+fn entity_key(row: &Json) -> String {
+    match row.get(0) {
+        Some(Json::String(s)) => s.clone(),
+        Some(other) => other.to_string(),
+        None => String::new(),
+    }
+}
+
+impl Hub {
+    /// A hub reading through `reader`; call [`Hub::run`] on a thread of its own.
+    pub fn new(reader: Reader) -> Hub {
+        Hub {
+            reader,
+            queries: Mutex::new(Vec::new()),
+            wake: Condvar::new(),
+            stop: AtomicBool::new(false),
+            evaluations: std::sync::atomic::AtomicU64::new(0),
+        }
+    }
+
+    /// How many times a subscribed query has been evaluated.
+    pub fn evaluations(&self) -> u64 {
+        self.evaluations.load(Ordering::Relaxed)
+    }
+
+    /// Subscribes: the result now (`{tick, columns, rows}`), then changes into `outbox`.
+    pub fn subscribe(
+        &self,
+        outbox: &Arc<Outbox>,
+        id: &str,
+        text: &str,
+        params: Params,
+        params_json: &Json,
+    ) -> Result<Json, RpcError> {
+        let key = format!("{text}\u{0}{params_json}");
+        let mut queries = lock(&self.queries);
+        if let Some(q) = queries.iter_mut().find(|q| q.key == key) {
+            q.subscribers.push((Arc::downgrade(outbox), id.to_string()));
+            return Ok(json!({ "tick": q.tick, "columns": q.columns, "rows": q.rows }));
+        }
+        let state = self.reader.state().map_err(|e| RpcError::statement(&e, text))?;
+        let keyed = keyed_by_entity(&state.db, text).map_err(|e| RpcError::statement(&e, text))?;
+        let rs = state.db.query_with(text, &params).map_err(|e| RpcError::statement(&e, text))?;
+        if rs.rows.len() > MAX_SUBSCRIPTION_ROWS {
+            return Err(RpcError::limit(
+                "rows",
+                format!("a subscription's result may have at most {MAX_SUBSCRIPTION_ROWS} rows"),
+            ));
+        }
+        self.evaluations.fetch_add(1, Ordering::Relaxed);
+        let rows = rows_json(&rs.rows);
+        let by_entity = if keyed { rows.iter().map(|r| (entity_key(r), r.clone())).collect() } else { HashMap::new() };
+        let answer = json!({ "tick": state.tick, "columns": rs.columns, "rows": rows });
+        let columns = rs.columns;
+        queries.push(SharedQuery {
+            text: text.to_string(),
+            params,
+            key,
+            keyed,
+            columns,
+            tick: state.tick,
+            rows,
+            by_entity,
+            subscribers: vec![(Arc::downgrade(outbox), id.to_string())],
+        });
+        drop(queries);
+        self.wake.notify_all();
+        Ok(answer)
+    }
+
+    /// Drops subscription `id` of `outbox`'s connection.
+    pub fn unsubscribe(&self, outbox: &Arc<Outbox>, id: &str) {
+        let mut queries = lock(&self.queries);
+        for q in queries.iter_mut() {
+            q.subscribers.retain(|(o, i)| !(i == id && o.upgrade().is_some_and(|o| Arc::ptr_eq(&o, outbox))));
+        }
+        queries.retain(|q| !q.subscribers.is_empty());
+        outbox.forget(id);
+    }
+
+    /// Stops [`Hub::run`].
+    pub fn stop(&self) {
+        self.stop.store(true, Ordering::Release);
+        self.wake.notify_all();
+    }
+
+    /// The hub's loop: waits for subscriptions and newer ticks, re-evaluates, notifies.
+    pub fn run(&self) {
+        let mut last_tick = 0u64;
+        while !self.stop.load(Ordering::Acquire) {
+            {
+                let queries = lock(&self.queries);
+                if queries.is_empty() {
+                    let _ = self.wake.wait_timeout(queries, Duration::from_millis(200));
+                    continue;
+                }
+                last_tick = last_tick.max(queries.iter().map(|q| q.tick).min().unwrap_or(0));
+            }
+            let Some(state) = self.reader.wait_for_tick(last_tick + 1, Duration::from_millis(200)) else { continue };
+            if state.tick <= last_tick {
+                continue;
+            }
+            last_tick = state.tick;
+            let mut queries = lock(&self.queries);
+            for q in queries.iter_mut() {
+                q.subscribers.retain(|(o, _)| o.strong_count() > 0);
+                if q.tick >= state.tick || q.subscribers.is_empty() {
+                    continue;
+                }
+                self.evaluations.fetch_add(1, Ordering::Relaxed);
+                let Ok(rs) = state.db.query_with(&q.text, &q.params) else { continue };
+                q.tick = state.tick;
+                let rows = rows_json(&rs.rows);
+                let change = if q.keyed {
+                    let by_entity: HashMap<String, Json> = rows.iter().map(|r| (entity_key(r), r.clone())).collect();
+                    let upserted: BTreeMap<String, Json> = by_entity
+                        .iter()
+                        .filter(|(k, r)| q.by_entity.get(*k) != Some(*r))
+                        .map(|(k, r)| (k.clone(), r.clone()))
+                        .collect();
+                    let removed: BTreeSet<String> =
+                        q.by_entity.keys().filter(|k| !by_entity.contains_key(*k)).cloned().collect();
+                    q.by_entity = by_entity;
+                    q.rows = rows;
+                    (!upserted.is_empty() || !removed.is_empty()).then_some(Change::Keyed {
+                        tick: state.tick,
+                        upserted,
+                        removed,
+                    })
+                } else if rows != q.rows {
+                    q.rows = rows.clone();
+                    Some(Change::Rows { tick: state.tick, rows })
+                } else {
+                    None
+                };
+                if let Some(change) = change {
+                    for (o, id) in &q.subscribers {
+                        if let Some(o) = o.upgrade() {
+                            o.push(id, change.clone());
+                        }
+                    }
+                }
+            }
+            queries.retain(|q| !q.subscribers.is_empty());
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keyed_changes_merge_to_the_net_effect() {
+        let mut a = Change::Keyed {
+            tick: 1,
+            upserted: [("1v0".to_string(), json!(["1v0", 1]))].into(),
+            removed: ["2v0".to_string()].into(),
+        };
+        a.merge(Change::Keyed {
+            tick: 2,
+            upserted: [("2v0".to_string(), json!(["2v0", 5]))].into(),
+            removed: ["1v0".to_string()].into(),
+        });
+        assert_eq!(
+            a,
+            Change::Keyed {
+                tick: 2,
+                upserted: [("2v0".to_string(), json!(["2v0", 5]))].into(),
+                removed: ["1v0".to_string()].into(),
+            }
+        );
+    }
+}
