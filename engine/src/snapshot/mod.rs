@@ -93,7 +93,6 @@ mod format;
 mod json;
 mod load;
 mod opaque;
-mod par;
 mod read;
 mod save;
 #[cfg(test)]
