@@ -22,6 +22,7 @@
 //! assert_eq!(world.get::<Position>(e).unwrap().y, 2.0);
 //! ```
 #![warn(missing_docs)]
+#![forbid(unsafe_code)]
 
 pub use ecsdb_engine::*;
 

@@ -9,6 +9,7 @@
 //!
 //! Adding a suite: write `src/<suite>.rs` with `pub fn run(s: &mut harness::Suite)`, declare
 //! the module below and add one line to [`SUITES`].
+#![forbid(unsafe_code)]
 
 mod data;
 mod ecs;

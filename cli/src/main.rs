@@ -14,6 +14,7 @@
 //!
 //! This file holds the command-line definitions and the dispatch only; each command lives in
 //! its own module.
+#![forbid(unsafe_code)]
 
 mod demo;
 mod exec;

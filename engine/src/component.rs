@@ -173,16 +173,26 @@ impl fmt::Display for FieldType {
     }
 }
 
-/// Rust types that are schema field types. Implemented by the engine for the types listed in
-/// [`FieldType`]; `#[derive(Component)]` uses it to build schemas.
-pub trait SchemaField: 'static {
+mod sealed {
+    pub trait Sealed {}
+}
+
+/// Rust types that are schema field types: exactly the types listed in [`FieldType`] (`bool`,
+/// the integers and floats, `String`, [`Entity`], `[f32; 2]`, `[f32; 3]`).
+/// `#[derive(Component)]` uses it to build schemas, and typed field views
+/// ([`FieldColumn`](crate::storage::FieldColumn)) to check what they read. Sealed: the engine
+/// relies on the mapping being exact, so no other crate can implement it.
+pub trait SchemaField: sealed::Sealed + Send + Sync + 'static {
     /// The schema type of `Self`.
     const FIELD_TYPE: FieldType;
 }
 
 macro_rules! schema_fields {
     ($($t:ty => $v:ident),* $(,)?) => {
-        $(impl SchemaField for $t { const FIELD_TYPE: FieldType = FieldType::$v; })*
+        $(
+            impl sealed::Sealed for $t {}
+            impl SchemaField for $t { const FIELD_TYPE: FieldType = FieldType::$v; }
+        )*
     };
 }
 schema_fields!(
@@ -253,6 +263,14 @@ pub struct ComponentSchema {
 
 /// A Rust type that can be stored as a component. Use `#[derive(Component)]`.
 ///
+/// # Safety
+/// The engine reads and writes values through the schema without knowing the type: an
+/// implementation must describe `Self` exactly. Each field of [`Component::schema`] must be a
+/// field of `Self` of the Rust type its [`FieldType`] names (see [`SchemaField`]) at the
+/// given byte offset; opaque schemas list no fields. `#[derive(Component)]` upholds this.
+/// Registration also rejects schemas whose fields do not fit `Self`'s size and alignment or
+/// overlap, but it cannot see field types.
+///
 /// ```
 /// use ecsdb_engine::{Component, FieldType};
 /// #[derive(Component)]
@@ -262,7 +280,7 @@ pub struct ComponentSchema {
 /// assert_eq!(s.fields[1].name, "max");
 /// assert_eq!(s.fields[1].ty, FieldType::F32);
 /// ```
-pub trait Component: Send + Sync + 'static {
+pub unsafe trait Component: Send + Sync + 'static {
     /// Table or sparse storage.
     const STORAGE: StorageKind = StorageKind::Table;
     /// The schema of this type.
@@ -505,6 +523,7 @@ impl Components {
         }
         let schema = T::schema();
         let layout = Layout::new::<T>();
+        check_schema_fits(&schema, layout)?;
         let drop = std::mem::needs_drop::<T>().then_some(DropFn::Rust(drop_ptr::<T>));
         if let Some(id) = self.id_by_name(schema.name) {
             let existing = &self.infos[id.index()];
@@ -573,6 +592,41 @@ impl Components {
     }
 }
 
+/// Checks what can be checked of a Rust type's schema against its layout: names, and that
+/// every field lies inside the value, aligned for its type, without overlapping another.
+fn check_schema_fits(schema: &ComponentSchema, layout: Layout) -> Result<()> {
+    let bad = |reason: String| EngineError::SchemaMismatch { component: schema.name.to_string(), reason };
+    if !is_identifier(schema.name) {
+        return Err(EngineError::InvalidDefinition(format!("'{}' is not a valid component name", schema.name)));
+    }
+    if schema.opaque && !schema.fields.is_empty() {
+        return Err(bad("an opaque schema lists fields".into()));
+    }
+    let mut spans = Vec::with_capacity(schema.fields.len());
+    for (i, f) in schema.fields.iter().enumerate() {
+        if !is_identifier(&f.name) || schema.fields[..i].iter().any(|g| g.name == f.name) {
+            return Err(bad(format!("field name '{}' is invalid or repeated", f.name)));
+        }
+        let fl = f.ty.layout();
+        let end = f.offset.checked_add(fl.size()).filter(|&end| end <= layout.size());
+        let Some(end) = end else {
+            return Err(bad(format!("field '{}' ({}) at offset {} lies outside the value", f.name, f.ty, f.offset)));
+        };
+        if f.offset % fl.align() != 0 || layout.align() < fl.align() {
+            return Err(bad(format!("field '{}' ({}) at offset {} is misaligned", f.name, f.ty, f.offset)));
+        }
+        spans.push((f.offset, end, i));
+    }
+    spans.sort_unstable();
+    for w in spans.windows(2) {
+        if w[1].0 < w[0].1 {
+            let (a, b) = (&schema.fields[w[0].2].name, &schema.fields[w[1].2].name);
+            return Err(bad(format!("fields '{a}' and '{b}' overlap")));
+        }
+    }
+    Ok(())
+}
+
 fn check_schema_agrees(
     existing: &ComponentInfo,
     schema: &ComponentSchema,
@@ -638,6 +692,60 @@ mod tests {
         assert!(reg.define(&ComponentDef::new("A", &[("x", FieldType::F32), ("x", FieldType::F32)])).is_err());
         reg.define(&ComponentDef::new("A", &[])).unwrap();
         assert_eq!(reg.define(&ComponentDef::new("A", &[])), Err(EngineError::DuplicateComponent("A".into())));
+    }
+
+    /// A schema whose fields do not fit the type.
+    struct Lying;
+    // SAFETY: (test) the schema lies, and registration must catch it before any value is read.
+    unsafe impl Component for Lying {
+        fn schema() -> ComponentSchema {
+            ComponentSchema { name: "Lying", fields: LYING.with(|l| l.borrow().clone()), opaque: false }
+        }
+    }
+    thread_local! {
+        static LYING: std::cell::RefCell<Vec<FieldInfo>> = const { std::cell::RefCell::new(Vec::new()) };
+    }
+
+    #[test]
+    fn registration_checks_schemas_against_the_type() {
+        let field = |name: &str, ty, offset| FieldInfo { name: name.into(), ty, offset };
+        let cases = [
+            vec![field("s", FieldType::String, 8)],
+            vec![field("x", FieldType::U8, 0)],
+            vec![field("x", FieldType::U8, usize::MAX)],
+        ];
+        for fields in cases {
+            LYING.with(|l| *l.borrow_mut() = fields);
+            let mut reg = Components::default();
+            assert!(matches!(reg.register::<Lying>(), Err(EngineError::SchemaMismatch { .. })));
+        }
+        #[derive(crate::Component)]
+        #[allow(dead_code)]
+        struct Real {
+            a: u32,
+            b: u16,
+        }
+        #[allow(dead_code)]
+        struct Fake(u64);
+        // SAFETY: (test) see above.
+        unsafe impl Component for Fake {
+            fn schema() -> ComponentSchema {
+                LYING.with(|l| ComponentSchema { name: "Fake", fields: l.borrow().clone(), opaque: false })
+            }
+        }
+        for (fields, ok) in [
+            (vec![field("a", FieldType::U32, 0), field("b", FieldType::U32, 4)], true),
+            (vec![field("a", FieldType::U32, 0), field("b", FieldType::U32, 2)], false),
+            (vec![field("a", FieldType::U32, 2)], false),
+            (vec![field("a", FieldType::U32, 0), field("a", FieldType::U16, 4)], false),
+            (vec![field("a", FieldType::F64, 0)], true),
+        ] {
+            LYING.with(|l| *l.borrow_mut() = fields.clone());
+            let mut reg = Components::default();
+            assert_eq!(reg.register::<Fake>().is_ok(), ok, "{fields:?}");
+        }
+        let mut reg = Components::default();
+        reg.register::<Real>().unwrap();
     }
 
     #[test]

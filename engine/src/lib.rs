@@ -23,6 +23,9 @@
 //! assert_eq!(world.get_field(a, "Position", "y").unwrap(), ecsdb_engine::Value::Float(0.5));
 //! ```
 #![warn(missing_docs)]
+// Unsafe code lives in this crate only (every other crate forbids it). Each unsafe operation
+// sits in its own `unsafe` block with a `// SAFETY:` comment, also inside `unsafe fn`s.
+#![deny(unsafe_op_in_unsafe_fn, clippy::undocumented_unsafe_blocks)]
 
 // Lets `#[derive(Component)]` refer to `::ecsdb_engine` from inside this crate too.
 extern crate self as ecsdb_engine;
@@ -33,6 +36,7 @@ mod component;
 mod entity;
 mod error;
 pub mod index;
+mod par;
 pub mod query;
 pub mod snapshot;
 pub mod storage;

@@ -4,16 +4,74 @@
 //! a prepared query remembers the tick of its last run and reports rows whose tick is newer
 //! (`Added<T>`, `Changed<T>`). Each run of a query takes the current tick as its own and
 //! advances the counter, so writes made after a run are always newer than it.
+//!
+//! # Wraparound
+//! Row ticks are 32 bits and the counter wraps. Ticks are therefore compared by their *age*
+//! relative to the current run (`this_run - tick`, wrapping), never by value, and ages are
+//! capped at [`MAX_CHANGE_AGE`]. So that no row's age ever reaches 2³² (where it would look
+//! new again), the world clamps every tick older than `MAX_CHANGE_AGE` to exactly that age
+//! once the counter has moved [`CHECK_TICK_THRESHOLD`] ticks since the last check (on the
+//! next write, see `World::check_change_ticks`). Clamping loses nothing: such rows are older
+//! than any query's last run that is itself younger than `MAX_CHANGE_AGE`, and a query whose
+//! last run is older than that sees every row as new (a stale query over-reports, never
+//! under-reports). The world's own counter and the queries' last runs are kept as 64-bit
+//! counts, so only row ticks need this care.
 
 use std::ops::{Deref, DerefMut};
 
-/// A point in the world's change history.
+/// A point in the world's change history (the low 32 bits of the world's change counter).
 pub type Tick = u32;
 
-/// Whether a row stamped `tick` changed after `last_run` and no later than `this_run`.
+/// How many ticks may pass between two clamping passes over the stored ticks.
+pub const CHECK_TICK_THRESHOLD: u32 = 518_400_000;
+
+/// The largest age a stored tick can have: older ticks are clamped to it. With a pass at
+/// least every [`CHECK_TICK_THRESHOLD`] ticks, no age exceeds
+/// `MAX_CHANGE_AGE + CHECK_TICK_THRESHOLD < 2³²` between passes.
+pub const MAX_CHANGE_AGE: u32 = u32::MAX - (2 * CHECK_TICK_THRESHOLD - 1);
+
+/// A run's age bound meaning "every row is new": larger than any capped tick age.
+pub(crate) const EVERYTHING_NEW: u32 = u32::MAX;
+
+/// How many ticks ago `tick` was, seen from `now`, capped at [`MAX_CHANGE_AGE`].
+#[inline]
+pub fn tick_age(tick: Tick, now: Tick) -> u32 {
+    now.wrapping_sub(tick).min(MAX_CHANGE_AGE)
+}
+
+/// Whether a row stamped `tick` changed after `last_run` and no later than `this_run`
+/// (compared by age relative to `this_run`, so it holds across wraparound).
 #[inline]
 pub fn is_newer(tick: Tick, last_run: Tick, this_run: Tick) -> bool {
-    tick > last_run && tick <= this_run
+    tick_age(tick, this_run) < tick_age(last_run, this_run)
+}
+
+/// The age bound of a run at world tick `this_run` (a 64-bit count) for a query last run at
+/// `last_run`: rows younger than it are new. A query that never ran, whose last run is older
+/// than [`MAX_CHANGE_AGE`] or lies in the future (a world reloaded to an earlier tick) sees
+/// every row as new.
+#[inline]
+pub(crate) fn run_age(last_run: Option<u64>, this_run: u64) -> u32 {
+    match last_run.and_then(|l| this_run.checked_sub(l)) {
+        Some(age) if age <= MAX_CHANGE_AGE as u64 => age as u32,
+        _ => EVERYTHING_NEW,
+    }
+}
+
+/// Whether a row stamped `tick` is new for a run at `this_run` with age bound `run_age`.
+#[inline(always)]
+pub(crate) fn is_new(tick: Tick, this_run: Tick, run_age: u32) -> bool {
+    tick_age(tick, this_run) < run_age
+}
+
+/// Clamps ticks older than [`MAX_CHANGE_AGE`] (seen from `now`) to exactly that age.
+pub(crate) fn clamp_ticks(ticks: &mut [Tick], now: Tick) {
+    let oldest = now.wrapping_sub(MAX_CHANGE_AGE);
+    for t in ticks {
+        if now.wrapping_sub(*t) > MAX_CHANGE_AGE {
+            *t = oldest;
+        }
+    }
 }
 
 /// Mutable access to a component that stamps its changed tick when written through.
@@ -68,5 +126,44 @@ impl<T> DerefMut for Mut<'_, T> {
 impl<T: std::fmt::Debug> std::fmt::Debug for Mut<'_, T> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         self.value.fmt(f)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ages_compare_across_wraparound() {
+        let now: Tick = 5; // the counter wrapped 10 ticks ago
+        assert!(is_newer(u32::MAX - 2, u32::MAX - 4, now));
+        assert!(!is_newer(u32::MAX - 4, u32::MAX - 4, now));
+        assert!(is_newer(3, u32::MAX, now) && !is_newer(u32::MAX, 3, now));
+        // A tick from after this run is not new.
+        assert!(!is_newer(6, 1, now));
+        assert_eq!(tick_age(now.wrapping_sub(MAX_CHANGE_AGE + 7), now), MAX_CHANGE_AGE);
+    }
+
+    #[test]
+    fn run_ages() {
+        assert_eq!(run_age(None, 10), EVERYTHING_NEW);
+        assert_eq!(run_age(Some(4), 10), 6);
+        assert_eq!(run_age(Some(11), 10), EVERYTHING_NEW);
+        assert_eq!(run_age(Some(0), MAX_CHANGE_AGE as u64 + 1), EVERYTHING_NEW);
+        let now = (1u64 << 32) + 3;
+        let age = run_age(Some(now - 9), now);
+        assert!(is_new((now - 2) as Tick, now as Tick, age));
+        assert!(!is_new((now - 9) as Tick, now as Tick, age));
+        assert!(is_new(0, now as Tick, EVERYTHING_NEW), "clamped rows are new to a query that never ran");
+    }
+
+    #[test]
+    fn clamping_keeps_young_ticks() {
+        let now: Tick = 100;
+        let mut ticks = [99, 100, now.wrapping_sub(MAX_CHANGE_AGE), now.wrapping_sub(MAX_CHANGE_AGE + 1), 101];
+        clamp_ticks(&mut ticks, now);
+        let oldest = now.wrapping_sub(MAX_CHANGE_AGE);
+        // 101 lies "in the future": its wrapping age is huge, so it is clamped too.
+        assert_eq!(ticks, [99, 100, oldest, oldest, oldest]);
     }
 }

@@ -3,7 +3,7 @@
 use std::any::TypeId;
 use std::collections::HashMap;
 use std::ptr::NonNull;
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use crate::bundle::{Bundle, BundleInfo};
 use crate::component::{
@@ -12,7 +12,7 @@ use crate::component::{
 use crate::entity::{Entities, Entity, EntityLocation};
 use crate::error::{EngineError, Result};
 use crate::storage::{ArchetypeTable, SparseSet, TableId};
-use crate::tick::{Mut, Tick};
+use crate::tick::{Mut, Tick, CHECK_TICK_THRESHOLD};
 use crate::value::{convert_value, read_field, read_object, FieldValue, Value};
 
 static NEXT_WORLD_ID: AtomicU64 = AtomicU64::new(1);
@@ -77,9 +77,9 @@ impl Storage {
         match info.storage() {
             StorageKind::Table => {
                 let t = &self.tables[loc.table as usize];
-                t.column(id).map(|c| c.get_ptr(loc.row as usize))
+                t.column(id).map(|c| c.get_ptr(loc.row as usize) as *const u8)
             }
-            StorageKind::Sparse => self.sparse.get(id.index())?.as_ref()?.get_ptr(e),
+            StorageKind::Sparse => self.sparse.get(id.index())?.as_ref()?.get_ptr(e).map(|p| p as *const u8),
         }
     }
 }
@@ -201,7 +201,10 @@ pub struct World {
     pub(crate) storage: Storage,
     bundles: Vec<BundleInfo>,
     bundle_by_type: TypeIdMap<usize>,
-    tick: AtomicU32,
+    /// The change counter as a 64-bit count (rows store its low 32 bits, see [`crate::tick`]).
+    tick: AtomicU64,
+    /// The counter at the last clamping pass over stored ticks.
+    last_tick_check: u64,
     /// Whether a write may have happened since the indexes last refreshed: set whenever a
     /// tick is handed to a writer (every write path stamps one), cleared by the index
     /// refresh, which can then skip scanning change ticks.
@@ -231,7 +234,8 @@ impl World {
             storage,
             bundles: Vec::new(),
             bundle_by_type: TypeIdMap::default(),
-            tick: AtomicU32::new(1),
+            tick: AtomicU64::new(1),
+            last_tick_check: 1,
             written: AtomicBool::new(true),
             indexes: Default::default(),
             opaque_serde: Default::default(),
@@ -344,6 +348,12 @@ impl World {
     #[inline]
     pub fn change_tick(&self) -> Tick {
         self.written.store(true, Ordering::Relaxed);
+        self.tick.load(Ordering::Relaxed) as Tick
+    }
+
+    /// The change counter as a 64-bit count, for readers that do not advance it.
+    #[inline]
+    pub(crate) fn change_tick_wide(&self) -> u64 {
         self.tick.load(Ordering::Relaxed)
     }
 
@@ -351,21 +361,79 @@ impl World {
     /// newer than the returned tick. Returns the taken tick.
     #[inline]
     pub fn read_change_tick(&self) -> Tick {
+        self.read_change_tick_wide() as Tick
+    }
+
+    /// [`World::read_change_tick`] as a 64-bit count.
+    #[inline]
+    pub(crate) fn read_change_tick_wide(&self) -> u64 {
         self.written.store(true, Ordering::Relaxed);
         self.tick.fetch_add(1, Ordering::Relaxed)
     }
 
-    /// For the index refresh: a new tick as [`World::read_change_tick`] gives, and whether any
-    /// tick went to a writer since the last call (if not, no component value, row or entity
-    /// changed: writes need `&mut World` and every write path takes a tick first).
-    pub(crate) fn take_index_tick(&self) -> (Tick, bool) {
+    /// For the index refresh: a new tick as [`World::read_change_tick_wide`] gives, and
+    /// whether any tick went to a writer since the last call (if not, no component value, row
+    /// or entity changed: writes need `&mut World` and every write path takes a tick first).
+    pub(crate) fn take_index_tick(&self) -> (u64, bool) {
         let written = self.written.swap(false, Ordering::Relaxed);
         (self.tick.fetch_add(1, Ordering::Relaxed), written)
     }
 
+    /// Sets the counter (snapshot loading, with the stored rows' ticks relative to it) and
+    /// clamps stored ticks.
     pub(crate) fn set_change_tick(&mut self, tick: Tick) {
         *self.written.get_mut() = true;
-        *self.tick.get_mut() = tick;
+        *self.tick.get_mut() = tick as u64;
+        self.check_change_ticks();
+    }
+
+    /// Moves the change counter `n` ticks forward, as `n` reads would, clamping stored ticks
+    /// on the way. For tests and simulations that must reach a late point of the change
+    /// history (for example the counter's wraparound) without doing `n` reads.
+    pub fn advance_change_tick(&mut self, n: u64) {
+        let mut left = n;
+        while left > 0 {
+            let step = left.min(CHECK_TICK_THRESHOLD as u64);
+            *self.tick.get_mut() += step;
+            left -= step;
+            self.maybe_check_change_ticks();
+        }
+        *self.written.get_mut() = true;
+    }
+
+    /// Runs [`World::check_change_ticks`] if the counter moved [`CHECK_TICK_THRESHOLD`] ticks
+    /// since the last pass. Every write path calls it, so stored ticks never age past 2³²
+    /// as long as no more than about a billion reads happen between two writes.
+    #[inline]
+    pub(crate) fn maybe_check_change_ticks(&mut self) {
+        if *self.tick.get_mut() - self.last_tick_check >= CHECK_TICK_THRESHOLD as u64 {
+            self.check_change_ticks();
+        }
+    }
+
+    /// Clamps every stored tick older than [`MAX_CHANGE_AGE`](crate::tick::MAX_CHANGE_AGE)
+    /// to that age, so ticks keep comparing correctly after the 32-bit counter wraps. Runs
+    /// by itself on writes when due; a holder of a world that only reads for a very long time
+    /// may call it now and then.
+    pub fn check_change_ticks(&mut self) {
+        let now64 = *self.tick.get_mut();
+        let now = now64 as Tick;
+        for t in &mut self.storage.tables {
+            for c in t.columns_mut() {
+                c.clamp_ticks(now);
+            }
+        }
+        for s in self.storage.sparse.iter_mut().flatten() {
+            s.column_mut().clamp_ticks(now);
+        }
+        self.last_tick_check = now64;
+    }
+
+    /// The tick for a write made now: clamps stored ticks first when due.
+    #[inline]
+    fn write_tick(&mut self) -> Tick {
+        self.maybe_check_change_ticks();
+        self.change_tick()
     }
 
     // ----- typed API ---------------------------------------------------------------------
@@ -416,7 +484,7 @@ impl World {
         let bid = self.bundle_id::<B>();
         let table = self.insert_target(TableId::EMPTY, bid);
         let e = self.entities.alloc();
-        let tick = self.change_tick();
+        let tick = self.write_tick();
         let row = self.place_new(e, table, bid, BundleSource(bundle), tick);
         self.entities.set_location(e.index(), EntityLocation { table: table.0, row: row as u32 });
         e
@@ -432,7 +500,7 @@ impl World {
         }
         let table = self.insert_target(TableId::EMPTY, bid);
         let (lower, _) = iter.size_hint();
-        let tick = self.change_tick();
+        let tick = self.write_tick();
         let t = &mut self.storage.tables[table.index()];
         let entities = &mut self.entities;
         t.reserve(lower);
@@ -501,7 +569,7 @@ impl World {
         ids: &[ComponentId],
         src: S,
     ) {
-        let tick = self.change_tick();
+        let tick = self.write_tick();
         let source = TableId(loc.table);
         let mut row = loc.row as usize;
         if target != source {
@@ -652,7 +720,7 @@ impl World {
     /// Mutable access to an entity's component; writing through the guard stamps its tick.
     pub fn get_mut<T: Component>(&mut self, e: Entity) -> Result<Mut<'_, T>> {
         let (id, loc, _) = self.typed_ptr::<T>(e)?;
-        let tick = self.change_tick();
+        let tick = self.write_tick();
         let (col, row) = match T::STORAGE {
             StorageKind::Table => {
                 let t = &mut self.storage.tables[loc.table as usize];
@@ -664,7 +732,7 @@ impl World {
                 (set.column_mut(), r)
             }
         };
-        let ptr = col.get_ptr_mut(row) as *mut T;
+        let ptr = col.get_ptr(row) as *mut T;
         // SAFETY: the row holds a live `T`; `&mut self` guarantees exclusive access, and the
         // value and its tick are disjoint memory.
         let value = unsafe { &mut *ptr };
@@ -775,7 +843,7 @@ impl World {
     /// components, before writing anything.
     pub fn write_fields(&mut self, e: Entity, id: ComponentId, fields: Vec<(usize, FieldValue)>) -> Result<()> {
         let loc = self.location(e)?;
-        let tick = self.change_tick();
+        let tick = self.write_tick();
         let info = self.components.info(id);
         let (col, row) = match info.storage() {
             StorageKind::Table => {
@@ -793,7 +861,7 @@ impl World {
                 _ => return Err(self.missing(e, id)),
             },
         };
-        let base = col.get_ptr_mut(row);
+        let base = col.get_ptr(row);
         for (idx, fv) in fields {
             // SAFETY: `base` is a live value of the component; `fv` was converted for this field.
             unsafe { fv.write(base, &info.fields()[idx]) };

@@ -75,6 +75,7 @@
 //! assert_eq!(db.query("SELECT sum(Health.hp)").unwrap().rows[0][0], Value::Float(100.0));
 //! ```
 #![warn(missing_docs)]
+#![forbid(unsafe_code)]
 
 pub mod bind;
 mod database;

@@ -7,6 +7,7 @@
 //!   and queryable by presence, without a schema.
 //! - `#[component(storage = "sparse")]` selects sparse-set storage.
 //! - `#[component(name = "Other")]` sets the catalog name (default: the type's name).
+#![forbid(unsafe_code)]
 
 use proc_macro::TokenStream;
 use quote::quote;
@@ -110,7 +111,9 @@ fn expand(input: &DeriveInput) -> syn::Result<proc_macro2::TokenStream> {
     };
     let storage = if sparse { quote!(#krate::StorageKind::Sparse) } else { quote!(#krate::StorageKind::Table) };
     Ok(quote! {
-        impl #impl_generics #krate::Component for #ident #ty_generics #where_clause {
+        // SAFETY: the schema lists the type's own named fields, each with the schema type of
+        // its declared Rust type (`SchemaField`, sealed) and its `offset_of!` offset.
+        unsafe impl #impl_generics #krate::Component for #ident #ty_generics #where_clause {
             const STORAGE: #krate::StorageKind = #storage;
             fn schema() -> #krate::ComponentSchema {
                 #krate::ComponentSchema {

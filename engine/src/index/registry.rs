@@ -27,7 +27,7 @@ use crate::component::{is_identifier, Component, ComponentId, ComponentInfo, Fie
 use crate::entity::Entity;
 use crate::error::{EngineError, Result};
 use crate::storage::{FieldPlace, FieldView};
-use crate::tick::Tick;
+use crate::tick::{is_new, run_age, Tick, EVERYTHING_NEW};
 use crate::value::Value;
 use crate::world::World;
 
@@ -54,21 +54,22 @@ struct Slot {
     component: ComponentId,
     source: Source,
     index: Box<dyn SecondaryIndex>,
-    /// World tick of the last refresh: rows changed after it are re-read.
-    last_tick: Tick,
+    /// World tick (64-bit count) of the last refresh: rows changed after it are re-read.
+    last_tick: u64,
     /// Rows of the component whose values cannot be read (a u64 above i64::MAX).
     unreadable: RoaringBitmap,
     needs_rebuild: bool,
 }
 
-/// Calls `f(row)` for every row whose tick is newer than `since`, skipping 256-row chunks
-/// with no such row in one vectorised pass.
-fn for_each_changed(ticks: &[Tick], since: Tick, mut f: impl FnMut(usize)) {
+/// Calls `f(row)` for every row whose tick is new for a refresh at `this` with age bound
+/// `run_age` (see [`crate::tick`]), skipping 256-row chunks with no such row in one
+/// vectorised pass.
+fn for_each_changed(ticks: &[Tick], this: Tick, run_age: u32, mut f: impl FnMut(usize)) {
     const CHUNK: usize = 256;
     for (c, chunk) in ticks.chunks(CHUNK).enumerate() {
-        if chunk.iter().fold(false, |any, &t| any | (t > since)) {
+        if chunk.iter().fold(false, |any, &t| any | is_new(t, this, run_age)) {
             for (j, &t) in chunk.iter().enumerate() {
-                if t > since {
+                if is_new(t, this, run_age) {
                     f(c * CHUNK + j);
                 }
             }
@@ -133,8 +134,9 @@ impl Slot {
         self.index.entries() + self.unreadable.len()
     }
 
-    /// Hands rows changed after `since` (every row for `None`) to the index.
-    fn feed(&mut self, world: &World, since: Option<Tick>) {
+    /// Hands rows new for a refresh at `this` with age bound `run_age` (every row for `None`)
+    /// to the index.
+    fn feed(&mut self, world: &World, since: Option<(Tick, u32)>) {
         let id = self.component;
         let mut segs: Vec<(FieldPlace, &[Entity], &[Tick])> = Vec::new();
         match world.components().info(id).storage() {
@@ -169,7 +171,7 @@ impl Slot {
                 }
             };
             match since {
-                Some(t) => for_each_changed(ticks, t, &mut visit),
+                Some((this, run_age)) => for_each_changed(ticks, this, run_age, &mut visit),
                 None => (0..entities.len()).for_each(&mut visit),
             }
         }
@@ -183,12 +185,14 @@ impl Slot {
     }
 
     /// Brings the index up to date as of world tick `this` (already taken).
-    fn refresh(&mut self, world: &World, this: Tick) {
-        if self.needs_rebuild || this <= self.last_tick {
-            // A new index, a poisoned lock, or a world whose tick went back (a loaded snapshot).
+    fn refresh(&mut self, world: &World, this: u64) {
+        let age = run_age(Some(self.last_tick), this);
+        if self.needs_rebuild || age == EVERYTHING_NEW || this == self.last_tick {
+            // A new index, a poisoned lock, a world whose tick went back (a loaded snapshot),
+            // or a last refresh too old for row ticks to tell (they may have been clamped).
             self.rebuild(world);
         } else {
-            self.feed(world, Some(self.last_tick));
+            self.feed(world, Some((this as Tick, age)));
             self.index.flush();
             // A path that took components away without the removal hook (World::clear)
             // leaves entries behind: the count tells.
@@ -557,7 +561,7 @@ impl World {
         let mut slot =
             Slot { def, component, source, index, last_tick: 0, unreadable: RoaringBitmap::new(), needs_rebuild: true };
         let world: &World = self;
-        let this = world.read_change_tick();
+        let this = world.read_change_tick_wide();
         slot.refresh(world, this);
         world.indexes.write().slots.push(slot);
         self.indexes.version.fetch_add(1, Ordering::Relaxed);

@@ -75,13 +75,19 @@ unsafe impl ReadOnlyQueryData for Entity {}
 
 /// Per-table fetch of one component. Which half is used is decided by `T::STORAGE`, a
 /// compile-time constant, so the per-row path has no runtime branch on the storage kind.
+///
+/// Every pointer is taken once per table from the column's allocation, without making a
+/// reference to the values or ticks: items then borrow exactly their own row, so items of
+/// earlier rows (and tables) stay valid while later ones are made.
 pub struct ComponentFetch<T> {
-    /// Table storage: the column's first value.
+    /// The column's first value (table storage: the table's column; sparse storage: the set's
+    /// dense column).
     values: *mut T,
-    /// Table storage: the column's changed ticks (null for readers).
+    /// The column's changed ticks (null for readers).
     ticks: *mut Tick,
-    /// Sparse storage: the set (null if no value was ever stored).
-    set: *mut SparseSet,
+    /// Sparse storage: the set, for finding an entity's dense row (null if no value was ever
+    /// stored).
+    set: *const SparseSet,
 }
 
 impl<T> Clone for ComponentFetch<T> {
@@ -90,41 +96,62 @@ impl<T> Clone for ComponentFetch<T> {
     }
 }
 
-impl<T> ComponentFetch<T> {
-    fn dense(values: *mut T, ticks: *mut Tick) -> Self {
-        ComponentFetch { values, ticks, set: std::ptr::null_mut() }
-    }
-    fn sparse(set: *mut SparseSet) -> Self {
-        ComponentFetch { values: std::ptr::null_mut(), ticks: std::ptr::null_mut(), set }
-    }
-}
-
-/// Builds the fetch of component `id` (type `T`) for a table.
+/// Builds the fetch of component `id` (type `T`) for a table; `write` asks for pointers
+/// with write provenance (and the changed ticks).
 ///
 /// # Safety
-/// As [`QueryData::fetch`]. For writers, `&mut` is taken briefly to the table (one at a time,
-/// single-threaded) to obtain pointers with write provenance.
+/// As [`QueryData::fetch`]. For writers, the caller holds exclusive access to the world for
+/// the run and `ctx.world` was made from that exclusive borrow.
 unsafe fn component_fetch<T: Component>(
     id: ComponentId,
     ctx: &FetchContext,
     table: *mut ArchetypeTable,
+    write: bool,
 ) -> ComponentFetch<T> {
     match T::STORAGE {
+        StorageKind::Table if write => {
+            // SAFETY: the caller guarantees `table` is valid and exclusive; the `&mut` lives
+            // only while the pointers are taken.
+            let col = unsafe { (*table).column_mut(id) }.expect("matched tables have the column");
+            ComponentFetch { values: col.data_ptr() as *mut T, ticks: col.changed_ticks_ptr(), set: std::ptr::null() }
+        }
         StorageKind::Table => {
-            // SAFETY: the caller guarantees `table` is valid and (for writers) exclusive.
-            let t = unsafe { &mut *table };
-            let i = t.column_index(id).expect("matched tables have the column");
-            let col = t.column_at_mut(i);
-            let ticks = col.changed_ticks_mut().as_mut_ptr();
-            ComponentFetch::dense(col.data_ptr_mut() as *mut T, ticks)
+            // SAFETY: `table` is valid; shared access only.
+            let col = unsafe { (*table).column(id) }.expect("matched tables have the column");
+            ComponentFetch { values: col.data_ptr() as *mut T, ticks: std::ptr::null_mut(), set: std::ptr::null() }
+        }
+        StorageKind::Sparse if write => {
+            // SAFETY: the world outlives the run and the caller holds it exclusively; access
+            // checking makes this query the component's only writer. The `&mut` to the set
+            // lives only while the value and tick pointers are taken (they carry the column's
+            // allocations' provenance, not the set's); rows are then found through a shared
+            // borrow of the set, which reads its index arrays, never the values or ticks.
+            let sets = unsafe { &mut (*ctx.world).storage.sparse };
+            let Some(set) = sets.get_mut(id.index()).and_then(Option::as_mut) else {
+                return ComponentFetch {
+                    values: std::ptr::null_mut(),
+                    ticks: std::ptr::null_mut(),
+                    set: std::ptr::null(),
+                };
+            };
+            let col = set.column_mut();
+            let (values, ticks) = (col.data_ptr() as *mut T, col.changed_ticks_ptr());
+            // SAFETY: as above; the shared borrow is made after the exclusive one ended.
+            let set = unsafe { &*ctx.world }.sparse_set(id).map_or(std::ptr::null(), |s| s as *const SparseSet);
+            ComponentFetch { values, ticks, set }
         }
         StorageKind::Sparse => {
-            // SAFETY: the world outlives the run; the set is only read through this pointer
-            // except by the single writer of this component (access checking forbids two).
+            // SAFETY: the world outlives the run; readers only read.
             let world = unsafe { &*ctx.world };
             match world.sparse_set(id) {
-                Some(s) => ComponentFetch::sparse(s as *const SparseSet as *mut SparseSet),
-                None => ComponentFetch::sparse(std::ptr::null_mut()),
+                Some(set) => ComponentFetch {
+                    values: set.column().data_ptr() as *mut T,
+                    ticks: std::ptr::null_mut(),
+                    set: set as *const SparseSet,
+                },
+                None => {
+                    ComponentFetch { values: std::ptr::null_mut(), ticks: std::ptr::null_mut(), set: std::ptr::null() }
+                }
             }
         }
     }
@@ -135,7 +162,7 @@ unsafe fn component_fetch<T: Component>(
 /// # Safety
 /// `set` is null or a valid sparse set.
 #[inline]
-unsafe fn sparse_row(set: *mut SparseSet, entity: Entity) -> Option<usize> {
+unsafe fn sparse_row(set: *const SparseSet, entity: Entity) -> Option<usize> {
     if set.is_null() {
         return None;
     }
@@ -169,16 +196,8 @@ unsafe impl<T: Component> QueryData for &T {
         component_matches::<T>(*id, table)
     }
     unsafe fn fetch<'w>(id: &ComponentId, ctx: &FetchContext, table: *mut ArchetypeTable) -> Self::Fetch<'w> {
-        match T::STORAGE {
-            StorageKind::Table => {
-                // SAFETY: `table` is valid; shared access only.
-                let t = unsafe { &*table };
-                let col = t.column(*id).expect("matched tables have the column");
-                ComponentFetch::dense(col.data_ptr() as *mut T, std::ptr::null_mut())
-            }
-            // SAFETY: forwarded.
-            StorageKind::Sparse => unsafe { component_fetch::<T>(*id, ctx, table) },
-        }
+        // SAFETY: forwarded.
+        unsafe { component_fetch::<T>(*id, ctx, table, false) }
     }
     #[inline(always)]
     unsafe fn item<'w>(fetch: &mut Self::Fetch<'w>, row: usize, entity: Entity) -> Option<Self::Item<'w>> {
@@ -186,11 +205,10 @@ unsafe impl<T: Component> QueryData for &T {
             // SAFETY: row < table length; the column holds `T`s.
             StorageKind::Table => Some(unsafe { &*fetch.values.add(row) }),
             StorageKind::Sparse => {
-                let set = fetch.set;
                 // SAFETY: `set` is valid for the run.
-                let r = unsafe { sparse_row(set, entity) }?;
+                let r = unsafe { sparse_row(fetch.set, entity) }?;
                 // SAFETY: dense row `r` of the set holds a `T`.
-                Some(unsafe { &*((*set).column().get_ptr(r) as *const T) })
+                Some(unsafe { &*fetch.values.add(r) })
             }
         }
     }
@@ -217,29 +235,24 @@ unsafe impl<T: Component> QueryData for &mut T {
     }
     unsafe fn fetch<'w>(id: &ComponentId, ctx: &FetchContext, table: *mut ArchetypeTable) -> Self::Fetch<'w> {
         // SAFETY: forwarded.
-        (unsafe { component_fetch::<T>(*id, ctx, table) }, ctx.this_run)
+        (unsafe { component_fetch::<T>(*id, ctx, table, true) }, ctx.this_run)
     }
     #[inline(always)]
     unsafe fn item<'w>(fetch: &mut Self::Fetch<'w>, row: usize, entity: Entity) -> Option<Mut<'w, T>> {
         let tick = fetch.1;
         let f = &fetch.0;
         match T::STORAGE {
-            // SAFETY: row < table length; each row is yielded once per run, so the `&mut`s
-            // never alias; value and tick are in different allocations.
             StorageKind::Table => {
+                // SAFETY: row < table length; each row is yielded once per run, so the `&mut`s
+                // never alias; value and tick are in different allocations.
                 Some(unsafe { Mut { value: &mut *f.values.add(row), changed: &mut *f.ticks.add(row), tick } })
             }
             StorageKind::Sparse => {
-                let set = f.set;
-                // SAFETY: `set` is valid; this query is its only writer.
-                let r = unsafe { sparse_row(set, entity) }?;
-                // SAFETY: as above, for the set's dense column.
-                unsafe {
-                    let col = (*set).column_mut();
-                    let ticks = col.changed_ticks_mut().as_mut_ptr();
-                    let p = col.get_ptr_mut(r) as *mut T;
-                    Some(Mut { value: &mut *p, changed: &mut *ticks.add(r), tick })
-                }
+                // SAFETY: `set` is valid; this query is its only user.
+                let r = unsafe { sparse_row(f.set, entity) }?;
+                // SAFETY: as above, for the set's dense row `r` (an entity has one dense row,
+                // and each entity is yielded once per run).
+                Some(unsafe { Mut { value: &mut *f.values.add(r), changed: &mut *f.ticks.add(r), tick } })
             }
         }
     }

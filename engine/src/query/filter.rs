@@ -7,7 +7,7 @@ use crate::component::{Component, ComponentId, Components, StorageKind};
 use crate::entity::Entity;
 use crate::query::FetchContext;
 use crate::storage::{ArchetypeTable, SparseSet};
-use crate::tick::{is_newer, Tick};
+use crate::tick::{is_new, Tick};
 
 /// The filter half of a query.
 ///
@@ -149,8 +149,8 @@ pub struct Changed<T>(PhantomData<T>);
 pub struct TickFetch {
     dense: *const Tick,
     sparse: *const SparseSet,
-    last_run: Tick,
     this_run: Tick,
+    run_age: u32,
 }
 
 fn tick_matches<T: Component>(id: &Option<ComponentId>, table: &ArchetypeTable) -> bool {
@@ -173,15 +173,13 @@ unsafe fn tick_fetch<T: Component>(
         StorageKind::Table => {
             // SAFETY: valid per the caller.
             let col = unsafe { &*table }.column(id.expect("matched")).expect("matched");
-            let ticks = match kind {
-                TickKind::Added => col.added_ticks(),
-                TickKind::Changed => col.changed_ticks(),
-            };
-            (ticks.as_ptr(), std::ptr::null())
+            // No reference to the tick slice is made: a writer of the same column may hold
+            // `&mut` ticks of rows already visited.
+            (col.ticks_ptr(matches!(kind, TickKind::Added)), std::ptr::null())
         }
         StorageKind::Sparse => (std::ptr::null(), sparse_of(ctx, *id)),
     };
-    TickFetch { dense, sparse, last_run: ctx.last_run, this_run: ctx.this_run }
+    TickFetch { dense, sparse, this_run: ctx.this_run, run_age: ctx.run_age }
 }
 
 /// # Safety
@@ -207,7 +205,7 @@ unsafe fn tick_filter<T: Component>(kind: TickKind, f: &TickFetch, row: usize, e
             }
         }
     };
-    is_newer(tick, f.last_run, f.this_run)
+    is_new(tick, f.this_run, f.run_age)
 }
 
 macro_rules! change_filter {

@@ -26,6 +26,8 @@
 mod fetch;
 mod filter;
 mod state;
+#[cfg(test)]
+mod tests;
 
 pub use fetch::{QueryData, ReadOnlyQueryData};
 pub use filter::{Added, Changed, Or, QueryFilter, With, Without};
@@ -71,9 +73,19 @@ impl Access {
 /// What every fetch needs to know about the run it is part of.
 #[derive(Clone, Copy)]
 pub struct FetchContext {
-    pub(crate) world: *const World,
-    /// Rows changed after this tick count as changed.
-    pub last_run: Tick,
+    /// The world; made from `&mut World` for runs that write (and then the only path to it
+    /// during the run), from `&World` otherwise (and then never written through).
+    pub(crate) world: *mut World,
     /// The tick of this run (writes are stamped with it).
-    pub this_run: Tick,
+    pub(crate) this_run: Tick,
+    /// Rows whose tick is younger than this (relative to `this_run`) count as changed; see
+    /// [`crate::tick`].
+    pub(crate) run_age: u32,
+}
+
+impl FetchContext {
+    /// The tick of this run: writes through items are stamped with it.
+    pub fn this_run(&self) -> Tick {
+        self.this_run
+    }
 }

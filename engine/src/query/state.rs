@@ -2,13 +2,11 @@
 
 use std::marker::PhantomData;
 
-use rayon::prelude::*;
-
 use crate::entity::Entity;
 use crate::error::{EngineError, Result};
 use crate::query::{Access, FetchContext, QueryData, QueryFilter, ReadOnlyQueryData};
 use crate::storage::{ArchetypeTable, TableId};
-use crate::tick::Tick;
+use crate::tick::{run_age, EVERYTHING_NEW};
 use crate::world::World;
 
 /// A prepared query: component ids resolved, matched tables cached (and extended with tables
@@ -31,7 +29,8 @@ pub struct QueryState<Q: QueryData, F: QueryFilter = ()> {
     filter: F::State,
     tables: Vec<TableId>,
     tables_seen: usize,
-    last_run: Tick,
+    /// The world tick (64-bit count) of the last run; `None` before the first.
+    last_run: Option<u64>,
     sparse_write: bool,
     _marker: PhantomData<fn() -> (Q, F)>,
 }
@@ -53,7 +52,7 @@ impl<Q: QueryData, F: QueryFilter> QueryState<Q, F> {
             filter,
             tables: Vec::new(),
             tables_seen: 0,
-            last_run: 0,
+            last_run: None,
             sparse_write: access.sparse_write,
             _marker: PhantomData,
         };
@@ -88,7 +87,7 @@ impl<Q: QueryData, F: QueryFilter> QueryState<Q, F> {
             filter,
             tables: Vec::new(),
             tables_seen: 0,
-            last_run: 0,
+            last_run: None,
             sparse_write,
             _marker: PhantomData,
         };
@@ -114,12 +113,27 @@ impl<Q: QueryData, F: QueryFilter> QueryState<Q, F> {
         &self.tables
     }
 
-    fn begin(&mut self, world: &World) -> FetchContext {
+    /// Starts a run on a shared world: the tables and the context, whose world pointer is
+    /// only ever read through.
+    fn begin(&mut self, world: &World) -> (*mut ArchetypeTable, FetchContext) {
         self.update_tables(world);
-        let this_run = world.read_change_tick();
-        let ctx = FetchContext { world: world as *const World, last_run: self.last_run, this_run };
-        self.last_run = this_run;
-        ctx
+        let this_run = world.read_change_tick_wide();
+        let ctx = FetchContext {
+            world: world as *const World as *mut World,
+            this_run: this_run as u32,
+            run_age: run_age(self.last_run, this_run),
+        };
+        self.last_run = Some(this_run);
+        (world.tables().as_ptr() as *mut ArchetypeTable, ctx)
+    }
+
+    /// Starts a run that may write: pointers made from the exclusive borrow, after the ticks
+    /// were checked for clamping.
+    fn begin_mut(&mut self, world: &mut World) -> (*mut ArchetypeTable, FetchContext) {
+        world.maybe_check_change_ticks();
+        let (_, ctx) = self.begin(world);
+        let tables = world.storage.tables.as_mut_ptr();
+        (tables, FetchContext { world: world as *mut World, ..ctx })
     }
 
     /// Iterates on a shared world (read-only queries).
@@ -127,14 +141,14 @@ impl<Q: QueryData, F: QueryFilter> QueryState<Q, F> {
     where
         Q: ReadOnlyQueryData,
     {
-        let ctx = self.begin(world);
-        QueryIter::new(self, world.tables().as_ptr() as *mut ArchetypeTable, ctx)
+        let (tables, ctx) = self.begin(world);
+        QueryIter::new(self, tables, ctx)
     }
 
     /// Iterates with mutable access.
     pub fn iter_mut<'w, 's>(&'s mut self, world: &'w mut World) -> QueryIter<'w, 's, Q, F> {
-        let ctx = self.begin(world);
-        QueryIter::new(self, world.storage.tables.as_mut_ptr(), ctx)
+        let (tables, ctx) = self.begin_mut(world);
+        QueryIter::new(self, tables, ctx)
     }
 
     /// Calls `f` for every item (read-only queries).
@@ -142,16 +156,16 @@ impl<Q: QueryData, F: QueryFilter> QueryState<Q, F> {
     where
         Q: ReadOnlyQueryData,
     {
-        let ctx = self.begin(world);
+        let (tables, ctx) = self.begin(world);
         // SAFETY: read-only query on a shared world.
-        unsafe { self.run(world.tables().as_ptr() as *mut ArchetypeTable, ctx, f) }
+        unsafe { self.run(tables, ctx, f) }
     }
 
     /// Calls `f` for every item with mutable access.
     pub fn for_each_mut<'w>(&mut self, world: &'w mut World, f: impl FnMut(Q::Item<'w>)) {
-        let ctx = self.begin(world);
+        let (tables, ctx) = self.begin_mut(world);
         // SAFETY: `&mut World` gives exclusive access for 'w.
-        unsafe { self.run(world.storage.tables.as_mut_ptr(), ctx, f) }
+        unsafe { self.run(tables, ctx, f) }
     }
 
     /// # Safety
@@ -191,9 +205,8 @@ impl<Q: QueryData, F: QueryFilter> QueryState<Q, F> {
         if self.sparse_write {
             return self.for_each_mut(world, f);
         }
-        let ctx = self.begin(world);
+        let (tables, ctx) = self.begin_mut(world);
         let Some(data) = &self.data else { return };
-        let tables = world.storage.tables.as_mut_ptr();
         // Fetches are built once per table on this thread; chunks share copies of them.
         const CHUNK: usize = 64;
         let mut jobs = Vec::new();
@@ -219,7 +232,7 @@ impl<Q: QueryData, F: QueryFilter> QueryState<Q, F> {
                 });
             }
         }
-        jobs.into_par_iter().for_each(|job| {
+        crate::par::for_each(jobs, |job| {
             let SendJob { mut fetch, filter, entities, start, end } = job;
             for row in start..end {
                 // SAFETY: chunks are disjoint row ranges, so no two threads touch one row;
@@ -248,7 +261,12 @@ impl<Q: QueryData, F: QueryFilter> QueryState<Q, F> {
             return Ok(None);
         }
         let Some(data) = &self.data else { return Ok(None) };
-        let ctx = FetchContext { world: world as *const World, last_run: self.last_run, this_run: world.change_tick() };
+        let this_run = world.change_tick_wide();
+        let ctx = FetchContext {
+            world: world as *const World as *mut World,
+            this_run: this_run as u32,
+            run_age: run_age(self.last_run, this_run),
+        };
         let table = &world.tables()[loc.table as usize] as *const ArchetypeTable as *mut ArchetypeTable;
         // SAFETY: read-only query; row in bounds.
         unsafe {
@@ -435,7 +453,7 @@ impl World {
     pub fn query_filtered<Q: ReadOnlyQueryData, F: QueryFilter>(&self) -> Query<'_, Q, F> {
         let state = QueryState::new_readonly(self).expect("read-only queries never alias");
         let this_run = self.read_change_tick();
-        let ctx = FetchContext { world: self, last_run: 0, this_run };
+        let ctx = FetchContext { world: self as *const World as *mut World, this_run, run_age: EVERYTHING_NEW };
         Query::new(state, self.tables().as_ptr() as *mut ArchetypeTable, ctx)
     }
 
@@ -453,8 +471,10 @@ impl World {
     /// If the query aliases `&mut` access to one component.
     pub fn query_filtered_mut<Q: QueryData, F: QueryFilter>(&mut self) -> Query<'_, Q, F> {
         let state = QueryState::new(self);
+        self.maybe_check_change_ticks();
         let this_run = self.read_change_tick();
-        let ctx = FetchContext { world: self, last_run: 0, this_run };
-        Query::new(state, self.storage.tables.as_mut_ptr(), ctx)
+        let tables = self.storage.tables.as_mut_ptr();
+        let ctx = FetchContext { world: self as *mut World, this_run, run_age: EVERYTHING_NEW };
+        Query::new(state, tables, ctx)
     }
 }

@@ -18,12 +18,12 @@ use std::collections::{BTreeSet, HashSet};
 
 use crate::component::{is_identifier, ComponentDef, ComponentId, ComponentInfo, Components, FieldType, StorageKind};
 use crate::entity::{Entities, Entity, Misplaced};
+use crate::par;
 use crate::snapshot::format::{
     field_type_from_code, storage_from_code, u32_at, u64_at, wire_size, Body, Bytes, ColumnData, ColumnRecord,
     FieldRun, Header, TickRecord, FLAG_TICKS, FORMAT_VERSION, HEADER_LEN, INDEX_SECTION_VERSION, KNOWN_FLAGS, MAGIC,
 };
 use crate::snapshot::opaque::{OpaqueSerde, OpaqueSerdes};
-use crate::snapshot::par;
 use crate::snapshot::read::{CrcCheck, Input, Parser, Sums};
 use crate::snapshot::{IndexDefinition, LoadOptions, LoadStats, SnapshotError};
 use crate::storage::{Column, SparseSet};

@@ -97,7 +97,6 @@ mod json;
 mod load;
 mod lock;
 mod opaque;
-mod par;
 mod read;
 mod save;
 #[cfg(test)]

@@ -85,35 +85,59 @@ impl Column {
         &mut self.changed
     }
 
+    /// Clamps ticks too old to compare (see [`crate::tick`]).
+    pub(crate) fn clamp_ticks(&mut self, now: Tick) {
+        crate::tick::clamp_ticks(&mut self.added, now);
+        crate::tick::clamp_ticks(&mut self.changed, now);
+    }
+
     /// Bytes held (values and ticks, by capacity).
     pub fn memory_bytes(&self) -> (usize, usize) {
         let data = if self.item.size() == 0 { 0 } else { self.cap * self.item.size() };
         (data, (self.added.capacity() + self.changed.capacity()) * std::mem::size_of::<Tick>())
     }
 
-    /// Pointer to the start of the values.
+    /// Pointer to the start of the values. It carries the allocation's provenance (no
+    /// reference to the values is made), so writers may write through it while they hold the
+    /// column exclusively.
     #[inline]
-    pub fn data_ptr(&self) -> *const u8 {
+    pub(crate) fn data_ptr(&self) -> *mut u8 {
         self.data.as_ptr()
     }
 
+    /// Pointer to the changed ticks, made without a reference to the tick slice: items of a
+    /// query write single ticks through it while other items of the same column are alive.
     #[inline]
-    pub(crate) fn data_ptr_mut(&mut self) -> *mut u8 {
-        self.data.as_ptr()
+    pub(crate) fn changed_ticks_ptr(&mut self) -> *mut Tick {
+        self.changed.as_mut_ptr()
     }
 
-    /// Pointer to row `row`'s value. Reading through it is valid while the column is not
-    /// mutated.
+    /// Pointer to the ticks of one kind for reading, made without a reference to the slice.
     #[inline]
-    pub fn get_ptr(&self, row: usize) -> *const u8 {
-        debug_assert!(row < self.len, "row {row} out of bounds ({})", self.len);
+    pub(crate) fn ticks_ptr(&self, added: bool) -> *const Tick {
+        if added {
+            self.added.as_ptr()
+        } else {
+            self.changed.as_ptr()
+        }
+    }
+
+    /// One row's added and changed ticks, read without a reference to the tick slices (so
+    /// `&mut` ticks of other rows handed out by a query stay valid).
+    #[inline]
+    pub(crate) fn row_ticks(&self, row: usize) -> (Tick, Tick) {
+        assert!(row < self.len, "row {row} out of bounds ({})", self.len);
+        // SAFETY: both tick vectors hold `len` initialised ticks.
+        unsafe { (*self.added.as_ptr().add(row), *self.changed.as_ptr().add(row)) }
+    }
+
+    /// Pointer to row `row`'s value (panics past the end). Reading through it is valid while
+    /// the column is not mutated; writing needs exclusive access to the column.
+    #[inline]
+    pub(crate) fn get_ptr(&self, row: usize) -> *mut u8 {
+        assert!(row < self.len, "row {row} out of bounds ({})", self.len);
         // SAFETY: row < len <= cap, so the offset stays inside the allocation.
         unsafe { self.data.as_ptr().add(row * self.item.size()) }
-    }
-
-    #[inline]
-    pub(crate) fn get_ptr_mut(&mut self, row: usize) -> *mut u8 {
-        self.get_ptr(row) as *mut u8
     }
 
     /// The rows as a typed slice.
@@ -126,20 +150,6 @@ impl Column {
         // SAFETY: the caller guarantees the element type; `len` values are initialised and
         // `data` is aligned for `T` (dangling-but-aligned when empty or zero-sized).
         unsafe { std::slice::from_raw_parts(self.data.as_ptr() as *const T, self.len) }
-    }
-
-    /// Reads field values at a fixed byte offset as `T`, row by row: the column-at-a-time access
-    /// path of the query engine.
-    ///
-    /// # Safety
-    /// Every row must hold a properly aligned, initialised `T` at `offset`.
-    #[inline]
-    pub unsafe fn field_iter<T: Copy>(&self, offset: usize) -> impl ExactSizeIterator<Item = T> + '_ {
-        debug_assert!(offset + std::mem::size_of::<T>() <= self.item.size());
-        let base = self.data.as_ptr() as *const u8;
-        let size = self.item.size();
-        // SAFETY: row < len and the caller's contract on `offset`.
-        (0..self.len).map(move |row| unsafe { *(base.add(row * size + offset) as *const T) })
     }
 
     fn grow(&mut self, min_cap: usize) {
@@ -231,16 +241,28 @@ impl Column {
     /// `src` must point to a valid value of the column's component, owned by the caller,
     /// who must not use or drop it afterwards.
     pub(crate) unsafe fn replace(&mut self, row: usize, src: *const u8, tick: Tick) {
-        let dst = self.get_ptr_mut(row);
-        // SAFETY: `dst` is an initialised row; we drop it and move the new value in.
-        unsafe {
-            if let Some(d) = &self.drop {
-                d.call(dst);
-            }
-            std::ptr::copy_nonoverlapping(src, dst, self.item.size());
-        }
+        let dst = self.get_ptr(row);
         self.added[row] = tick;
         self.changed[row] = tick;
+        /// Moves the new value in when dropped: after the old value's drop returns, and also
+        /// when it panics, so the row never holds a dropped value.
+        struct MoveIn {
+            src: *const u8,
+            dst: *mut u8,
+            size: usize,
+        }
+        impl Drop for MoveIn {
+            fn drop(&mut self) {
+                // SAFETY: `src` is the caller's value and `dst` the row (see `replace`).
+                unsafe { std::ptr::copy_nonoverlapping(self.src, self.dst, self.size) };
+            }
+        }
+        let move_in = MoveIn { src, dst, size: self.item.size() };
+        if let Some(d) = &self.drop {
+            // SAFETY: `dst` is an initialised row, dropped once; `move_in` refills it.
+            unsafe { d.call(dst) };
+        }
+        drop(move_in);
     }
 
     /// Removes row `row` by moving the last row into its place, without dropping the removed
@@ -268,25 +290,31 @@ impl Column {
         self.changed.swap_remove(row);
     }
 
-    /// Removes row `row` by swap-remove, dropping its value.
+    /// Removes row `row` by swap-remove, dropping its value. The column is made consistent
+    /// (the value moved past the end, `len` shrunk) before the drop runs, so a panicking
+    /// `Drop` leaks the value instead of dropping it twice.
     pub(crate) fn swap_remove_drop(&mut self, row: usize) {
         assert!(row < self.len, "row {row} out of bounds ({})", self.len);
         let size = self.item.size();
         let last = self.len - 1;
-        // SAFETY: the row is in bounds and initialised; after dropping it we fill the hole with
-        // the last row and shrink, so every row below `len` stays initialised.
-        unsafe {
+        // SAFETY: both rows are in bounds and initialised; swapping them keeps every row
+        // initialised.
+        let removed = unsafe {
             let p = self.data.as_ptr().add(row * size);
-            if let Some(d) = &self.drop {
-                d.call(p);
-            }
+            let q = self.data.as_ptr().add(last * size);
             if row != last {
-                std::ptr::copy_nonoverlapping(self.data.as_ptr().add(last * size), p, size);
+                std::ptr::swap_nonoverlapping(p, q, size);
             }
-        }
+            q
+        };
         self.len -= 1;
         self.added.swap_remove(row);
         self.changed.swap_remove(row);
+        if let Some(d) = &self.drop {
+            // SAFETY: the removed value now lies just past `len`: initialised, owned by no row,
+            // dropped once.
+            unsafe { d.call(removed) };
+        }
     }
 
     /// Moves row `row` to the end of `dst` (same component), keeping its ticks, and swap-removes
@@ -319,9 +347,14 @@ impl Column {
         }
     }
 
-    /// Raw bytes of the values (plain components only: no heap pointers inside).
-    pub fn bytes(&self) -> &[u8] {
-        // SAFETY: `len * size` bytes starting at `data` are initialised values.
+    /// Raw bytes of the values.
+    ///
+    /// # Safety
+    /// The column's component must be plain data without padding (every byte initialised):
+    /// plain fields that tile the whole value, as the snapshot writer's bulk codec checks.
+    pub(crate) unsafe fn bytes(&self) -> &[u8] {
+        // SAFETY: `len * size` bytes starting at `data` are values; the caller vouches that
+        // they hold no uninitialised padding.
         unsafe { std::slice::from_raw_parts(self.data.as_ptr(), self.len * self.item.size()) }
     }
 
@@ -385,8 +418,9 @@ fn array_layout(item: Layout, n: usize) -> Layout {
 }
 
 fn dangling(align: usize) -> NonNull<u8> {
-    // A well-aligned non-null pointer for empty and zero-sized columns.
-    NonNull::new(align as *mut u8).expect("alignment is non-zero")
+    // A well-aligned non-null pointer without provenance for empty and zero-sized columns:
+    // never dereferenced for a non-zero size.
+    NonNull::new(std::ptr::without_provenance_mut(align)).expect("alignment is non-zero")
 }
 
 #[cfg(test)]
@@ -523,15 +557,14 @@ mod tests {
             push(&mut c, V { a: i as u8, b: i as f64 * 0.5 });
         }
         assert_eq!(c.data_ptr() as usize % 16, 0);
-        // SAFETY: every row is a V with an f64 at offset 8.
-        let bs: Vec<f64> = unsafe { c.field_iter::<f64>(8) }.collect();
-        assert_eq!(bs[36], 18.0);
-        let bytes = c.bytes().to_vec();
+        // SAFETY: column of V.
+        assert_eq!(unsafe { c.as_slice::<V>() }[36].b, 18.0);
         let mut d = Column::with_layout(Layout::new::<V>(), None);
-        // SAFETY: the closure copies 37 rows of V (plain data from a column of V) before Ok.
+        // SAFETY: the closure copies 37 rows of V (plain data from a column of V, padding
+        // included, untyped) before Ok.
         let r: Result<(), ()> = unsafe {
             d.append_with(37, 2, None, |dst| {
-                std::ptr::copy_nonoverlapping(bytes.as_ptr(), dst, bytes.len());
+                std::ptr::copy_nonoverlapping(c.data_ptr(), dst, 37 * std::mem::size_of::<V>());
                 Ok(())
             })
         };

@@ -9,41 +9,20 @@
 //!
 //! # Safety contract
 //! `T` is restricted to [`FieldScalar`], a sealed trait implemented exactly for the Rust types
-//! of [`FieldType`]. The world's schema guarantees that every row of a component's column holds
-//! an initialised, aligned value of the field's type at the field's offset.
+//! of [`FieldType`](crate::FieldType). The world's schema guarantees that every row of a component's column holds
+//! an initialised, aligned value of the field's type at the field's offset (run-time layouts
+//! are computed by the engine; Rust types vouch for theirs by the `unsafe impl Component`,
+//! checked for size, alignment and overlap at registration).
 
 use std::marker::PhantomData;
 
-use crate::component::{ComponentId, FieldType};
-use crate::entity::Entity;
+use crate::component::ComponentId;
 use crate::storage::{Column, TableId};
 use crate::world::World;
 
-mod sealed {
-    pub trait Sealed {}
-}
-
-/// The Rust types a field of each [`FieldType`] holds: `bool`, the integer and float types,
-/// `String`, [`Entity`], `[f32; 2]` and `[f32; 3]`. Sealed: the engine relies on the mapping
-/// being exact.
-pub trait FieldScalar: sealed::Sealed + Sync + 'static {
-    /// The schema type whose fields hold a `Self`.
-    const TYPE: FieldType;
-}
-
-macro_rules! field_scalars {
-    ($($t:ty => $v:ident),* $(,)?) => {
-        $(
-            impl sealed::Sealed for $t {}
-            impl FieldScalar for $t { const TYPE: FieldType = FieldType::$v; }
-        )*
-    };
-}
-field_scalars!(
-    bool => Bool, i8 => I8, i16 => I16, i32 => I32, i64 => I64,
-    u8 => U8, u16 => U16, u32 => U32, u64 => U64, f32 => F32, f64 => F64,
-    String => String, Entity => Entity, [f32; 2] => Vec2, [f32; 3] => Vec3,
-);
+/// The Rust types a field of each [`FieldType`](crate::FieldType) holds: the engine's one sealed mapping,
+/// [`SchemaField`], under the name the typed field views use.
+pub use crate::component::SchemaField as FieldScalar;
 
 /// One field of every row of a column, read as `&T`: a strided slice.
 pub struct FieldColumn<'a, T> {
@@ -213,7 +192,7 @@ impl World {
             return None;
         }
         let f = info.fields().get(field)?;
-        (f.ty == T::TYPE).then_some(f.offset)
+        (f.ty == T::FIELD_TYPE).then_some(f.offset)
     }
 
     /// Field `field` (by schema position) of component `id` in every row of table `table`,
@@ -240,7 +219,7 @@ impl World {
         let offset = self.checked_field_offset::<T>(id, field)?;
         let column = self.storage.tables.get(table.index())?.column(id)?;
         // SAFETY: the column belongs to component `id` of this world, whose schema puts an
-        // initialised `T` (checked: the field's type is `T::TYPE`) at `offset` of every row.
+        // initialised `T` (checked: the field's type is `T::FIELD_TYPE`) at `offset` of every row.
         Some(unsafe { FieldColumn::new(column, offset) })
     }
 
@@ -259,7 +238,7 @@ impl World {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{ComponentDef, Value};
+    use crate::{ComponentDef, FieldType, Value};
 
     #[test]
     fn typed_views_are_checked() {

@@ -59,7 +59,7 @@ impl SparseSet {
 
     /// Pointer to the entity's value.
     #[inline]
-    pub fn get_ptr(&self, e: Entity) -> Option<*const u8> {
+    pub(crate) fn get_ptr(&self, e: Entity) -> Option<*mut u8> {
         self.row(e).map(|r| self.dense.get_ptr(r))
     }
 
@@ -105,12 +105,12 @@ impl SparseSet {
 
     /// Changed tick of the entity's value.
     pub fn changed_tick(&self, e: Entity) -> Option<Tick> {
-        self.row(e).map(|r| self.dense.changed_ticks()[r])
+        self.row(e).map(|r| self.dense.row_ticks(r).1)
     }
 
     /// Added tick of the entity's value.
     pub fn added_tick(&self, e: Entity) -> Option<Tick> {
-        self.row(e).map(|r| self.dense.added_ticks()[r])
+        self.row(e).map(|r| self.dense.row_ticks(r).0)
     }
 
     /// Bytes held: (component data, bookkeeping).

@@ -104,6 +104,10 @@ impl ArchetypeTable {
         &self.columns
     }
 
+    pub(crate) fn columns_mut(&mut self) -> &mut [Column] {
+        &mut self.columns
+    }
+
     #[inline]
     pub(crate) fn column_mut(&mut self, id: ComponentId) -> Option<&mut Column> {
         self.column_index(id).map(|i| &mut self.columns[i])

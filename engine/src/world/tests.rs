@@ -30,7 +30,7 @@ struct Blob(#[allow(dead_code)] Vec<u8>);
 #[derive(crate::Component)]
 #[component(opaque)]
 struct Counted(#[allow(dead_code)] Rc<()>);
-// SAFETY (test only): the Rc is never shared across threads in these tests.
+// SAFETY: (test only) the Rc is never shared across threads in these tests.
 unsafe impl Send for Counted {}
 // SAFETY: as above.
 unsafe impl Sync for Counted {}
@@ -315,4 +315,61 @@ fn memory_usage_reports_overhead() {
     assert_eq!(m.entities, 1000);
     assert!(m.component_bytes >= 1000 * 16);
     assert!(m.overhead_per_entity() >= 20.0);
+}
+
+#[test]
+fn change_detection_survives_tick_wraparound() {
+    let mut w = World::new();
+    let old = w.spawn((Pos { x: 0.0, y: 0.0 }, Marked { n: 0 }));
+    let mut added: QueryState<Entity, Added<Pos>> = w.query_state();
+    type EitherChanged = Or<(Changed<Pos>, Changed<Marked>)>;
+    let mut changed: QueryState<Entity, EitherChanged> = w.query_state();
+    let mut stale: QueryState<Entity, Changed<Pos>> = w.query_state();
+    assert_eq!(added.iter(&w).count(), 1);
+    assert_eq!(changed.iter(&w).count(), 1);
+    assert_eq!(stale.iter(&w).count(), 1);
+    // Far into the history, in hops shorter than the largest age: `old`'s ticks get clamped
+    // on the way, and the counter's low 32 bits stop just short of wrapping.
+    let hop = (u32::MAX as u64 - 40) / 4;
+    for _ in 0..4 {
+        w.advance_change_tick(hop);
+        assert_eq!(added.iter(&w).count(), 0, "a clamped row is still older than a recent run");
+        assert_eq!(changed.iter(&w).count(), 0);
+    }
+    assert!(w.change_tick() > u32::MAX - 50);
+    let mut ents = vec![old];
+    for step in 0..80u32 {
+        // Every step: one spawn, one write of an older entity, and runs that take ticks.
+        let e = w.spawn((Pos { x: step as f32, y: 0.0 }, Marked { n: step as i32 }));
+        ents.push(e);
+        let target = ents[(step as usize * 7) % ents.len()];
+        w.get_mut::<Pos>(target).unwrap().x += 1.0;
+        if step % 3 == 0 {
+            w.get_mut::<Marked>(e).unwrap().n += 1;
+        }
+        let new: Vec<Entity> = added.iter(&w).collect();
+        assert_eq!(new, [e], "step {step} (tick {})", w.change_tick());
+        let mut moved: Vec<Entity> = changed.iter(&w).collect();
+        moved.sort();
+        let mut want = vec![e];
+        if target != e {
+            want.push(target);
+        }
+        want.sort();
+        assert_eq!(moved, want, "step {step}");
+        // A one-shot read sees every row as new.
+        assert_eq!(w.query_filtered::<Entity, Changed<Pos>>().count(), ents.len());
+        for _ in 0..step % 4 {
+            w.read_change_tick();
+        }
+    }
+    assert!(w.change_tick() < 1000, "the counter wrapped");
+    // A query last run before the jump is older than any tick can tell: it sees everything.
+    assert_eq!(stale.iter(&w).count(), ents.len());
+    assert_eq!(stale.iter(&w).count(), 0);
+    // Mutable runs stamp the wrapped tick and are seen exactly.
+    let mut writes: QueryState<&mut Pos, With<Marked>> = w.query_state();
+    writes.iter_mut(&mut w).take(3).for_each(|mut p| p.x = -1.0);
+    assert_eq!(changed.iter(&w).count(), 3);
+    assert_eq!(changed.iter(&w).count(), 0);
 }

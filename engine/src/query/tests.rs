@@ -1,0 +1,100 @@
+//! Typed queries whose items outlive the loop: the aliasing patterns Miri checks.
+
+use crate::query::{Changed, QueryState, With};
+use crate::world::World;
+use crate::Entity;
+
+#[derive(crate::Component, Debug, PartialEq, Clone, Copy)]
+struct Pos {
+    x: f32,
+}
+#[derive(crate::Component, Debug, PartialEq, Clone, Copy)]
+struct Tag2;
+#[derive(crate::Component, Debug, PartialEq, Clone, Copy)]
+#[component(storage = "sparse")]
+struct Hp {
+    v: f32,
+}
+#[derive(crate::Component, Debug, PartialEq, Clone)]
+#[component(storage = "sparse")]
+struct Label {
+    s: String,
+}
+
+/// Entities spread over two tables, every third one with sparse components.
+fn world() -> (World, Vec<Entity>) {
+    let mut w = World::new();
+    let mut es = Vec::new();
+    for i in 0..12 {
+        let e = if i % 2 == 0 { w.spawn(Pos { x: i as f32 }) } else { w.spawn((Pos { x: i as f32 }, Tag2)) };
+        if i % 3 == 0 {
+            w.insert(e, (Hp { v: i as f32 }, Label { s: format!("l{i}") })).unwrap();
+        }
+        es.push(e);
+    }
+    (w, es)
+}
+
+#[test]
+fn sparse_items_collected_then_written() {
+    let (mut w, es) = world();
+    let items: Vec<_> = w.query_mut::<&mut Hp>().collect();
+    assert_eq!(items.len(), 4);
+    for mut h in items {
+        h.v += 1.0;
+    }
+    let labels: Vec<_> = w.query_mut::<(Entity, &mut Label, &Hp)>().collect();
+    for (_, mut l, h) in labels {
+        l.s.push_str(&h.v.to_string());
+    }
+    assert_eq!(w.get::<Hp>(es[3]).unwrap().v, 4.0);
+    assert_eq!(w.get::<Label>(es[9]).unwrap().s, "l910");
+}
+
+#[test]
+fn dense_items_collected_then_written_across_tables() {
+    let (mut w, es) = world();
+    let items: Vec<_> = w.query_mut::<(&mut Pos, Option<&mut Hp>)>().collect();
+    assert_eq!(items.len(), 12);
+    for (mut p, h) in items {
+        p.x *= 2.0;
+        if let Some(mut h) = h {
+            h.v = -h.v;
+        }
+    }
+    assert_eq!(w.get::<Pos>(es[5]).unwrap().x, 10.0);
+    assert_eq!(w.get::<Hp>(es[6]).unwrap().v, -6.0);
+}
+
+#[test]
+fn change_filters_beside_collected_writers() {
+    let (mut w, es) = world();
+    let mut changed: QueryState<&mut Hp, Changed<Hp>> = w.query_state();
+    assert_eq!(changed.iter_mut(&mut w).count(), 4);
+    w.get_mut::<Hp>(es[3]).unwrap().v = 30.0;
+    w.get_mut::<Pos>(es[2]).unwrap().x = 20.0;
+    let items: Vec<_> = changed.iter_mut(&mut w).collect();
+    assert_eq!(items.len(), 1);
+    for mut h in items {
+        h.v += 1.0;
+    }
+    type Moved = QueryState<(&'static mut Pos, Option<&'static Hp>), (Changed<Pos>, With<Tag2>)>;
+    let mut pos: Moved = w.query_state();
+    let all: Vec<_> = pos.iter_mut(&mut w).collect();
+    assert_eq!(all.len(), 6);
+    for (mut p, _) in all {
+        p.x += 0.5;
+    }
+    assert_eq!(pos.iter_mut(&mut w).count(), 0);
+    assert_eq!(w.get::<Hp>(es[3]).unwrap().v, 31.0);
+}
+
+#[test]
+fn parallel_writes_visit_each_row_once() {
+    let (mut w, _) = world();
+    let mut q: QueryState<&mut Pos> = w.query_state();
+    q.par_for_each_mut(&mut w, |mut p| p.x += 100.0);
+    let mut sum = 0.0;
+    w.query::<&Pos>().for_each(|p| sum += p.x);
+    assert_eq!(sum, 1200.0 + (0..12).sum::<i32>() as f32);
+}
