@@ -5,6 +5,8 @@
 //! ecsdb exec  WORLD SCRIPT [--quiet] [--keep-going] [--format F] [--param NAME=VALUE]...
 //! ecsdb query WORLD TEXT [--format table|json|csv] [--param NAME=VALUE]...
 //! ecsdb shell [WORLD] [--autosave] [--format F]
+//! ecsdb export WORLD DIR [--format parquet|csv|jsonl] [--components A,B,...]
+//! ecsdb import WORLD DIR [--format parquet|csv|jsonl]
 //! ```
 //!
 //! Exit codes: 0 success; 1 a statement failed (kind, message, the line with a caret and a
@@ -18,6 +20,7 @@ mod exec;
 mod format;
 mod query_cmd;
 mod shell;
+mod transfer_cmd;
 mod world_file;
 
 use std::path::PathBuf;
@@ -47,6 +50,10 @@ enum Command {
     Query(QueryArgs),
     /// An interactive shell on WORLD (or on an empty in-memory world); reads stdin when piped.
     Shell(ShellArgs),
+    /// Write WORLD's components to DIR, one Parquet, CSV or JSON-lines file each, and schema.json.
+    Export(ExportArgs),
+    /// Read an export (or component files made elsewhere) from DIR into a new or empty WORLD.
+    Import(ImportArgs),
 }
 
 /// The largest demo world `--entities` accepts.
@@ -123,6 +130,59 @@ pub struct ShellArgs {
     pub format: Format,
 }
 
+/// A file format of `export` and `import`.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FileFormat {
+    /// Apache Parquet (Snappy).
+    Parquet,
+    /// Comma-separated values with a header row.
+    Csv,
+    /// One JSON object per line.
+    Jsonl,
+}
+
+impl From<FileFormat> for ecsdb::transfer::Format {
+    fn from(f: FileFormat) -> Self {
+        match f {
+            FileFormat::Parquet => ecsdb::transfer::Format::Parquet,
+            FileFormat::Csv => ecsdb::transfer::Format::Csv,
+            FileFormat::Jsonl => ecsdb::transfer::Format::Jsonl,
+        }
+    }
+}
+
+/// Arguments of `ecsdb export`.
+#[derive(Args, Debug)]
+pub struct ExportArgs {
+    /// The world file (must exist).
+    #[arg(value_name = "WORLD")]
+    pub world: PathBuf,
+    /// The directory to write (created if missing; files of the same names are replaced).
+    #[arg(value_name = "DIR")]
+    pub dir: PathBuf,
+    /// The files' format.
+    #[arg(long, value_enum, default_value_t = FileFormat::Parquet)]
+    pub format: FileFormat,
+    /// Only these components, comma-separated (default: every component with a schema).
+    #[arg(long, value_name = "A,B,...")]
+    pub components: Option<String>,
+}
+
+/// Arguments of `ecsdb import`.
+#[derive(Args, Debug)]
+pub struct ImportArgs {
+    /// The world file: created, or an existing world without entities. Written only if the
+    /// whole import succeeds.
+    #[arg(value_name = "WORLD")]
+    pub world: PathBuf,
+    /// The directory: an export with schema.json, or `<Component>.<ext>` files.
+    #[arg(value_name = "DIR")]
+    pub dir: PathBuf,
+    /// Without schema.json, read only files of this format.
+    #[arg(long, value_enum)]
+    pub format: Option<FileFormat>,
+}
+
 /// How a command ended when it did not succeed.
 #[derive(Debug)]
 pub enum Failure {
@@ -148,6 +208,8 @@ fn main() -> ExitCode {
         Command::Exec(args) => exec::run(args),
         Command::Query(args) => query_cmd::run(args),
         Command::Shell(args) => shell::run(args),
+        Command::Export(args) => transfer_cmd::export(args),
+        Command::Import(args) => transfer_cmd::import(args),
     };
     match result {
         Ok(()) | Err(Failure::Closed) => ExitCode::SUCCESS,

@@ -89,6 +89,7 @@
 //! assert_eq!(typed.spawn(Position { x: 0.0, y: 0.0 }), world.spawn(Position { x: 0.0, y: 0.0 }));
 //! ```
 
+mod columns;
 mod format;
 mod json;
 mod load;
@@ -105,6 +106,7 @@ use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
+pub use columns::{ColumnarWorld, ComponentColumns, FieldValues};
 pub use format::{FORMAT_VERSION, HEADER_LEN, MAGIC};
 pub use json::JsonOptions;
 pub(crate) use opaque::OpaqueSerdes;
@@ -259,6 +261,26 @@ pub enum SnapshotError {
     /// A JSON world could not be read.
     #[error("invalid JSON world: {0}")]
     Json(String),
+    /// Columns given to [`World::import_columns`] do not describe a world.
+    #[error("component '{component}'{}: {reason}", row.map(|r| format!(", row {r}")).unwrap_or_default())]
+    Columns {
+        /// The component.
+        component: String,
+        /// The row concerned (0-based), if one is.
+        row: Option<usize>,
+        /// What is wrong.
+        reason: String,
+    },
+    /// An entity is listed twice in one component given to [`World::import_columns`].
+    #[error("component '{component}', row {row}: entity {entity} is listed twice")]
+    DuplicateEntity {
+        /// The component.
+        component: String,
+        /// The second row listing it (0-based).
+        row: usize,
+        /// The entity.
+        entity: crate::Entity,
+    },
 }
 
 static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
