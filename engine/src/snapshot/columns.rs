@@ -278,11 +278,10 @@ fn columns_to_body(data: &ColumnarWorld) -> Result<Body<'static>, SnapshotError>
     let mut table_sets: Vec<Vec<bool>> = Vec::new();
     let mut table_of_slot = vec![u32::MAX; slots_needed];
     let mut key = vec![false; table_comps.len()];
-    for slot in 0..slots_needed {
+    for (slot, (table, rows)) in table_of_slot.iter_mut().zip(slots.rows.chunks_exact(width.max(1))).enumerate() {
         if slots.generation[slot] == u32::MAX {
             continue;
         }
-        let rows = &slots.rows[slot * width..(slot + 1) * width];
         for (k, &ci) in key.iter_mut().zip(&table_comps) {
             *k = rows[ci] != u32::MAX;
         }
@@ -294,7 +293,7 @@ fn columns_to_body(data: &ColumnarWorld) -> Result<Body<'static>, SnapshotError>
                 table_sets.len() - 1
             }
         };
-        table_of_slot[slot] = t as u32;
+        *table = t as u32;
     }
     // Row order within each table: the order of its first component's rows (every component
     // lists a table's entities in the same order when the input came from an export), and

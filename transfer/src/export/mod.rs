@@ -190,7 +190,9 @@ pub fn export_with_progress(
     // Largest first, so the two halves of a small machine finish together.
     let mut order: Vec<usize> = (0..plans.len()).collect();
     order.sort_by_key(|&i| std::cmp::Reverse(plans[i].rows * plans[i].info.layout().size().max(1)));
-    let results: Vec<(usize, Result<(PathBuf, u64), TransferError>)> = order
+    // Per plan: the file written and its size.
+    type Written = Result<(PathBuf, u64), TransferError>;
+    let results: Vec<(usize, Written)> = order
         .into_par_iter()
         .map(|i| {
             let plan = &plans[i];
