@@ -31,6 +31,9 @@ pub use ecsdb_engine as engine;
 /// The query language crate.
 pub use ecsdb_query as query;
 pub use ecsdb_query::{Database, Params, Prepared, ResultSet};
+/// Export to and import from Parquet, CSV and JSON lines (the `transfer` feature).
+#[cfg(feature = "transfer")]
+pub use ecsdb_transfer as transfer;
 
 /// Live access to a running world (feature `live`): [`live::Publisher`] and [`live::Reader`]
 /// handles, and [`live::serve`] for the protocol of `docs/protocol.md`.

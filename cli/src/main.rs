@@ -7,6 +7,9 @@
 //! ecsdb shell [WORLD] [--autosave] [--format F] [--busy-timeout T]
 //! ecsdb serve WORLD [--bind ADDR] [--port P] [--allow-writes] [--hz H] [--autosave]
 //! ecsdb query --connect URL TEXT;  ecsdb shell --connect URL;  ecsdb watch --connect URL TEXT
+//! ecsdb shell [WORLD] [--autosave] [--format F]
+//! ecsdb export WORLD DIR [--format parquet|csv|jsonl] [--components A,B,...]
+//! ecsdb import WORLD DIR [--format parquet|csv|jsonl]
 //! ```
 //!
 //! Exit codes: 0 success; 1 a statement failed (kind, message, the line with a caret and a
@@ -23,6 +26,7 @@ mod query_cmd;
 mod remote;
 mod serve;
 mod shell;
+mod transfer_cmd;
 mod world_file;
 
 use std::path::PathBuf;
@@ -57,6 +61,10 @@ enum Command {
     Serve(ServeArgs),
     /// Print a query's result on a running world, then each change as it arrives.
     Watch(WatchArgs),
+    /// Write WORLD's components to DIR, one Parquet, CSV or JSON-lines file each, and schema.json.
+    Export(ExportArgs),
+    /// Read an export (or component files made elsewhere) from DIR into a new or empty WORLD.
+    Import(ImportArgs),
 }
 
 /// The largest demo world `--entities` accepts.
@@ -194,6 +202,59 @@ pub struct WatchArgs {
     pub params: Vec<Param>,
 }
 
+/// A file format of `export` and `import`.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FileFormat {
+    /// Apache Parquet (Snappy).
+    Parquet,
+    /// Comma-separated values with a header row.
+    Csv,
+    /// One JSON object per line.
+    Jsonl,
+}
+
+impl From<FileFormat> for ecsdb::transfer::Format {
+    fn from(f: FileFormat) -> Self {
+        match f {
+            FileFormat::Parquet => ecsdb::transfer::Format::Parquet,
+            FileFormat::Csv => ecsdb::transfer::Format::Csv,
+            FileFormat::Jsonl => ecsdb::transfer::Format::Jsonl,
+        }
+    }
+}
+
+/// Arguments of `ecsdb export`.
+#[derive(Args, Debug)]
+pub struct ExportArgs {
+    /// The world file (must exist).
+    #[arg(value_name = "WORLD")]
+    pub world: PathBuf,
+    /// The directory to write (created if missing; files of the same names are replaced).
+    #[arg(value_name = "DIR")]
+    pub dir: PathBuf,
+    /// The files' format.
+    #[arg(long, value_enum, default_value_t = FileFormat::Parquet)]
+    pub format: FileFormat,
+    /// Only these components, comma-separated (default: every component with a schema).
+    #[arg(long, value_name = "A,B,...")]
+    pub components: Option<String>,
+}
+
+/// Arguments of `ecsdb import`.
+#[derive(Args, Debug)]
+pub struct ImportArgs {
+    /// The world file: created, or an existing world without entities. Written only if the
+    /// whole import succeeds.
+    #[arg(value_name = "WORLD")]
+    pub world: PathBuf,
+    /// The directory: an export with schema.json, or `<Component>.<ext>` files.
+    #[arg(value_name = "DIR")]
+    pub dir: PathBuf,
+    /// Without schema.json, read only files of this format.
+    #[arg(long, value_enum)]
+    pub format: Option<FileFormat>,
+}
+
 /// How a command ended when it did not succeed.
 #[derive(Debug)]
 pub enum Failure {
@@ -226,6 +287,8 @@ fn main() -> ExitCode {
         Command::Watch(args) => {
             remote::watch(&args.connect, args.token.as_deref(), &args.text, &args.params, args.format)
         }
+        Command::Export(args) => transfer_cmd::export(args),
+        Command::Import(args) => transfer_cmd::import(args),
     };
     match result {
         Ok(()) | Err(Failure::Closed) => ExitCode::SUCCESS,

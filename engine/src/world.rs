@@ -967,7 +967,7 @@ fn sparse_mut<'a>(
 }
 
 mod columnar;
-pub use columnar::{FieldRows, FieldValues};
+pub use columnar::{FieldRows, TypedFieldValues};
 
 #[cfg(test)]
 mod tests;

@@ -92,6 +92,7 @@
 //! assert_eq!(typed.spawn(Position { x: 0.0, y: 0.0 }), world.spawn(Position { x: 0.0, y: 0.0 }));
 //! ```
 
+mod columns;
 mod format;
 mod json;
 mod load;
@@ -108,6 +109,7 @@ use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
+pub use columns::{ColumnarWorld, ComponentColumns, FieldValues};
 pub use format::{FORMAT_VERSION, HEADER_LEN, MAGIC};
 pub use json::JsonOptions;
 pub use lock::{FileStamp, WorldLock, DEFAULT_BUSY_TIMEOUT};
@@ -280,6 +282,26 @@ pub enum SnapshotError {
     ChangedOnDisk {
         /// The world file.
         path: PathBuf,
+    },
+    /// Columns given to [`World::import_columns`] do not describe a world.
+    #[error("component '{component}'{}: {reason}", row.map(|r| format!(", row {r}")).unwrap_or_default())]
+    Columns {
+        /// The component.
+        component: String,
+        /// The row concerned (0-based), if one is.
+        row: Option<usize>,
+        /// What is wrong.
+        reason: String,
+    },
+    /// An entity is listed twice in one component given to [`World::import_columns`].
+    #[error("component '{component}', row {row}: entity {entity} is listed twice")]
+    DuplicateEntity {
+        /// The component.
+        component: String,
+        /// The second row listing it (0-based).
+        row: usize,
+        /// The entity.
+        entity: crate::Entity,
     },
 }
 

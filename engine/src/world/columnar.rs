@@ -12,7 +12,7 @@ use crate::world::World;
 
 /// Values for one field of many rows, in the field's Rust type.
 #[derive(Clone, Debug, PartialEq)]
-pub enum FieldValues {
+pub enum TypedFieldValues {
     /// `bool`
     Bool(Vec<bool>),
     /// `i8`
@@ -45,46 +45,46 @@ pub enum FieldValues {
     Vec3(Vec<[f32; 3]>),
 }
 
-impl FieldValues {
+impl TypedFieldValues {
     /// The schema type these values fit.
     pub fn field_type(&self) -> FieldType {
         match self {
-            FieldValues::Bool(_) => FieldType::Bool,
-            FieldValues::I8(_) => FieldType::I8,
-            FieldValues::I16(_) => FieldType::I16,
-            FieldValues::I32(_) => FieldType::I32,
-            FieldValues::I64(_) => FieldType::I64,
-            FieldValues::U8(_) => FieldType::U8,
-            FieldValues::U16(_) => FieldType::U16,
-            FieldValues::U32(_) => FieldType::U32,
-            FieldValues::U64(_) => FieldType::U64,
-            FieldValues::F32(_) => FieldType::F32,
-            FieldValues::F64(_) => FieldType::F64,
-            FieldValues::Str(_) => FieldType::String,
-            FieldValues::Entity(_) => FieldType::Entity,
-            FieldValues::Vec2(_) => FieldType::Vec2,
-            FieldValues::Vec3(_) => FieldType::Vec3,
+            TypedFieldValues::Bool(_) => FieldType::Bool,
+            TypedFieldValues::I8(_) => FieldType::I8,
+            TypedFieldValues::I16(_) => FieldType::I16,
+            TypedFieldValues::I32(_) => FieldType::I32,
+            TypedFieldValues::I64(_) => FieldType::I64,
+            TypedFieldValues::U8(_) => FieldType::U8,
+            TypedFieldValues::U16(_) => FieldType::U16,
+            TypedFieldValues::U32(_) => FieldType::U32,
+            TypedFieldValues::U64(_) => FieldType::U64,
+            TypedFieldValues::F32(_) => FieldType::F32,
+            TypedFieldValues::F64(_) => FieldType::F64,
+            TypedFieldValues::Str(_) => FieldType::String,
+            TypedFieldValues::Entity(_) => FieldType::Entity,
+            TypedFieldValues::Vec2(_) => FieldType::Vec2,
+            TypedFieldValues::Vec3(_) => FieldType::Vec3,
         }
     }
 
     /// Number of values.
     pub fn len(&self) -> usize {
         match self {
-            FieldValues::Bool(v) => v.len(),
-            FieldValues::I8(v) => v.len(),
-            FieldValues::I16(v) => v.len(),
-            FieldValues::I32(v) => v.len(),
-            FieldValues::I64(v) => v.len(),
-            FieldValues::U8(v) => v.len(),
-            FieldValues::U16(v) => v.len(),
-            FieldValues::U32(v) => v.len(),
-            FieldValues::U64(v) => v.len(),
-            FieldValues::F32(v) => v.len(),
-            FieldValues::F64(v) => v.len(),
-            FieldValues::Str(v) => v.len(),
-            FieldValues::Entity(v) => v.len(),
-            FieldValues::Vec2(v) => v.len(),
-            FieldValues::Vec3(v) => v.len(),
+            TypedFieldValues::Bool(v) => v.len(),
+            TypedFieldValues::I8(v) => v.len(),
+            TypedFieldValues::I16(v) => v.len(),
+            TypedFieldValues::I32(v) => v.len(),
+            TypedFieldValues::I64(v) => v.len(),
+            TypedFieldValues::U8(v) => v.len(),
+            TypedFieldValues::U16(v) => v.len(),
+            TypedFieldValues::U32(v) => v.len(),
+            TypedFieldValues::U64(v) => v.len(),
+            TypedFieldValues::F32(v) => v.len(),
+            TypedFieldValues::F64(v) => v.len(),
+            TypedFieldValues::Str(v) => v.len(),
+            TypedFieldValues::Entity(v) => v.len(),
+            TypedFieldValues::Vec2(v) => v.len(),
+            TypedFieldValues::Vec3(v) => v.len(),
         }
     }
 
@@ -101,7 +101,7 @@ impl FieldValues {
 /// the field has `T`'s type), and every row in `rows` must be `< column.len()`.
 unsafe fn write_rows<T>(column: &mut Column, offset: usize, rows: &[u32], values: Vec<T>) {
     let stride = column.item_size();
-    let base = column.data_ptr_mut();
+    let base = column.data_ptr();
     for (&r, v) in rows.iter().zip(values) {
         // SAFETY: r < len (caller), so the field of row r lies inside the column's buffer and
         // holds an initialised `T`; assignment drops the old value (strings) and moves the new.
@@ -109,27 +109,27 @@ unsafe fn write_rows<T>(column: &mut Column, offset: usize, rows: &[u32], values
     }
 }
 
-fn write_values(column: &mut Column, offset: usize, rows: &[u32], values: FieldValues) {
+fn write_values(column: &mut Column, offset: usize, rows: &[u32], values: TypedFieldValues) {
     // SAFETY (every arm): the caller (`World::write_field_rows`) checked that the field's
     // schema type is `values`' type, that `offset` is that field's, and that every row is in
     // range.
     unsafe {
         match values {
-            FieldValues::Bool(v) => write_rows(column, offset, rows, v),
-            FieldValues::I8(v) => write_rows(column, offset, rows, v),
-            FieldValues::I16(v) => write_rows(column, offset, rows, v),
-            FieldValues::I32(v) => write_rows(column, offset, rows, v),
-            FieldValues::I64(v) => write_rows(column, offset, rows, v),
-            FieldValues::U8(v) => write_rows(column, offset, rows, v),
-            FieldValues::U16(v) => write_rows(column, offset, rows, v),
-            FieldValues::U32(v) => write_rows(column, offset, rows, v),
-            FieldValues::U64(v) => write_rows(column, offset, rows, v),
-            FieldValues::F32(v) => write_rows(column, offset, rows, v),
-            FieldValues::F64(v) => write_rows(column, offset, rows, v),
-            FieldValues::Str(v) => write_rows(column, offset, rows, v),
-            FieldValues::Entity(v) => write_rows(column, offset, rows, v),
-            FieldValues::Vec2(v) => write_rows(column, offset, rows, v),
-            FieldValues::Vec3(v) => write_rows(column, offset, rows, v),
+            TypedFieldValues::Bool(v) => write_rows(column, offset, rows, v),
+            TypedFieldValues::I8(v) => write_rows(column, offset, rows, v),
+            TypedFieldValues::I16(v) => write_rows(column, offset, rows, v),
+            TypedFieldValues::I32(v) => write_rows(column, offset, rows, v),
+            TypedFieldValues::I64(v) => write_rows(column, offset, rows, v),
+            TypedFieldValues::U8(v) => write_rows(column, offset, rows, v),
+            TypedFieldValues::U16(v) => write_rows(column, offset, rows, v),
+            TypedFieldValues::U32(v) => write_rows(column, offset, rows, v),
+            TypedFieldValues::U64(v) => write_rows(column, offset, rows, v),
+            TypedFieldValues::F32(v) => write_rows(column, offset, rows, v),
+            TypedFieldValues::F64(v) => write_rows(column, offset, rows, v),
+            TypedFieldValues::Str(v) => write_rows(column, offset, rows, v),
+            TypedFieldValues::Entity(v) => write_rows(column, offset, rows, v),
+            TypedFieldValues::Vec2(v) => write_rows(column, offset, rows, v),
+            TypedFieldValues::Vec3(v) => write_rows(column, offset, rows, v),
         }
     }
 }
@@ -150,14 +150,14 @@ impl World {
     /// there is one value per row.
     ///
     /// ```
-    /// use ecsdb_engine::{Component, World, FieldRows, FieldValues};
+    /// use ecsdb_engine::{Component, World, FieldRows, TypedFieldValues};
     /// #[derive(Component)] struct Health { hp: f32, max: f32 }
     /// let mut world = World::new();
     /// let e = world.spawn(Health { hp: 1.0, max: 10.0 });
     /// world.spawn(Health { hp: 2.0, max: 10.0 });
     /// let table = ecsdb_engine::storage::TableId(world.location(e).unwrap().table);
     /// let id = world.component_id("Health").unwrap();
-    /// world.write_field_rows(id, 0, FieldRows::Table(table, &[0, 1]), FieldValues::F32(vec![5.0, 6.0])).unwrap();
+    /// world.write_field_rows(id, 0, FieldRows::Table(table, &[0, 1]), TypedFieldValues::F32(vec![5.0, 6.0])).unwrap();
     /// assert_eq!(world.get::<Health>(e).unwrap().hp, 5.0);
     /// ```
     pub fn write_field_rows(
@@ -165,7 +165,7 @@ impl World {
         id: ComponentId,
         field: usize,
         at: FieldRows<'_>,
-        values: FieldValues,
+        values: TypedFieldValues,
     ) -> Result<()> {
         if id.index() >= self.components.len() {
             return Err(EngineError::Invalid(format!("unknown component id {}", id.index())));
@@ -184,7 +184,7 @@ impl World {
             )));
         }
         let offset = f.offset;
-        let tick = self.change_tick();
+        let tick = self.write_tick();
         let (column, rows): (&mut Column, std::borrow::Cow<'_, [u32]>) =
             match (at, info.storage()) {
                 (FieldRows::Table(table, rows), StorageKind::Table) => {
@@ -236,13 +236,13 @@ mod tests {
         let table = TableId(world.location(a).unwrap().table);
         let before = world.change_tick();
         // Wrong type, wrong field, row out of range, length mismatch: nothing written.
-        assert!(world.write_field_rows(id, 1, FieldRows::Table(table, &[0]), FieldValues::I64(vec![1])).is_err());
-        assert!(world.write_field_rows(id, 7, FieldRows::Table(table, &[0]), FieldValues::I32(vec![1])).is_err());
-        assert!(world.write_field_rows(id, 1, FieldRows::Table(table, &[5]), FieldValues::I32(vec![1])).is_err());
-        assert!(world.write_field_rows(id, 1, FieldRows::Table(table, &[0, 1]), FieldValues::I32(vec![1])).is_err());
+        assert!(world.write_field_rows(id, 1, FieldRows::Table(table, &[0]), TypedFieldValues::I64(vec![1])).is_err());
+        assert!(world.write_field_rows(id, 7, FieldRows::Table(table, &[0]), TypedFieldValues::I32(vec![1])).is_err());
+        assert!(world.write_field_rows(id, 1, FieldRows::Table(table, &[5]), TypedFieldValues::I32(vec![1])).is_err());
+        assert!(world.write_field_rows(id, 1, FieldRows::Table(table, &[0, 1]), TypedFieldValues::I32(vec![1])).is_err());
         assert_eq!(world.get_field(a, "N", "v").unwrap(), Value::Int(0));
         world
-            .write_field_rows(id, 0, FieldRows::Table(table, &[1, 0]), FieldValues::Str(vec!["B".into(), "A".into()]))
+            .write_field_rows(id, 0, FieldRows::Table(table, &[1, 0]), TypedFieldValues::Str(vec!["B".into(), "A".into()]))
             .unwrap();
         assert_eq!(world.get_field(a, "N", "name").unwrap(), Value::Str("A".into()));
         assert_eq!(world.get_field(b, "N", "name").unwrap(), Value::Str("B".into()));

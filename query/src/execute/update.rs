@@ -2,14 +2,14 @@
 //!
 //! For each batch of target rows of each matched table, every assigned expression is
 //! evaluated into a typed vector and converted into the field's Rust type
-//! ([`FieldValues`]), checking each value as [`convert_value`] would (same rules, same
+//! ([`TypedFieldValues`]), checking each value as [`convert_value`] would (same rules, same
 //! errors). Only when every batch of every table has converted does anything change: each
 //! batch's values are then written straight into their column rows
 //! ([`World::write_field_rows`]), which stamps the changed ticks that secondary indexes and
 //! change detection read. Every target's new values are computed from the state before the
 //! statement, and a failing statement changes nothing.
 
-use ecsdb_engine::{convert_value, ComponentId, Entity, FieldInfo, FieldRows, FieldType, FieldValues, Value, World};
+use ecsdb_engine::{convert_value, ComponentId, Entity, FieldInfo, FieldRows, FieldType, TypedFieldValues, Value, World};
 
 use crate::error::{Error, ErrorKind};
 use crate::execute::scan::{run_scan, Sink, SlotReader, TableCtx};
@@ -23,7 +23,7 @@ struct PendingBatch {
     /// Where the rows are: a table's rows, or the entities of a sparse component.
     at: PendingRows,
     /// Per assignment, the new values.
-    values: Vec<FieldValues>,
+    values: Vec<TypedFieldValues>,
 }
 
 enum PendingRows {
@@ -169,18 +169,18 @@ pub fn convert_vector(
     n: usize,
     component: &str,
     field: &FieldInfo,
-) -> Result<FieldValues, ecsdb_engine::EngineError> {
+) -> Result<TypedFieldValues, ecsdb_engine::EngineError> {
     macro_rules! int_field {
         ($variant:ident, $t:ty) => {{
             let fast = numeric_fast(v, |f| int_of::<$t>(&Value::Float(f)), |i| <$t>::try_from(i).ok());
-            FieldValues::$variant(match fast {
+            TypedFieldValues::$variant(match fast {
                 Some(xs) => xs,
                 None => rows_with(v, n, component, field, int_of::<$t>)?,
             })
         }};
     }
     Ok(match field.ty {
-        FieldType::Bool => FieldValues::Bool(match v {
+        FieldType::Bool => TypedFieldValues::Bool(match v {
             Vector::Bool(p) if p.valid.is_none() => p.values.clone(),
             _ => rows_with(v, n, component, field, |x| if let Value::Bool(b) = x { Some(*b) } else { None })?,
         }),
@@ -192,19 +192,19 @@ pub fn convert_vector(
         FieldType::U16 => int_field!(U16, u16),
         FieldType::U32 => int_field!(U32, u32),
         FieldType::U64 => int_field!(U64, u64),
-        FieldType::F32 => FieldValues::F32(match numeric_fast(v, f32_of, |i| f32_of(i as f64)) {
+        FieldType::F32 => TypedFieldValues::F32(match numeric_fast(v, f32_of, |i| f32_of(i as f64)) {
             Some(xs) => xs,
             None => rows_with(v, n, component, field, |x| x.as_f64().and_then(f32_of))?,
         }),
-        FieldType::F64 => FieldValues::F64(match numeric_fast(v, Some, |i| Some(i as f64)) {
+        FieldType::F64 => TypedFieldValues::F64(match numeric_fast(v, Some, |i| Some(i as f64)) {
             Some(xs) => xs,
             None => rows_with(v, n, component, field, Value::as_f64)?,
         }),
-        FieldType::String => FieldValues::Str(rows_with(v, n, component, field, |x| match x {
+        FieldType::String => TypedFieldValues::Str(rows_with(v, n, component, field, |x| match x {
             Value::Str(s) => Some(s.clone()),
             _ => None,
         })?),
-        FieldType::Entity => FieldValues::Entity(match v {
+        FieldType::Entity => TypedFieldValues::Entity(match v {
             Vector::Entity(p) => (0..n).map(|i| p.get(i).unwrap_or(Entity::NULL)).collect(),
             _ => rows_with(v, n, component, field, |x| match x {
                 Value::Entity(e) => Some(*e),
@@ -212,14 +212,14 @@ pub fn convert_vector(
                 _ => None,
             })?,
         }),
-        FieldType::Vec2 => FieldValues::Vec2(match v {
+        FieldType::Vec2 => TypedFieldValues::Vec2(match v {
             Vector::Vec2(p) if p.valid.is_none() => p.values.iter().map(|[a, b]| [*a as f32, *b as f32]).collect(),
             _ => rows_with(v, n, component, field, |x| match x {
                 Value::Vec2([a, b]) => Some([*a as f32, *b as f32]),
                 _ => None,
             })?,
         }),
-        FieldType::Vec3 => FieldValues::Vec3(match v {
+        FieldType::Vec3 => TypedFieldValues::Vec3(match v {
             Vector::Vec3(p) if p.valid.is_none() => {
                 p.values.iter().map(|[a, b, c]| [*a as f32, *b as f32, *c as f32]).collect()
             }

@@ -1,0 +1,495 @@
+//! Worlds built from columns: one list of entities and one run of values per field for each
+//! component, as columnar files (Parquet, CSV) hold them.
+//!
+//! The entities keep their ids: the allocator is rebuilt from them (dead indices get
+//! generation 0 and are reused lowest first). Entities are grouped into archetype tables by
+//! the set of table components they appear in; tables are created in an order that keeps
+//! every component's rows in the order they were given, so exporting the built world again
+//! lists each component's entities as the input did. The build then goes through the same
+//! validation and construction as a binary snapshot: on any error the world is unchanged.
+
+use std::collections::HashMap;
+
+use crate::component::{ComponentDef, FieldType, StorageKind};
+use crate::entity::Entity;
+use crate::snapshot::format::{
+    field_type_code, storage_code, wire_size, AllocatorRecord, Body, Bytes, ColumnData, ColumnRecord, ComponentRecord,
+    FieldRecord, FieldRun, IndexRecord, IndexSection, SparseRecord, TableRecord, Text,
+};
+use crate::snapshot::load::load_into;
+use crate::snapshot::{IndexDefinition, LoadOptions, LoadStats, SnapshotError};
+use crate::world::World;
+
+/// One field's values for every row of a [`ComponentColumns`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum FieldValues {
+    /// Fixed-size values back to back, little-endian, each of the field type's size: bool one
+    /// byte (0 or 1), integers and floats at their width, an entity as its index then its
+    /// generation (u32 each; the null entity is `u32::MAX` twice), vectors as 2 or 3 f32.
+    Plain(Vec<u8>),
+    /// Strings: the byte length of each row's string, and their UTF-8 back to back.
+    Strings {
+        /// Byte length per row.
+        lengths: Vec<u32>,
+        /// The text of every row, concatenated.
+        text: Vec<u8>,
+    },
+}
+
+/// One component's values for every entity that has it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ComponentColumns {
+    /// The component's definition (created in the world unless a component of that name, with
+    /// the same fields and storage, is already registered).
+    pub def: ComponentDef,
+    /// The entity of each row; an entity appears at most once.
+    pub entities: Vec<Entity>,
+    /// One run per field of `def`, in its order, each with one value per row.
+    pub fields: Vec<FieldValues>,
+}
+
+/// A whole world as columns: components and index definitions.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ColumnarWorld {
+    /// Every component, with its rows.
+    pub components: Vec<ComponentColumns>,
+    /// Indexes to build once the data is in place (function indexes are returned in
+    /// [`LoadStats::index_definitions`] for the program to register again).
+    pub indexes: Vec<IndexDefinition>,
+}
+
+fn invalid(component: &str, row: Option<usize>, reason: impl Into<String>) -> SnapshotError {
+    SnapshotError::Columns { component: component.to_string(), row, reason: reason.into() }
+}
+
+/// Per entity index: its generation and, for each table component it has, its row in that
+/// component's columns.
+struct Slots {
+    /// `u32::MAX` for indices no component names.
+    generation: Vec<u32>,
+    /// `rows[slot * width + c]`: the row of the slot's entity in component `c`, or `u32::MAX`.
+    rows: Vec<u32>,
+    width: usize,
+}
+
+impl Slots {
+    fn new(n: usize, width: usize) -> Slots {
+        Slots { generation: vec![u32::MAX; n], rows: vec![u32::MAX; n * width], width }
+    }
+
+    /// Records that entity `e` is at `row` of component `k`; an entity twice in one component
+    /// or two generations of one index are errors.
+    fn claim(&mut self, c: &ComponentColumns, k: usize, row: usize, e: Entity) -> Result<(), SnapshotError> {
+        let i = e.index() as usize;
+        let g = &mut self.generation[i];
+        if *g == u32::MAX {
+            *g = e.generation();
+        } else if *g != e.generation() {
+            let other = Entity::from_parts(e.index(), *g);
+            return Err(invalid(&c.def.name, Some(row), format!("entity {e} and entity {other} share an index")));
+        }
+        let r = &mut self.rows[i * self.width + k];
+        if *r != u32::MAX {
+            return Err(SnapshotError::DuplicateEntity { component: c.def.name.clone(), row, entity: e });
+        }
+        *r = row as u32;
+        Ok(())
+    }
+}
+
+/// Checks a component's columns against its definition: lengths, row counts, string text.
+fn check_component(c: &ComponentColumns) -> Result<(), SnapshotError> {
+    let name = &c.def.name;
+    if c.fields.len() != c.def.fields.len() {
+        return Err(invalid(name, None, format!("{} field runs for {} fields", c.fields.len(), c.def.fields.len())));
+    }
+    let n = c.entities.len();
+    if n >= u32::MAX as usize {
+        return Err(SnapshotError::TooLarge { what: format!("component '{name}'") });
+    }
+    for ((fname, ty), run) in c.def.fields.iter().zip(&c.fields) {
+        let ok = match (ty, run) {
+            (FieldType::String, FieldValues::Strings { lengths, text }) => {
+                lengths.len() == n && lengths.iter().map(|&l| l as u64).sum::<u64>() == text.len() as u64
+            }
+            (FieldType::String, FieldValues::Plain(_)) | (_, FieldValues::Strings { .. }) => false,
+            (ty, FieldValues::Plain(b)) => b.len() == n * wire_size(*ty),
+        };
+        if !ok {
+            return Err(invalid(name, None, format!("the values of field '{fname}' do not fit its type or row count")));
+        }
+    }
+    for (row, e) in c.entities.iter().enumerate() {
+        if e.is_null() {
+            return Err(invalid(name, Some(row), "the null entity cannot have components"));
+        }
+    }
+    Ok(())
+}
+
+/// Copies rows `rows` (in order) of a component's field runs into a column record,
+/// extending runs of consecutive source rows in one copy.
+fn gather(c: &ComponentColumns, rows: &[u32]) -> ColumnRecord<'static> {
+    if c.def.fields.is_empty() {
+        return ColumnRecord { data: ColumnData::Empty, ticks: None };
+    }
+    let runs = c
+        .def
+        .fields
+        .iter()
+        .zip(&c.fields)
+        .map(|((_, ty), values)| match values {
+            FieldValues::Plain(bytes) => {
+                let w = wire_size(*ty);
+                let mut out = Vec::with_capacity(rows.len() * w);
+                for_each_run(rows, |start, len| out.extend_from_slice(&bytes[start * w..(start + len) * w]));
+                FieldRun::Plain(Bytes::owned(out))
+            }
+            FieldValues::Strings { lengths, text } => {
+                // Start offsets, only when the rows are not taken in one piece.
+                let whole = rows.len() == lengths.len() && rows.iter().enumerate().all(|(i, &r)| r as usize == i);
+                if whole {
+                    let lens = lengths.iter().flat_map(|l| l.to_le_bytes()).collect();
+                    return FieldRun::Strings { lens: Bytes::owned(lens), data: Bytes::owned(text.clone()) };
+                }
+                let mut starts = Vec::with_capacity(lengths.len() + 1);
+                let mut at = 0usize;
+                for &l in lengths {
+                    starts.push(at);
+                    at += l as usize;
+                }
+                starts.push(at);
+                let mut lens = Vec::with_capacity(rows.len() * 4);
+                let mut data = Vec::new();
+                for_each_run(rows, |start, len| {
+                    for l in &lengths[start..start + len] {
+                        lens.extend_from_slice(&l.to_le_bytes());
+                    }
+                    data.extend_from_slice(&text[starts[start]..starts[start + len]]);
+                });
+                FieldRun::Strings { lens: Bytes::owned(lens), data: Bytes::owned(data) }
+            }
+        })
+        .collect();
+    ColumnRecord { data: ColumnData::Fields(runs), ticks: None }
+}
+
+/// Calls `f(start, len)` for each maximal run of consecutive values in `rows`.
+fn for_each_run(rows: &[u32], mut f: impl FnMut(usize, usize)) {
+    let mut i = 0;
+    while i < rows.len() {
+        let start = rows[i] as usize;
+        let mut len = 1;
+        while i + len < rows.len() && rows[i + len] as usize == start + len {
+            len += 1;
+        }
+        f(start, len);
+        i += len;
+    }
+}
+
+fn entity_bytes(entities: impl Iterator<Item = Entity>) -> Vec<u8> {
+    let mut out = Vec::new();
+    for e in entities {
+        out.extend_from_slice(&e.index().to_le_bytes());
+        out.extend_from_slice(&e.generation().to_le_bytes());
+    }
+    out
+}
+
+/// Orders tables so that, for every component, its tables come in the order its rows do:
+/// edges from each table to the next one in each component's row order, sorted
+/// topologically, ties (and any cycle, from hand-made inputs) by first appearance.
+fn table_order(count: usize, edges: &[(usize, usize)]) -> Vec<usize> {
+    let mut indegree = vec![0usize; count];
+    let mut next: Vec<Vec<usize>> = vec![Vec::new(); count];
+    for &(a, b) in edges {
+        if a != b && !next[a].contains(&b) {
+            next[a].push(b);
+            indegree[b] += 1;
+        }
+    }
+    let mut order = Vec::with_capacity(count);
+    let mut placed = vec![false; count];
+    while order.len() < count {
+        // The first unplaced table with no unplaced predecessor, else (a cycle) the first
+        // unplaced one. Tables are few: the quadratic scan is cheap.
+        let pick = (0..count).find(|&t| !placed[t] && indegree[t] == 0).or_else(|| (0..count).find(|&t| !placed[t]));
+        let t = pick.expect("an unplaced table remains");
+        placed[t] = true;
+        order.push(t);
+        for &b in &next[t] {
+            indegree[b] = indegree[b].saturating_sub(1);
+        }
+    }
+    order
+}
+
+fn columns_to_body(data: &ColumnarWorld) -> Result<Body<'static>, SnapshotError> {
+    let mut seen = HashMap::with_capacity(data.components.len());
+    for c in &data.components {
+        if seen.insert(c.def.name.as_str(), ()).is_some() {
+            return Err(invalid(&c.def.name, None, "the component is given twice"));
+        }
+        check_component(c)?;
+    }
+    let catalog = data
+        .components
+        .iter()
+        .map(|c| {
+            // A packed layout in declaration order: only `Bulk` columns read it, and these
+            // columns are given field by field.
+            let mut offset = 0u64;
+            let fields = c
+                .def
+                .fields
+                .iter()
+                .map(|(n, ty)| {
+                    let r = FieldRecord { name: Text(n.clone().into()), ty: field_type_code(*ty), offset };
+                    offset += wire_size(*ty) as u64;
+                    r
+                })
+                .collect();
+            ComponentRecord {
+                name: Text(c.def.name.clone().into()),
+                storage: storage_code(c.def.storage),
+                opaque: false,
+                size: offset,
+                fields,
+            }
+        })
+        .collect();
+
+    // Which entity is where.
+    let table_comps: Vec<usize> =
+        (0..data.components.len()).filter(|&i| data.components[i].def.storage == StorageKind::Table).collect();
+    let slots_needed =
+        data.components.iter().flat_map(|c| c.entities.iter()).map(|e| e.index() as usize + 1).max().unwrap_or(0);
+    let width = data.components.len();
+    let mut slots = Slots::new(slots_needed, width);
+    for (ci, c) in data.components.iter().enumerate() {
+        for (row, &e) in c.entities.iter().enumerate() {
+            slots.claim(c, ci, row, e)?;
+        }
+    }
+
+    // Tables: one per distinct set of table components, keyed by the entity's row pattern.
+    let mut table_of_set: HashMap<Vec<bool>, usize> = HashMap::new();
+    let mut table_sets: Vec<Vec<bool>> = Vec::new();
+    let mut table_of_slot = vec![u32::MAX; slots_needed];
+    let mut key = vec![false; table_comps.len()];
+    for (slot, (table, rows)) in table_of_slot.iter_mut().zip(slots.rows.chunks_exact(width.max(1))).enumerate() {
+        if slots.generation[slot] == u32::MAX {
+            continue;
+        }
+        for (k, &ci) in key.iter_mut().zip(&table_comps) {
+            *k = rows[ci] != u32::MAX;
+        }
+        let t = match table_of_set.get(&key) {
+            Some(&t) => t,
+            None => {
+                table_sets.push(key.clone());
+                table_of_set.insert(key.clone(), table_sets.len() - 1);
+                table_sets.len() - 1
+            }
+        };
+        *table = t as u32;
+    }
+    // Row order within each table: the order of its first component's rows (every component
+    // lists a table's entities in the same order when the input came from an export), and
+    // entities with only sparse components in index order.
+    let mut members: Vec<Vec<u32>> = vec![Vec::new(); table_sets.len()];
+    let mut edges = Vec::new();
+    for (t, set) in table_sets.iter().enumerate() {
+        match set.iter().position(|&b| b) {
+            Some(k) => {
+                let c = &data.components[table_comps[k]];
+                members[t] = c
+                    .entities
+                    .iter()
+                    .filter(|e| table_of_slot[e.index() as usize] == t as u32)
+                    .map(|e| e.index())
+                    .collect();
+            }
+            None => {
+                members[t] =
+                    (0..slots_needed as u32).filter(|&s| table_of_slot[s as usize] == t as u32).collect::<Vec<_>>();
+            }
+        }
+    }
+    for &ci in &table_comps {
+        let mut prev = u32::MAX;
+        for e in &data.components[ci].entities {
+            let t = table_of_slot[e.index() as usize];
+            if prev != u32::MAX && prev != t {
+                edges.push((prev as usize, t as usize));
+            }
+            prev = t;
+        }
+    }
+    let order = table_order(table_sets.len(), &edges);
+
+    let tables = order
+        .iter()
+        .map(|&t| {
+            let set = &table_sets[t];
+            let slots_of = &members[t];
+            let mut components = Vec::new();
+            let mut columns = Vec::new();
+            for (k, &present) in set.iter().enumerate() {
+                if !present {
+                    continue;
+                }
+                let ci = table_comps[k];
+                let rows: Vec<u32> = slots_of.iter().map(|&s| slots.rows[s as usize * width + ci]).collect();
+                components.push(ci as u32);
+                columns.push(gather(&data.components[ci], &rows));
+            }
+            let entities = entity_bytes(slots_of.iter().map(|&s| Entity::from_parts(s, slots.generation[s as usize])));
+            TableRecord { components, entities: Bytes::owned(entities), columns }
+        })
+        .collect();
+    let sparse = data
+        .components
+        .iter()
+        .enumerate()
+        .filter(|(_, c)| c.def.storage == StorageKind::Sparse && !c.entities.is_empty())
+        .map(|(ci, c)| {
+            let rows: Vec<u32> = (0..c.entities.len() as u32).collect();
+            SparseRecord {
+                component: ci as u32,
+                entities: Bytes::owned(entity_bytes(c.entities.iter().copied())),
+                column: gather(c, &rows),
+            }
+        })
+        .collect();
+
+    // The allocator, rebuilt from the ids.
+    let mut generations = Vec::with_capacity(slots_needed * 4);
+    let mut live = vec![0u8; slots_needed.div_ceil(8)];
+    for (i, &g) in slots.generation.iter().enumerate() {
+        generations.extend_from_slice(&(if g == u32::MAX { 0 } else { g }).to_le_bytes());
+        if g != u32::MAX {
+            live[i / 8] |= 1 << (i % 8);
+        }
+    }
+    let free: Vec<u8> = (0..slots_needed as u32)
+        .rev()
+        .filter(|&i| slots.generation[i as usize] == u32::MAX)
+        .flat_map(|i| i.to_le_bytes())
+        .collect();
+    Ok(Body {
+        world_tick: 1,
+        catalog,
+        allocator: AllocatorRecord {
+            generations: Bytes::owned(generations),
+            live: Bytes::owned(live),
+            free: Bytes::owned(free),
+        },
+        tables,
+        sparse,
+        index_definitions: IndexSection {
+            definitions: data
+                .indexes
+                .iter()
+                .map(|d| IndexRecord {
+                    name: Text(d.name.clone().into()),
+                    kind: Text(d.kind.clone().into()),
+                    component: Text(d.component.clone().into()),
+                    fields: d.fields.iter().map(|f| Text(f.clone().into())).collect(),
+                })
+                .collect(),
+            ..IndexSection::default()
+        },
+    })
+}
+
+impl World {
+    /// Builds this world's contents from columns (see [`ColumnarWorld`]); the world must have
+    /// no live entities. Components are matched by name as in [`World::load_into`], or
+    /// defined. Entities keep their ids and the allocator is rebuilt from them. Everything is
+    /// checked before anything changes: on error the world is unchanged.
+    ///
+    /// ```
+    /// use ecsdb_engine::snapshot::{ColumnarWorld, ComponentColumns, FieldValues};
+    /// use ecsdb_engine::{ComponentDef, Entity, FieldType, Value, World};
+    /// let e = Entity::from_parts(7, 2);
+    /// let health = ComponentColumns {
+    ///     def: ComponentDef::new("Health", &[("hp", FieldType::F32)]),
+    ///     entities: vec![e],
+    ///     fields: vec![FieldValues::Plain(25.0f32.to_le_bytes().to_vec())],
+    /// };
+    /// let mut world = World::new();
+    /// world.import_columns(&ColumnarWorld { components: vec![health], indexes: vec![] }).unwrap();
+    /// assert_eq!(world.get_field(e, "Health", "hp").unwrap(), Value::Float(25.0));
+    /// ```
+    pub fn import_columns(&mut self, data: &ColumnarWorld) -> Result<LoadStats, SnapshotError> {
+        if !self.is_empty() {
+            return Err(SnapshotError::WorldNotEmpty(self.len()));
+        }
+        let body = columns_to_body(data)?;
+        let mut stats = load_into(self, &body, 0, &LoadOptions::default(), None)?;
+        self.rebuild_snapshot_indexes(&mut stats);
+        Ok(stats)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Value;
+
+    fn f32s(v: &[f32]) -> FieldValues {
+        FieldValues::Plain(v.iter().flat_map(|x| x.to_le_bytes()).collect())
+    }
+
+    fn comp(
+        name: &str,
+        fields: &[(&str, FieldType)],
+        entities: &[Entity],
+        values: Vec<FieldValues>,
+    ) -> ComponentColumns {
+        ComponentColumns { def: ComponentDef::new(name, fields), entities: entities.to_vec(), fields: values }
+    }
+
+    #[test]
+    fn ids_rows_and_table_order_survive() {
+        let e = |i| Entity::from_parts(i, i % 3);
+        // A: 5, 1, 3 (5 and 1 also have B); B: 1, 5; Tag: 3.
+        let a = comp("A", &[("x", FieldType::F32)], &[e(5), e(1), e(3)], vec![f32s(&[5.0, 1.0, 3.0])]);
+        let b = comp(
+            "B",
+            &[("s", FieldType::String)],
+            &[e(5), e(1)],
+            vec![FieldValues::Strings { lengths: vec![4, 3], text: b"fiveone".to_vec() }],
+        );
+        let tag = comp("Tag", &[], &[e(3)], vec![]);
+        let mut w = World::new();
+        w.import_columns(&ColumnarWorld { components: vec![a, b, tag], indexes: vec![] }).unwrap();
+        assert_eq!(w.len(), 3);
+        assert_eq!(w.get_field(e(1), "B", "s").unwrap(), Value::Str("one".into()));
+        assert_eq!(w.get_field(e(3), "A", "x").unwrap(), Value::Float(3.0));
+        // Row order per component is the input's: A lists 5, 1, then 3.
+        let order: Vec<Entity> = w.iter_entities().collect();
+        assert_eq!(order, [e(5), e(1), e(3)]);
+        // Dead indices are free, lowest first.
+        let next = w.spawn_values(&[]).unwrap();
+        assert_eq!(next, Entity::from_parts(0, 0));
+    }
+
+    #[test]
+    fn bad_columns_are_errors_and_change_nothing() {
+        let e = Entity::from_parts(1, 0);
+        let mut w = World::new();
+        let twice = comp("A", &[("x", FieldType::F32)], &[e, e], vec![f32s(&[1.0, 2.0])]);
+        let err = w.import_columns(&ColumnarWorld { components: vec![twice], indexes: vec![] }).unwrap_err();
+        assert!(matches!(err, SnapshotError::DuplicateEntity { row: 1, .. }), "{err}");
+        let short = comp("A", &[("x", FieldType::F32)], &[e], vec![f32s(&[])]);
+        assert!(w.import_columns(&ColumnarWorld { components: vec![short], indexes: vec![] }).is_err());
+        let gens = vec![comp("A", &[], &[e], vec![]), comp("B", &[], &[Entity::from_parts(1, 1)], vec![])];
+        assert!(w.import_columns(&ColumnarWorld { components: gens, indexes: vec![] }).is_err());
+        let bad_bool = comp("A", &[("b", FieldType::Bool)], &[e], vec![FieldValues::Plain(vec![7])]);
+        assert!(w.import_columns(&ColumnarWorld { components: vec![bad_bool], indexes: vec![] }).is_err());
+        assert!(w.is_empty() && w.components().is_empty());
+    }
+}

@@ -1,0 +1,174 @@
+//! CSV and JSON-lines files: one row per entity, values in the language's text forms.
+//!
+//! Floats are written in their shortest form that reads back as the same value (`0.1`, `3`,
+//! `NaN`, `inf`); vectors as `[x,y,z]`; a null entity as an empty CSV cell or JSON `null`. In
+//! JSON, non-finite floats are the strings `"NaN"`, `"inf"`, `"-inf"` (as in the engine's JSON
+//! worlds), since JSON numbers cannot hold them.
+
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::path::Path;
+
+use ecsdb_engine::World;
+
+use super::{entity_text, AnyColumn, ComponentPlan};
+use crate::error::TransferError;
+
+/// Which text format.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(super) enum Style {
+    Csv,
+    Jsonl,
+}
+
+/// Appends a float's shortest round-trip text; in JSON, non-finite values as strings.
+fn float(out: &mut Vec<u8>, x: impl std::fmt::Display + Copy, finite: bool, json: bool) {
+    if json && !finite {
+        out.push(b'"');
+        write!(out, "{x}").expect("writing to a Vec");
+        out.push(b'"');
+    } else {
+        write!(out, "{x}").expect("writing to a Vec");
+    }
+}
+
+/// Appends row `row` of a column as text (CSV cells unquoted: the caller quotes).
+fn value(out: &mut Vec<u8>, col: &AnyColumn<'_>, row: usize, json: bool) {
+    macro_rules! int {
+        ($c:expr) => {
+            write!(out, "{}", $c.get(row).expect("row in range")).expect("writing to a Vec")
+        };
+    }
+    match col {
+        AnyColumn::Bool(c) => out.extend_from_slice(if *c.get(row).expect("row") { b"true" } else { b"false" }),
+        AnyColumn::I8(c) => int!(c),
+        AnyColumn::I16(c) => int!(c),
+        AnyColumn::I32(c) => int!(c),
+        AnyColumn::I64(c) => int!(c),
+        AnyColumn::U8(c) => int!(c),
+        AnyColumn::U16(c) => int!(c),
+        AnyColumn::U32(c) => int!(c),
+        AnyColumn::U64(c) => int!(c),
+        AnyColumn::F32(c) => {
+            let x = *c.get(row).expect("row");
+            float(out, x, x.is_finite(), json)
+        }
+        AnyColumn::F64(c) => {
+            let x = *c.get(row).expect("row");
+            float(out, x, x.is_finite(), json)
+        }
+        AnyColumn::Str(c) => {
+            let s = c.get(row).expect("row");
+            if json {
+                serde_json::to_writer(&mut *out, s).expect("writing to a Vec");
+            } else {
+                out.extend_from_slice(s.as_bytes());
+            }
+        }
+        AnyColumn::Entity(c) => {
+            let e = *c.get(row).expect("row");
+            if e.is_null() {
+                if json {
+                    out.extend_from_slice(b"null");
+                }
+            } else {
+                let mut buf = [0u8; 24];
+                let t = entity_text(e, &mut buf);
+                if json {
+                    out.push(b'"');
+                }
+                out.extend_from_slice(t.as_bytes());
+                if json {
+                    out.push(b'"');
+                }
+            }
+        }
+        AnyColumn::Vec2(c) => vector(out, c.get(row).expect("row"), json),
+        AnyColumn::Vec3(c) => vector(out, c.get(row).expect("row"), json),
+    }
+}
+
+fn vector(out: &mut Vec<u8>, v: &[f32], json: bool) {
+    out.push(b'[');
+    for (i, x) in v.iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        float(out, *x, x.is_finite(), json);
+    }
+    out.push(b']');
+}
+
+/// Writes one component's CSV or JSON-lines file; returns its size in bytes.
+pub(super) fn write(
+    world: &World,
+    plan: &ComponentPlan<'_>,
+    path: &Path,
+    style: Style,
+    progress: &(dyn Fn(u64) + Sync),
+) -> Result<u64, TransferError> {
+    let io = |e: std::io::Error| TransferError::io(path, e);
+    let file = File::create(path).map_err(io)?;
+    let mut sink = BufWriter::with_capacity(1 << 20, file);
+    let names: Vec<&str> = plan.info.fields().iter().map(|f| f.name.as_str()).collect();
+    let mut written = 0u64;
+    let mut cell = Vec::with_capacity(64);
+    match style {
+        Style::Csv => {
+            let mut w = csv::WriterBuilder::new().from_writer(&mut sink);
+            let csv_err = |e: csv::Error| io(e.into());
+            w.write_field("entity").map_err(csv_err)?;
+            for n in &names {
+                w.write_field(n).map_err(csv_err)?;
+            }
+            w.write_record(None::<&[u8]>).map_err(csv_err)?;
+            for seg in &plan.segments {
+                let cols: Vec<AnyColumn<'_>> = (0..names.len()).map(|i| plan.column(world, seg, i)).collect();
+                let mut buf = [0u8; 24];
+                for (row, &e) in seg.entities.iter().enumerate() {
+                    w.write_field(entity_text(e, &mut buf)).map_err(csv_err)?;
+                    for c in &cols {
+                        cell.clear();
+                        value(&mut cell, c, row, false);
+                        w.write_field(&cell).map_err(csv_err)?;
+                    }
+                    w.write_record(None::<&[u8]>).map_err(csv_err)?;
+                }
+                progress(seg.entities.len() as u64);
+            }
+            w.flush().map_err(io)?;
+        }
+        Style::Jsonl => {
+            // The keys, quoted and escaped once.
+            let keys: Vec<Vec<u8>> = names
+                .iter()
+                .map(|n| {
+                    let mut k = b",".to_vec();
+                    serde_json::to_writer(&mut k, n).expect("writing to a Vec");
+                    k.push(b':');
+                    k
+                })
+                .collect();
+            for seg in &plan.segments {
+                let cols: Vec<AnyColumn<'_>> = (0..names.len()).map(|i| plan.column(world, seg, i)).collect();
+                let mut buf = [0u8; 24];
+                for (row, &e) in seg.entities.iter().enumerate() {
+                    cell.clear();
+                    cell.extend_from_slice(b"{\"entity\":\"");
+                    cell.extend_from_slice(entity_text(e, &mut buf).as_bytes());
+                    cell.push(b'"');
+                    for (k, c) in keys.iter().zip(&cols) {
+                        cell.extend_from_slice(k);
+                        value(&mut cell, c, row, true);
+                    }
+                    cell.extend_from_slice(b"}\n");
+                    sink.write_all(&cell).map_err(io)?;
+                }
+                progress(seg.entities.len() as u64);
+            }
+        }
+    }
+    sink.flush().map_err(io)?;
+    written += sink.get_ref().metadata().map_err(io)?.len();
+    Ok(written)
+}
