@@ -170,6 +170,7 @@ impl World {
         if id.index() >= self.components.len() {
             return Err(EngineError::Invalid(format!("unknown component id {}", id.index())));
         }
+        let tick = self.write_tick();
         let info = self.components.info(id);
         let Some(f) = info.fields().get(field).filter(|_| !info.is_opaque()) else {
             return Err(EngineError::Invalid(format!("component '{}' has no field {field}", info.name())));
@@ -184,7 +185,6 @@ impl World {
             )));
         }
         let offset = f.offset;
-        let tick = self.write_tick();
         let (column, rows): (&mut Column, std::borrow::Cow<'_, [u32]>) =
             match (at, info.storage()) {
                 (FieldRows::Table(table, rows), StorageKind::Table) => {
