@@ -121,7 +121,7 @@ impl OwnedValue {
     pub(crate) fn from_converted(info: &ComponentInfo, fields: Vec<(usize, FieldValue)>) -> OwnedValue {
         let layout = info.layout();
         let ptr = if layout.size() == 0 {
-            NonNull::new(layout.align() as *mut u8).expect("alignment is non-zero")
+            NonNull::new(std::ptr::without_provenance_mut(layout.align())).expect("alignment is non-zero")
         } else {
             // SAFETY: non-zero size.
             let p = unsafe { std::alloc::alloc(layout) };

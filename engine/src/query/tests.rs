@@ -98,3 +98,23 @@ fn parallel_writes_visit_each_row_once() {
     w.query::<&Pos>().for_each(|p| sum += p.x);
     assert_eq!(sum, 1200.0 + (0..12).sum::<i32>() as f32);
 }
+
+#[test]
+fn commands_queued_during_a_query_apply_after_it() {
+    let (mut w, es) = world();
+    let mut cmd = crate::CommandBuffer::new();
+    for (e, h, p) in w.query::<(Entity, &Hp, &Pos)>() {
+        if h.v > 3.0 {
+            cmd.despawn(e);
+        } else {
+            cmd.insert(e, Tag2);
+            cmd.remove::<Hp>(e);
+        }
+        cmd.spawn((Pos { x: p.x }, Label { s: "new".into() }));
+    }
+    cmd.apply(&mut w);
+    assert_eq!(w.len(), 12 - 2 + 4);
+    assert!(w.get::<Hp>(es[0]).is_err() && w.get::<Tag2>(es[0]).is_ok());
+    assert!(!w.is_alive(es[9]));
+    assert_eq!(w.query::<&Label>().filter(|l| l.s == "new").count(), 4);
+}

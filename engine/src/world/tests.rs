@@ -330,15 +330,17 @@ fn change_detection_survives_tick_wraparound() {
     assert_eq!(stale.iter(&w).count(), 1);
     // Far into the history, in hops shorter than the largest age: `old`'s ticks get clamped
     // on the way, and the counter's low 32 bits stop just short of wrapping.
-    let hop = (u32::MAX as u64 - 40) / 4;
+    let hop = (u32::MAX as u64 - 12) / 4;
     for _ in 0..4 {
         w.advance_change_tick(hop);
         assert_eq!(added.iter(&w).count(), 0, "a clamped row is still older than a recent run");
         assert_eq!(changed.iter(&w).count(), 0);
     }
-    assert!(w.change_tick() > u32::MAX - 50);
+    assert!(w.change_tick() > u32::MAX - 20);
     let mut ents = vec![old];
-    for step in 0..80u32 {
+    // Under Miri a few steps still cross the wrap.
+    let steps: u32 = if cfg!(miri) { 12 } else { 80 };
+    for step in 0..steps {
         // Every step: one spawn, one write of an older entity, and runs that take ticks.
         let e = w.spawn((Pos { x: step as f32, y: 0.0 }, Marked { n: step as i32 }));
         ents.push(e);
