@@ -382,11 +382,11 @@ mod big {
 }
 
 /// The query benchmark's generator (xorshift64*, same seed), so both suites see the same world.
-fn rows() -> Vec<Row> {
+pub(crate) fn rows() -> Vec<Row> {
     game_world(BIG_N)
 }
 
-fn big_world(rows: &[Row]) -> ecsdb::World {
+pub(crate) fn big_world(rows: &[Row]) -> ecsdb::World {
     use big::*;
     let mut w = ecsdb::World::new();
     register(&mut w);
