@@ -18,6 +18,7 @@ mod index;
 mod query;
 mod snapshot;
 mod spatial;
+mod transfer;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -43,6 +44,7 @@ const SUITES: &[(&str, SuiteFn)] = &[
     ("spatial", spatial::run),
     ("index", index::run),
     ("snapshot", snapshot::run),
+    ("transfer", transfer::run),
 ];
 
 const USAGE: &str = "usage: ecsdb-bench <suite|all> [--json FILE] [--time SECS] [--filter WORKLOAD]

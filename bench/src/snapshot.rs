@@ -382,11 +382,11 @@ mod big {
 }
 
 /// The game world of `BIG_N` entities (`data::game_world`), as the query suite sees it.
-fn rows() -> Vec<Row> {
+pub(crate) fn rows() -> Vec<Row> {
     game_world(BIG_N)
 }
 
-fn big_world(rows: &[Row]) -> ecsdb::World {
+pub(crate) fn big_world(rows: &[Row]) -> ecsdb::World {
     use big::*;
     let mut w = ecsdb::World::new();
     register(&mut w);
