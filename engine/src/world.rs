@@ -898,5 +898,6 @@ fn sparse_mut<'a>(
     sparse[i].get_or_insert_with(|| SparseSet::new(components.info(id)))
 }
 
+mod bulk;
 #[cfg(test)]
 mod tests;
