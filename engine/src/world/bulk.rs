@@ -72,10 +72,8 @@ impl World {
                 }
             }
         }
-        for c in 0..self.storage.sparse.len() {
-            if self.storage.sparse[c].is_none() {
-                continue;
-            }
+        let sparse: Vec<usize> = (0..self.storage.sparse.len()).filter(|&c| self.storage.sparse[c].is_some()).collect();
+        for c in sparse {
             for &e in targets {
                 if self.storage.sparse[c].as_ref().is_some_and(|s| s.contains(e)) {
                     self.note_removed(e, ComponentId(c as u32));
