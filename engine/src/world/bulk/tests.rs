@@ -23,7 +23,7 @@ fn world() -> World {
 /// Field values of component `name` made from `seed` (some fields left out: zero).
 fn fields(name: &str, seed: u32) -> Vec<(&'static str, Value)> {
     match name {
-        "A" if seed % 3 == 0 => vec![("s", Value::Str(format!("s{seed}")))],
+        "A" if seed.is_multiple_of(3) => vec![("s", Value::Str(format!("s{seed}")))],
         "A" => vec![("x", Value::Float(seed as f64 / 4.0)), ("s", Value::Str(format!("s{seed}")))],
         "B" => vec![("n", Value::Int(seed as i64 - 50))],
         "S" => vec![("n", Value::Int(seed as i64))],
