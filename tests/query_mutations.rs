@@ -308,3 +308,62 @@ fn sparse_and_typed_components_mutate() {
     assert_eq!(x(&mut db, "REMOVE Tag, Speed WHERE true").rows, [[i(2)]]);
     assert!(db.world().get::<Speed>(ent).is_err());
 }
+
+/// A world of many entities over several tables (with and without Frozen, Team, a sparse
+/// Tag), for statements whose targets span tables and are written in bulk.
+fn many() -> Database {
+    let mut db = world();
+    db.world_mut().define_component(&ComponentDef::new("Tag", &[("n", FieldType::U32)]).sparse()).unwrap();
+    let mut script = String::new();
+    for k in 0..300 {
+        let team = if k % 3 == 0 { "" } else { ", Team {name: 't'}" };
+        let frozen = if k % 4 == 0 { ", Frozen" } else { "" };
+        let tag = if k % 5 == 0 { ", Tag {n: 1}" } else { "" };
+        script.push_str(&format!("SPAWN Level {{value: {}}}, Health {{hp: {k}, max: 300}}{team}{frozen}{tag};", k % 4));
+    }
+    db.execute_script(&script).unwrap();
+    db
+}
+
+#[test]
+fn bulk_writes_fail_halfway_without_changing_anything() {
+    let mut db = many();
+    let none = Params::new();
+    // One value in the middle of the targets (entity 150) does not convert; every other would.
+    x(&mut db, "UPDATE Level SET value = 10 FROM 150v0");
+    fails_atomically(&mut db, "ADD Small {v: Level.value * 13}, Frozen", &none, ErrorKind::Type);
+    // Values that stop converting after many targets, in every table.
+    fails_atomically(
+        &mut db,
+        "ADD Tag {n: 200 - Health.hp}, Small {v: 1} WHERE Health.hp > 100",
+        &none,
+        ErrorKind::Type,
+    );
+    // A registered function that fails on its 200th call: the scan stops halfway through
+    // the targets, after many were found in several tables.
+    let calls = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counter = calls.clone();
+    db.register_function("fails_late", move |_| {
+        if counter.fetch_add(1, std::sync::atomic::Ordering::SeqCst) == 199 {
+            Err("too late".into())
+        } else {
+            Ok(Value::Bool(true))
+        }
+    });
+    for text in [
+        "DESPAWN WHERE fails_late(entity)",
+        "REMOVE Frozen, Team, Tag WHERE fails_late(entity)",
+        "ADD Small {v: 1}, Tag {n: 2} WHERE fails_late(entity)",
+    ] {
+        calls.store(0, std::sync::atomic::Ordering::SeqCst);
+        fails_atomically(&mut db, text, &none, ErrorKind::Constraint);
+    }
+    // The same statements with nothing failing write every target.
+    calls.store(1000, std::sync::atomic::Ordering::SeqCst);
+    assert_eq!(x(&mut db, "ADD Small {v: Level.value}, Tag {n: 2} WHERE Health.hp < 100").rows, [[i(103)]]);
+    assert_eq!(q(&db, "SELECT count(*), sum(Small.v), sum(Tag.n) FROM Small, Tag"), [[i(103), i(161), i(206)]]);
+    assert_eq!(x(&mut db, "REMOVE Frozen, Tag WHERE Health.hp >= 50").rows, [[i(131)]]);
+    assert_eq!(q(&db, "SELECT count(*) FROM Frozen"), [[i(14)]]);
+    assert_eq!(x(&mut db, "DESPAWN WHERE has(Team) AND Health.hp < 150").rows, [[i(103)]]);
+    assert_eq!(q(&db, "SELECT count(*), sum(Health.hp)"), [[i(200), f(37350.0)]]);
+}

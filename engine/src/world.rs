@@ -969,5 +969,6 @@ fn sparse_mut<'a>(
 mod columnar;
 pub use columnar::{FieldRows, TypedFieldValues};
 
+mod bulk;
 #[cfg(test)]
 mod tests;

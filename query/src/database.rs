@@ -162,14 +162,49 @@ impl Database {
     /// Runs a script of `;`-separated statements in order, stopping at the first error. Each
     /// statement is bound just before it runs, so it sees what earlier ones created. Error
     /// spans are relative to the whole script.
+    ///
+    /// Consecutive SPAWNs of the same components are checked one by one as they come and
+    /// written together, before the next statement of another kind runs (or an error is
+    /// returned): what is written is exactly what running them one by one writes.
     pub fn execute_script(&mut self, text: &str) -> Result<Vec<ResultSet>, Error> {
         let statements = parse::parse_script(text)?;
         let mut out = Vec::with_capacity(statements.len());
+        let mut batch = mutate::SpawnBatch::default();
+        let none = Params::new();
         for stmt in &statements {
-            let mut p = self.prepare_statement(stmt)?;
-            out.push(p.execute(self, &Params::new())?);
+            let step = self.prepare_statement(stmt).and_then(|mut p| {
+                if let Executable::Spawn(comps) = &p.exec {
+                    let params = resolve_params(&p.params, &none)?;
+                    return mutate::spawn_values(&self.world, comps, &params).map(Some);
+                }
+                self.flush_spawns(&mut batch, &mut out)?;
+                p.execute(self, &none).map(|rs| {
+                    out.push(rs);
+                    None
+                })
+            });
+            match step {
+                Ok(Some(spawn)) => {
+                    if !batch.accepts(&spawn) {
+                        self.flush_spawns(&mut batch, &mut out)?;
+                    }
+                    batch.push(spawn);
+                }
+                Ok(None) => {}
+                Err(e) => {
+                    self.flush_spawns(&mut batch, &mut out)?;
+                    return Err(e);
+                }
+            }
         }
+        self.flush_spawns(&mut batch, &mut out)?;
         Ok(out)
+    }
+
+    /// Writes the SPAWNs a script batched, appending their results.
+    fn flush_spawns(&mut self, batch: &mut mutate::SpawnBatch, out: &mut Vec<ResultSet>) -> Result<(), Error> {
+        out.extend(batch.flush(&mut self.world)?.into_iter().map(mutate::spawned));
+        Ok(())
     }
 
     /// Runs each statement of a script, calling `on_result(index, statement_span, &result)`

@@ -12,6 +12,8 @@ use std::ptr::NonNull;
 use crate::component::{ComponentInfo, DropFn};
 use crate::tick::Tick;
 
+mod bulk;
+
 /// One component's values for every row of a table (or a sparse set), plus change ticks.
 pub struct Column {
     data: NonNull<u8>,

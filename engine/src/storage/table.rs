@@ -4,6 +4,8 @@ use crate::component::{ComponentId, Components};
 use crate::entity::Entity;
 use crate::storage::Column;
 
+mod bulk;
+
 /// Index of a table in the world.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, PartialOrd, Ord)]
 pub struct TableId(pub u32);

@@ -48,9 +48,6 @@ fn targets(
     Ok((sink.entities, sink.values))
 }
 
-/// A component by name with its fields' values.
-type NamedValue = (String, Vec<(String, Value)>);
-
 fn count(n: usize) -> ResultSet {
     ResultSet { columns: vec!["count".into()], rows: vec![vec![Value::Int(n as i64)]] }
 }
@@ -59,40 +56,102 @@ fn conversion_error(e: ecsdb_engine::EngineError, at: &Expr) -> Error {
     Error::from(e).with_span(at.span)
 }
 
-/// Converts a component value's fields for one target (values in `values[k][target]`).
-fn convert_component(world: &World, c: &ComponentValue, values: &[Value]) -> Result<Vec<(String, Value)>, Error> {
+/// Converts a component value's fields for one target (`value(k)`: the value of its `k`-th
+/// field expression), ready for the engine's bulk writes.
+fn convert_component<'v>(
+    world: &World,
+    c: &ComponentValue,
+    value: impl Fn(usize) -> &'v Value,
+) -> Result<Vec<(usize, FieldValue)>, Error> {
     let info = world.components().info(c.id);
     let mut out = Vec::with_capacity(c.fields.len());
-    for ((index, expr), v) in c.fields.iter().zip(values) {
+    for (k, (index, expr)) in c.fields.iter().enumerate() {
         let field = info.fields().get(*index).ok_or_else(|| Error::internal("field index out of range"))?;
-        convert_value(info.name(), field, v).map_err(|e| conversion_error(e, expr))?;
-        out.push((field.name.clone(), v.clone()));
+        out.push((*index, convert_value(info.name(), field, value(k)).map_err(|e| conversion_error(e, expr))?));
     }
     Ok(out)
 }
 
-/// `SPAWN …`: one new entity.
-pub fn spawn(world: &mut World, comps: &[ComponentValue], params: &[Value]) -> Result<ResultSet, Error> {
+/// The checked values of one SPAWN: its components and their converted fields.
+pub struct SpawnValues {
+    /// The components, in statement order.
+    pub ids: Vec<ComponentId>,
+    /// Per component, its converted fields.
+    pub fields: Vec<Vec<(usize, FieldValue)>>,
+}
+
+/// The check phase of `SPAWN …`: every value computed and converted.
+pub fn spawn_values(world: &World, comps: &[ComponentValue], params: &[Value]) -> Result<SpawnValues, Error> {
     let ev = Evaluator::new(&NoRows, params);
-    let mut built: Vec<(String, Vec<(String, Value)>)> = Vec::with_capacity(comps.len());
+    let mut fields = Vec::with_capacity(comps.len());
     for c in comps {
         let values: Vec<Value> = c.fields.iter().map(|(_, e)| ev.eval_one(e)).collect::<Result<_, _>>()?;
-        built.push((c.name.clone(), convert_component(world, c, &values)?));
+        fields.push(convert_component(world, c, |k| &values[k])?);
     }
-    let fields: Vec<Vec<(&str, Value)>> =
-        built.iter().map(|(_, fs)| fs.iter().map(|(n, v)| (n.as_str(), v.clone())).collect()).collect();
-    let spec: Vec<(&str, &[(&str, Value)])> =
-        built.iter().zip(&fields).map(|((name, _), fs)| (name.as_str(), fs.as_slice())).collect();
-    let e = world.spawn_values(&spec)?;
-    Ok(ResultSet { columns: vec!["entity".into()], rows: vec![vec![Value::Entity(e)]] })
+    Ok(SpawnValues { ids: comps.iter().map(|c| c.id).collect(), fields })
+}
+
+/// The result of a SPAWN.
+pub fn spawned(e: Entity) -> ResultSet {
+    ResultSet { columns: vec!["entity".into()], rows: vec![vec![Value::Entity(e)]] }
+}
+
+/// `SPAWN …`: one new entity.
+pub fn spawn(world: &mut World, comps: &[ComponentValue], params: &[Value]) -> Result<ResultSet, Error> {
+    let v = spawn_values(world, comps, params)?;
+    let e = world.spawn_many(1, &v.ids, v.fields).map_err(write_failed)?;
+    Ok(spawned(e[0]))
+}
+
+/// SPAWNs whose checks passed, written together: consecutive SPAWNs of the same components
+/// (a script of many) become one bulk spawn into their table.
+#[derive(Default)]
+pub struct SpawnBatch {
+    ids: Vec<ComponentId>,
+    fields: Vec<Vec<(usize, FieldValue)>>,
+    len: usize,
+}
+
+impl SpawnBatch {
+    /// Whether `v` can join the batch (same components in the same order, or an empty batch).
+    pub fn accepts(&self, v: &SpawnValues) -> bool {
+        self.len == 0 || self.ids == v.ids
+    }
+
+    /// Adds a checked SPAWN; the caller checked [`SpawnBatch::accepts`].
+    pub fn push(&mut self, v: SpawnValues) {
+        debug_assert!(self.accepts(&v));
+        if self.len == 0 {
+            self.ids = v.ids;
+        }
+        self.fields.extend(v.fields);
+        self.len += 1;
+    }
+
+    /// Number of SPAWNs waiting.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether no SPAWN is waiting.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Spawns every waiting entity, in order; the batch is empty afterwards.
+    pub fn flush(&mut self, world: &mut World) -> Result<Vec<Entity>, Error> {
+        let n = std::mem::take(&mut self.len);
+        if n == 0 {
+            return Ok(Vec::new());
+        }
+        world.spawn_many(n, &self.ids, std::mem::take(&mut self.fields)).map_err(write_failed)
+    }
 }
 
 /// `DESPAWN …`.
 pub fn despawn(world: &mut World, scan: &ScanPlan, params: &[Value]) -> Result<ResultSet, Error> {
     let (entities, _) = targets(scan, world, params, &[])?;
-    for e in &entities {
-        world.despawn(*e).map_err(write_failed)?;
-    }
+    world.despawn_many(&entities).map_err(write_failed)?;
     Ok(count(entities.len()))
 }
 
@@ -101,25 +160,16 @@ pub fn add(world: &mut World, comps: &[ComponentValue], scan: &ScanPlan, params:
     let exprs: Vec<&Expr> = comps.iter().flat_map(|c| c.fields.iter().map(|(_, e)| e)).collect();
     let (entities, values) = targets(scan, world, params, &exprs)?;
     // Check every conversion for every target before the first write.
-    let mut plans: Vec<Vec<NamedValue>> = Vec::with_capacity(entities.len());
+    let mut fields: Vec<Vec<(usize, FieldValue)>> = Vec::with_capacity(entities.len() * comps.len());
     for t in 0..entities.len() {
         let mut k = 0;
-        let mut per_target = Vec::with_capacity(comps.len());
         for c in comps {
-            let vs: Vec<Value> =
-                (0..c.fields.len()).map(|i| values[k + i].get(t).cloned().unwrap_or(Value::Null)).collect();
+            fields.push(convert_component(world, c, |i| values[k + i].get(t).unwrap_or(&Value::Null))?);
             k += c.fields.len();
-            per_target.push((c.name.clone(), convert_component(world, c, &vs)?));
         }
-        plans.push(per_target);
     }
-    for (e, per_target) in entities.iter().zip(&plans) {
-        let fields: Vec<Vec<(&str, Value)>> =
-            per_target.iter().map(|(_, fs)| fs.iter().map(|(n, v)| (n.as_str(), v.clone())).collect()).collect();
-        let spec: Vec<(&str, &[(&str, Value)])> =
-            per_target.iter().zip(&fields).map(|((name, _), fs)| (name.as_str(), fs.as_slice())).collect();
-        world.insert_values(*e, &spec).map_err(write_failed)?;
-    }
+    let ids: Vec<ComponentId> = comps.iter().map(|c| c.id).collect();
+    world.insert_many(&entities, &ids, fields).map_err(write_failed)?;
     Ok(count(entities.len()))
 }
 
@@ -131,15 +181,8 @@ pub fn remove(
     params: &[Value],
 ) -> Result<ResultSet, Error> {
     let (entities, _) = targets(scan, world, params, &[])?;
-    let mut affected = 0;
-    for e in &entities {
-        let mut any = false;
-        for (id, _) in comps {
-            any |= world.remove_by_id(*e, *id).map_err(write_failed)?;
-        }
-        affected += any as usize;
-    }
-    Ok(count(affected))
+    let ids: Vec<ComponentId> = comps.iter().map(|(id, _)| *id).collect();
+    Ok(count(world.remove_many(&entities, &ids).map_err(write_failed)?))
 }
 
 /// A write failed after every check passed: a bug, reported rather than hidden.

@@ -13,7 +13,8 @@
 //! the language; the tests in `fast/tests.rs` compare both parsers on many generated and
 //! mutated statements.
 //!
-//! Taken: `SELECT` with `*` or expression items (`AS` aliases), `FROM` terms (`A`, `!A`,
+//! Taken: `SPAWN` with component values (`C`, `C {f: expr, …}`), alone or in scripts
+//! ([`parse_script_piece`]); `SELECT` with `*` or expression items (`AS` aliases), `FROM` terms (`A`, `!A`,
 //! `NOT A`, `?A`, `OPTIONAL A`, `A | B`), `WHERE`, `GROUP BY`, `ORDER BY … ASC/DESC`, `LIMIT`,
 //! `OFFSET`, an optional `;`. In expressions: names, fields `C.f`, calls, `count(*)`, `true`,
 //! `false`, `null`, `entity`, plain integers and decimals, strings, parameters, parentheses,
@@ -39,10 +40,38 @@ pub(crate) fn parse_statement(src: &str) -> Option<Statement> {
         return None;
     }
     let mut p = Fast { src, pos: 0, last_end: 0, depth: 0, spare_stacks: Vec::new() };
-    let select = p.select()?;
+    let statement = p.statement()?;
     p.eat_byte(b';');
     p.skip_whitespace();
-    (p.pos == src.len()).then_some(Statement::Select(select))
+    (p.pos == src.len()).then_some(statement)
+}
+
+/// The statements of `text[piece]`, a part of a script that starts and ends between
+/// statements (comments already blanked), with spans in `text`; `None` unless every statement
+/// in it is in the subset this parser takes.
+pub(crate) fn parse_script_piece(text: &str, piece: std::ops::Range<usize>) -> Option<Vec<Statement>> {
+    let src = &text[..piece.end];
+    if !src[piece.start..].is_ascii() {
+        return None;
+    }
+    let mut p = Fast { src, pos: piece.start, last_end: piece.start, depth: 0, spare_stacks: Vec::new() };
+    let mut statements = Vec::new();
+    loop {
+        match p.peek() {
+            None => return Some(statements),
+            Some(b';') => {
+                p.pos += 1;
+            }
+            Some(_) => {
+                statements.push(p.statement()?);
+                match p.peek() {
+                    None => return Some(statements),
+                    Some(b';') => p.pos += 1,
+                    Some(_) => return None,
+                }
+            }
+        }
+    }
 }
 
 /// Whether `word` is reserved: it cannot name a component, function or alias.
@@ -158,6 +187,44 @@ impl<'s> Fast<'s> {
     }
 
     // ----- statements ----------------------------------------------------------------------
+
+    fn statement(&mut self) -> Option<Statement> {
+        let word = self.peek_word()?;
+        if self.text(word).eq_ignore_ascii_case("spawn") {
+            self.spawn().map(Statement::Spawn)
+        } else {
+            self.select().map(Statement::Select)
+        }
+    }
+
+    fn spawn(&mut self) -> Option<Spawn> {
+        let start = self.eat_keyword("spawn")?.start;
+        let components = match self.peek() {
+            None | Some(b';') => Vec::new(),
+            Some(_) => self.list(Self::component_value)?,
+        };
+        Some(Spawn { components, span: Span::new(start, self.last_end) })
+    }
+
+    /// `C` or `C {field: value, …}`.
+    fn component_value(&mut self) -> Option<ComponentValue> {
+        let component = self.name()?;
+        let start = component.span.start;
+        let mut fields = Vec::new();
+        if self.eat_byte(b'{').is_some() && self.eat_byte(b'}').is_none() {
+            fields = self.list(Self::field_init)?;
+            self.eat_byte(b'}')?;
+        }
+        Some(ComponentValue { component, fields, span: Span::new(start, self.last_end) })
+    }
+
+    fn field_init(&mut self) -> Option<FieldInit> {
+        let field = self.any_name()?;
+        let start = field.span.start;
+        self.eat_byte(b':')?;
+        let value = self.expr()?;
+        Some(FieldInit { field, value, span: Span::new(start, self.last_end) })
+    }
 
     fn select(&mut self) -> Option<Select> {
         let start = self.eat_keyword("select")?.start;

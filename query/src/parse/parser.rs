@@ -48,6 +48,12 @@ pub(crate) enum Entry {
 /// parsed before any statement was built, a syntax error anywhere comes before an error found
 /// while building (an integer out of range, …).
 pub(crate) fn parse(src: &str, entry: Entry) -> Result<Vec<Statement>, Error> {
+    parse_with(src, entry, true)
+}
+
+/// [`parse`], where scripts use the hand-written parser for the pieces it takes only if
+/// `fast_scripts` (its tests compare both).
+pub(crate) fn parse_with(src: &str, entry: Entry, fast_scripts: bool) -> Result<Vec<Statement>, Error> {
     let Prepared { text, cuts } = prepare(src)?;
     let mut builder = Builder::default();
     let mut statements = Vec::new();
@@ -59,6 +65,15 @@ pub(crate) fn parse(src: &str, entry: Entry) -> Result<Vec<Statement>, Error> {
     let ends = cuts.iter().copied().chain(std::iter::once(text.len()));
     let mut built = Ok(());
     for piece in starts.zip(ends).map(|(start, end)| start..end) {
+        // Scripts of the statements the hand-written parser takes (SPAWNs, SELECTs) skip pest.
+        if fast_scripts && matches!(entry, Entry::Script) {
+            if let Some(mut fast) = super::fast::parse_script_piece(&text, piece.clone()) {
+                if built.is_ok() {
+                    statements.append(&mut fast);
+                }
+                continue;
+            }
+        }
         let mut pairs =
             Grammar::parse(rule, &text[piece.clone()]).map_err(|e| syntax_error(src, shift_error(e, piece.start)))?;
         if built.is_ok() {

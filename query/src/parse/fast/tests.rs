@@ -3,8 +3,8 @@
 //! language, then mutated (tokens dropped, repeated, swapped, replaced; bytes inserted and
 //! deleted), so both well-formed and broken text near the fast path's edges is compared.
 
-use super::super::parser::{parse, Entry};
-use super::parse_statement as fast;
+use super::super::parser::{parse, parse_with, Entry};
+use super::{parse_script_piece, parse_statement as fast};
 use crate::parse::ast::Statement;
 use proptest::prelude::Rng as _;
 use proptest::test_runner::{RngAlgorithm, TestRng};
@@ -279,6 +279,32 @@ fn select(rng: &mut Rng) -> Vec<String> {
     out
 }
 
+/// `SPAWN` with component values whose fields are generated expressions.
+fn spawn(rng: &mut Rng) -> Vec<String> {
+    let mut out = Vec::new();
+    push_keyword(rng, &mut out, "SPAWN");
+    if rng.chance(90) {
+        list(rng, &mut out, 3, |rng, out| {
+            out.push(rng.pick(NAMES).into());
+            if rng.chance(70) {
+                out.push("{".into());
+                if rng.chance(85) {
+                    list(rng, out, 3, |rng, out| {
+                        out.push(rng.pick(NAMES).into());
+                        out.push(":".into());
+                        expr(rng, 1, out);
+                    });
+                }
+                out.push("}".into());
+            }
+        });
+    }
+    if rng.chance(20) {
+        out.push(";".into());
+    }
+    out
+}
+
 /// `tokens` joined by whitespace of every kind, or none (most often where that does not
 /// glue two words or numbers into one).
 fn join(rng: &mut Rng, tokens: &[String]) -> String {
@@ -389,6 +415,50 @@ fn mutated_statements_parse_alike() {
 }
 
 #[test]
+fn generated_spawns_parse_alike() {
+    let mut rng = Rng::new(4);
+    let mut taken = 0;
+    let cases = cases() / 2;
+    for _ in 0..cases {
+        let mut tokens = spawn(&mut rng);
+        taken += usize::from(check(&join(&mut rng, &tokens)));
+        mutate(&mut rng, &mut tokens);
+        let mut text = join(&mut rng, &tokens);
+        check(&text);
+        mutate_bytes(&mut rng, &mut text);
+        check(&text);
+    }
+    assert!(taken * 4 > cases, "the fast path took only {taken} of {cases} SPAWNs");
+}
+
+/// Scripts of SPAWNs and SELECTs (some mutated): whatever the fast path takes, pest parses
+/// to the same statements.
+#[test]
+fn scripts_parse_alike() {
+    let mut rng = Rng::new(3);
+    let mut taken = 0;
+    let cases = cases() / 8;
+    for case in 0..cases {
+        let mut text = String::new();
+        for _ in 0..1 + rng.below(5) {
+            let mut tokens = if rng.chance(70) { spawn(&mut rng) } else { select(&mut rng) };
+            if case % 2 == 1 {
+                mutate(&mut rng, &mut tokens);
+            }
+            text.push_str(&join(&mut rng, &tokens));
+            text.push_str(";\n");
+        }
+        let Some(statements) = parse_script_piece(&text, 0..text.len()) else { continue };
+        taken += 1;
+        match parse_with(&text, Entry::Script, false) {
+            Ok(expected) => assert_eq!(statements, expected, "fast path and pest differ on {text:?}"),
+            Err(e) => panic!("the fast path took the script {text:?}, which pest rejects:\n{}", e.render(&text)),
+        }
+    }
+    assert!(taken * 20 > cases, "the fast path took only {taken} of {cases} scripts");
+}
+
+#[test]
 fn common_statements_take_the_fast_path() {
     for src in [
         "SELECT count(*) WHERE Health.hp < 50 AND Team.name = 'red'",
@@ -399,6 +469,9 @@ fn common_statements_take_the_fast_path() {
         "SELECT a FROM Optional, OPTIONAL Optional, optional | x",
         "SELECT Health . hp, count ( * ), count(x), f(), g(1, (2), h(3)) FROM Health",
         "SELECT 'a\\'b\\n', \"q\" as x",
+        "SPAWN",
+        "SPAWN A;",
+        "SPAWN Position {x: 1, y: -2.5, z: $z}, Velocity {}, Player, Name {value: 'z' || \"ig\"}",
     ] {
         assert!(check(src), "{src:?}");
     }
@@ -434,7 +507,10 @@ fn the_rest_goes_to_pest() {
         "SELECT a AS select",
         "SELECT count(*",
         "SELECT f(a,)",
-        "SPAWN A",
+        "SPAWN A {x: [1, 2]}",
+        "SPAWN A {x: 1,}",
+        "SPAWN A B",
+        "SPAWN select",
         "EXPLAIN SELECT a",
         "A, B",
     ] {

@@ -1,0 +1,368 @@
+//! Structural changes to many entities in one call: the write phase of text statements that
+//! spawn, despawn, add or remove for many targets.
+//!
+//! Each operation checks everything first (live, distinct targets; well-formed values) and
+//! fails before changing anything, then works table by table: the targets' rows of one source
+//! table move to their destination table together (one destination lookup per source table,
+//! values copied as runs of consecutive rows), and are removed from the source by swap-remove
+//! from the highest row down. The results equal the one-entity operations' (values, ticks,
+//! index hooks), except for the order of rows within a table.
+
+use super::{sparse_mut, OwnedValue, Storage, World};
+use crate::component::{ComponentId, ComponentInfo, StorageKind};
+use crate::entity::{Entity, EntityLocation};
+use crate::error::{EngineError, Result};
+use crate::storage::TableId;
+use crate::value::FieldValue;
+
+/// Converted field values of one component for one entity (see [`World::convert_fields`]).
+type ComponentFields = Vec<(usize, FieldValue)>;
+
+/// The targets of one source table: their rows (ascending) and their positions in the
+/// caller's target list.
+struct TableTargets {
+    table: TableId,
+    rows: Vec<u32>,
+    targets: Vec<usize>,
+}
+
+impl World {
+    /// Groups live, distinct targets by table, rows ascending; fails (changing nothing) on a
+    /// stale or repeated entity.
+    fn group_targets(&self, targets: &[Entity]) -> Result<Vec<TableTargets>> {
+        let mut located: Vec<(u32, u32, usize)> = Vec::with_capacity(targets.len());
+        for (i, &e) in targets.iter().enumerate() {
+            let loc = self.location(e)?;
+            located.push((loc.table, loc.row, i));
+        }
+        // Scans hand targets over in table and row order already: this sort is a check.
+        located.sort_unstable();
+        let mut groups: Vec<TableTargets> = Vec::new();
+        for (k, &(table, row, i)) in located.iter().enumerate() {
+            if k > 0 && located[k - 1].0 == table && located[k - 1].1 == row {
+                return Err(EngineError::Invalid(format!("entity {} given twice", targets[i])));
+            }
+            match groups.last_mut() {
+                Some(g) if g.table.0 == table => {
+                    g.rows.push(row);
+                    g.targets.push(i);
+                }
+                _ => groups.push(TableTargets { table: TableId(table), rows: vec![row], targets: vec![i] }),
+            }
+        }
+        Ok(groups)
+    }
+
+    /// Records the new rows of entities moved by a bulk operation.
+    fn set_rows(&mut self, table: TableId, first: usize, moved: impl Iterator<Item = Entity>) {
+        for (k, e) in moved.enumerate() {
+            self.entities.set_location(e.index(), EntityLocation { table: table.0, row: (first + k) as u32 });
+        }
+    }
+
+    /// Despawns every target, dropping their components; as [`World::despawn`] on each, but
+    /// table by table. Fails, changing nothing, if a target is stale or repeated.
+    pub fn despawn_many(&mut self, targets: &[Entity]) -> Result<()> {
+        let groups = self.group_targets(targets)?;
+        for g in &groups {
+            let components = self.storage.tables[g.table.index()].components().to_vec();
+            for &i in &g.targets {
+                for &c in &components {
+                    self.note_removed(targets[i], c);
+                }
+            }
+        }
+        let sparse: Vec<usize> = (0..self.storage.sparse.len()).filter(|&c| self.storage.sparse[c].is_some()).collect();
+        for c in sparse {
+            for &e in targets {
+                if self.storage.sparse[c].as_ref().is_some_and(|s| s.contains(e)) {
+                    self.note_removed(e, ComponentId(c as u32));
+                    self.storage.sparse[c].as_mut().expect("checked above").remove(e, None);
+                }
+            }
+        }
+        for g in &groups {
+            let Self { storage, entities, .. } = self;
+            storage.tables[g.table.index()].remove_rows(&g.rows, |e, row| {
+                entities.set_location(e.index(), EntityLocation { table: g.table.0, row: row as u32 })
+            });
+        }
+        for &e in targets {
+            self.entities.free(e);
+        }
+        Ok(())
+    }
+
+    /// Removes the components `ids` from every target; as [`World::remove_by_id`] on each
+    /// target and id, but table by table. Returns how many targets had at least one of them.
+    /// Fails, changing nothing, if a target is stale or repeated.
+    pub fn remove_many(&mut self, targets: &[Entity], ids: &[ComponentId]) -> Result<usize> {
+        let groups = self.group_targets(targets)?;
+        let mut had = vec![false; targets.len()];
+        for &id in ids {
+            if self.components.info(id).storage() != StorageKind::Sparse {
+                continue;
+            }
+            for (i, &e) in targets.iter().enumerate() {
+                if self.sparse_set(id).is_some_and(|s| s.contains(e)) {
+                    self.note_removed(e, id);
+                    self.storage.sparse[id.index()].as_mut().expect("contains it").remove(e, None);
+                    had[i] = true;
+                }
+            }
+        }
+        for g in groups {
+            let from = &self.storage.tables[g.table.index()];
+            let removed: Vec<ComponentId> = from.components().iter().copied().filter(|c| ids.contains(c)).collect();
+            if removed.is_empty() {
+                continue;
+            }
+            let set: Vec<ComponentId> = from.components().iter().copied().filter(|c| !ids.contains(c)).collect();
+            for &i in &g.targets {
+                had[i] = true;
+                for &c in &removed {
+                    self.note_removed(targets[i], c);
+                }
+            }
+            let to = self.storage.table_for(&set, &self.components);
+            self.move_group(&g, to, targets);
+        }
+        Ok(had.into_iter().filter(|&h| h).count())
+    }
+
+    /// Moves a group's rows to `to` (no new columns) and fixes every location.
+    fn move_group(&mut self, g: &TableTargets, to: TableId, targets: &[Entity]) -> usize {
+        let Self { storage, entities, .. } = self;
+        let (from, dst) = storage.two_tables(g.table, to);
+        let first = from.move_rows(&g.rows, dst, |e, row| {
+            entities.set_location(e.index(), EntityLocation { table: g.table.0, row: row as u32 })
+        });
+        self.set_rows(to, first, g.targets.iter().map(|&i| targets[i]));
+        first
+    }
+
+    /// Adds (or overwrites) components on every target; as [`World::insert_values`] on each,
+    /// but table by table. `components` lists the component ids; `values[t * k + j]` holds
+    /// target `t`'s converted fields of component `j` (`k = components.len()`; fields left
+    /// out are zero). Fails, changing nothing, if a target is stale or repeated, a component
+    /// is opaque or listed twice, or a value does not fit its field.
+    pub fn insert_many(
+        &mut self,
+        targets: &[Entity],
+        components: &[ComponentId],
+        values: Vec<Vec<(usize, FieldValue)>>,
+    ) -> Result<()> {
+        self.check_component_values(components, &values, targets.len())?;
+        let groups = self.group_targets(targets)?;
+        let tick = self.change_tick();
+        let k = components.len();
+        let mut values: Vec<Option<ComponentFields>> = values.into_iter().map(Some).collect();
+        let table_ids: Vec<ComponentId> =
+            components.iter().copied().filter(|&c| self.components.info(c).storage() == StorageKind::Table).collect();
+        for g in &groups {
+            let from = g.table;
+            let mut set: Vec<ComponentId> = self.storage.tables[from.index()].components().to_vec();
+            let had: Vec<bool> = components.iter().map(|&c| set.contains(&c)).collect();
+            set.extend_from_slice(&table_ids);
+            set.sort_unstable();
+            set.dedup();
+            let to = self.storage.table_for(&set, &self.components);
+            let first = if to == from { None } else { Some(self.move_group(g, to, targets)) };
+            let Storage { tables, sparse, .. } = &mut self.storage;
+            let dst = &mut tables[to.index()];
+            for (j, &c) in components.iter().enumerate() {
+                let info = self.components.info(c);
+                let mut take = |i: usize| values[i * k + j].take().expect("each value is used once");
+                match (info.storage(), first) {
+                    (StorageKind::Sparse, _) => {
+                        for &i in &g.targets {
+                            let v = OwnedValue::from_converted(info, take(i));
+                            let set = sparse_mut(sparse, c, &self.components);
+                            // SAFETY: a valid value of `c`, given up below (not dropped).
+                            unsafe { set.insert(targets[i], v.ptr.as_ptr(), tick) };
+                            forget(v);
+                        }
+                    }
+                    // A new column of the destination: one value pushed per moved row, in order.
+                    (StorageKind::Table, Some(_)) if !had[j] => {
+                        let col = dst.column_mut(c).expect("destination has every added component");
+                        col.reserve(g.targets.len());
+                        for &i in &g.targets {
+                            // SAFETY: the zero value is written into the fresh row, then
+                            // fields converted for this component over it.
+                            unsafe {
+                                let p = col.push_uninit(tick);
+                                write_value(info, p, take(i));
+                            }
+                        }
+                    }
+                    // A component the rows had: overwritten where they are now.
+                    (StorageKind::Table, _) => {
+                        let col = dst.column_mut(c).expect("destination has every added component");
+                        for (n, &i) in g.targets.iter().enumerate() {
+                            let row = match first {
+                                Some(f) => f + n,
+                                None => g.rows[n] as usize,
+                            };
+                            let v = OwnedValue::from_converted(info, take(i));
+                            // SAFETY: a valid value of `c`, given up below (not dropped).
+                            unsafe { col.replace(row, v.ptr.as_ptr(), tick) };
+                            forget(v);
+                        }
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Spawns `n` entities, each with `components` (`values[t * k + j]`: entity `t`'s
+    /// converted fields of component `j`, as for [`World::insert_many`]), straight into their
+    /// table. Returns the new entities in order. Fails, changing nothing, if a component is
+    /// opaque or listed twice or a value does not fit its field.
+    pub fn spawn_many(
+        &mut self,
+        n: usize,
+        components: &[ComponentId],
+        values: Vec<Vec<(usize, FieldValue)>>,
+    ) -> Result<Vec<Entity>> {
+        let k = components.len();
+        self.check_component_values(components, &values, n)?;
+        let mut set: Vec<ComponentId> =
+            components.iter().copied().filter(|&c| self.components.info(c).storage() == StorageKind::Table).collect();
+        set.sort_unstable();
+        let table = self.storage.table_for(&set, &self.components);
+        let tick = self.change_tick();
+        let first = self.storage.tables[table.index()].len();
+        let mut spawned = Vec::with_capacity(n);
+        self.entities.reserve(n);
+        for t in 0..n {
+            let e = self.entities.alloc();
+            self.entities.set_location(e.index(), EntityLocation { table: table.0, row: (first + t) as u32 });
+            self.storage.tables[table.index()].push_entity(e);
+            spawned.push(e);
+        }
+        let Storage { tables, sparse, .. } = &mut self.storage;
+        let dst = &mut tables[table.index()];
+        let mut values = values.into_iter();
+        let mut per_component: Vec<Vec<ComponentFields>> = (0..k).map(|_| Vec::with_capacity(n)).collect();
+        for _ in 0..n {
+            for list in per_component.iter_mut() {
+                list.push(values.next().expect("length checked"));
+            }
+        }
+        for (j, (&c, list)) in components.iter().zip(per_component).enumerate() {
+            let info = self.components.info(c);
+            debug_assert!(!components[..j].contains(&c));
+            match info.storage() {
+                StorageKind::Table => {
+                    let col = dst.column_mut(c).expect("the table has every component");
+                    col.reserve(n);
+                    for fields in list {
+                        // SAFETY: the zero value is written into the fresh row, then fields
+                        // converted for this component over it.
+                        unsafe {
+                            let p = col.push_uninit(tick);
+                            write_value(info, p, fields);
+                        }
+                    }
+                }
+                StorageKind::Sparse => {
+                    for (&e, fields) in spawned.iter().zip(list) {
+                        let v = OwnedValue::from_converted(info, fields);
+                        let s = sparse_mut(sparse, c, &self.components);
+                        // SAFETY: a valid value of `c`, given up below (not dropped).
+                        unsafe { s.insert(e, v.ptr.as_ptr(), tick) };
+                        forget(v);
+                    }
+                }
+            }
+        }
+        Ok(spawned)
+    }
+
+    /// The checks of [`World::insert_many`] and [`World::spawn_many`] on their components and
+    /// values, for `n` entities.
+    fn check_component_values(&self, components: &[ComponentId], values: &[ComponentFields], n: usize) -> Result<()> {
+        if values.len() != n * components.len() {
+            return Err(EngineError::Invalid(format!(
+                "{} component values for {n} entities of {} components",
+                values.len(),
+                components.len()
+            )));
+        }
+        for (j, &c) in components.iter().enumerate() {
+            if c.index() >= self.components.len() {
+                return Err(EngineError::Invalid(format!("no component with id {}", c.index())));
+            }
+            let info = self.components.info(c);
+            if info.is_opaque() {
+                return Err(EngineError::Opaque(info.name().to_string()));
+            }
+            if components[..j].contains(&c) {
+                return Err(EngineError::Invalid(format!("component '{}' given twice", info.name())));
+            }
+        }
+        if components.is_empty() {
+            return Ok(());
+        }
+        for (v, fields) in values.iter().enumerate() {
+            check_fields(self.components.info(components[v % components.len()]), fields)?;
+        }
+        Ok(())
+    }
+}
+
+/// A converted value must have been converted for its field: the right kind and size, each
+/// field at most once.
+fn check_fields(info: &ComponentInfo, fields: &ComponentFields) -> Result<()> {
+    for (n, (idx, fv)) in fields.iter().enumerate() {
+        let field = info
+            .fields()
+            .get(*idx)
+            .ok_or_else(|| EngineError::Invalid(format!("component '{}' has no field number {idx}", info.name())))?;
+        if fields[..n].iter().any(|(i, _)| i == idx) {
+            return Err(EngineError::DuplicateField { component: info.name().to_string(), field: field.name.clone() });
+        }
+        let fits = match fv {
+            FieldValue::Str(_) => field.ty == crate::component::FieldType::String,
+            FieldValue::Plain(_, size) => {
+                field.ty != crate::component::FieldType::String && *size as usize == field.ty.layout().size()
+            }
+        };
+        if !fits {
+            return Err(EngineError::Invalid(format!(
+                "a value converted for another type written to {}.{}",
+                info.name(),
+                field.name
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Writes the component's zero value with `fields` over it to `dst`.
+///
+/// # Safety
+/// `dst` must be valid for writes of the component's size, aligned, and hold nothing that
+/// needs dropping; `fields` must have passed [`check_fields`] for `info`, which must not be
+/// opaque.
+unsafe fn write_value(info: &ComponentInfo, dst: *mut u8, fields: ComponentFields) {
+    // SAFETY: forwarded from the caller; after `write_zero` the value is initialised, and each
+    // field value fits its field.
+    unsafe {
+        info.write_zero(dst);
+        for (idx, fv) in fields {
+            fv.write(dst, &info.fields()[idx]);
+        }
+    }
+}
+
+/// Gives up an owned value whose bytes were moved into storage: its memory is freed, the
+/// value is not dropped.
+fn forget(mut v: OwnedValue) {
+    v.live = false;
+}
+
+#[cfg(test)]
+mod tests;
