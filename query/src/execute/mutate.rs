@@ -6,7 +6,7 @@
 //! here, with the span of the text responsible. **Write**: apply the changes through the
 //! engine's infallible-after-checks paths. A statement therefore changes everything or nothing.
 
-use ecsdb_engine::{convert_value, ComponentId, Entity, Value, World};
+use ecsdb_engine::{convert_value, ComponentId, Entity, FieldValue, Value, World};
 
 use crate::error::{Error, ErrorKind};
 use crate::execute::scan::{run_scan, Sink, TableCtx};
