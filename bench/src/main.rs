@@ -14,6 +14,7 @@ mod data;
 mod ecs;
 mod harness;
 mod index;
+mod live;
 mod query;
 mod snapshot;
 mod spatial;
@@ -42,6 +43,7 @@ const SUITES: &[(&str, SuiteFn)] = &[
     ("spatial", spatial::run),
     ("index", index::run),
     ("snapshot", snapshot::run),
+    ("live", live::run),
 ];
 
 const USAGE: &str = "usage: ecsdb-bench <suite|all> [--json FILE] [--time SECS] [--filter WORKLOAD]
