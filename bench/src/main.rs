@@ -16,6 +16,7 @@ mod ecs;
 mod expr;
 mod harness;
 mod index;
+mod live;
 mod query;
 mod snapshot;
 mod spatial;
@@ -47,6 +48,7 @@ const SUITES: &[(&str, SuiteFn)] = &[
     ("index", index::run),
     ("snapshot", snapshot::run),
     ("transfer", transfer::run),
+    ("live", live::run),
 ];
 
 const USAGE: &str = "usage: ecsdb-bench <suite|all> [--json FILE] [--time SECS] [--filter WORKLOAD]
