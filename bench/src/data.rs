@@ -53,3 +53,11 @@ pub fn game_world(n: usize) -> Vec<Row> {
         })
         .collect()
 }
+
+/// The name of the game world's entity `i` (the expr suite's `Name` component): 2 to 7
+/// lowercase letters from a hash of `i`, so the first rows' names stay the same whatever `n`.
+pub fn entity_name(i: usize) -> String {
+    let mut rng = Rng((i as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ 0xd1b5_4a32_d192_ed03);
+    let len = 2 + (rng.next() % 6) as usize;
+    (0..len).map(|_| (b'a' + (rng.next() % 26) as u8) as char).collect()
+}

@@ -238,6 +238,22 @@ pub fn batched<'a, I, O>(mut setup: impl FnMut() -> I + 'a, mut routine: impl Fn
     })
 }
 
+/// A sampler for writes: `reset` puts the state back before every iteration (not timed),
+/// then `routine` changes it (timed); what `routine` returns is dropped after the clock stops.
+pub fn reset_each<'a, O>(mut reset: impl FnMut() + 'a, mut routine: impl FnMut() -> O + 'a) -> Sampler<'a> {
+    Box::new(move |iters| {
+        let mut total = Duration::ZERO;
+        for _ in 0..iters {
+            reset();
+            let start = Instant::now();
+            let out = black_box(routine());
+            total += start.elapsed();
+            drop(out);
+        }
+        total
+    })
+}
+
 fn library_rank(name: &str) -> (usize, usize) {
     let base = name.split_once('-').map_or(name, |(b, _)| b);
     let variant = usize::from(base != name);

@@ -12,6 +12,7 @@
 
 mod data;
 mod ecs;
+mod expr;
 mod harness;
 mod index;
 mod query;
@@ -39,6 +40,7 @@ const ALLOCATOR_NAME: &str = if cfg!(all(target_os = "linux", target_env = "gnu"
 const SUITES: &[(&str, SuiteFn)] = &[
     ("ecs", ecs::run),
     ("query", query::run),
+    ("expr", expr::run),
     ("spatial", spatial::run),
     ("index", index::run),
     ("snapshot", snapshot::run),
