@@ -60,7 +60,7 @@ pub use snapshot::{
 };
 pub use tick::{is_newer, Mut, Tick};
 pub use value::{convert_value, read_field, read_object, FieldValue, Value, ValueType};
-pub use world::{FieldRows, TypedFieldValues, MemoryUsage, World};
+pub use world::{FieldRows, MemoryUsage, TypedFieldValues, World};
 
 #[doc(hidden)]
 pub mod __private {

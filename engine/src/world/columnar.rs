@@ -239,10 +239,17 @@ mod tests {
         assert!(world.write_field_rows(id, 1, FieldRows::Table(table, &[0]), TypedFieldValues::I64(vec![1])).is_err());
         assert!(world.write_field_rows(id, 7, FieldRows::Table(table, &[0]), TypedFieldValues::I32(vec![1])).is_err());
         assert!(world.write_field_rows(id, 1, FieldRows::Table(table, &[5]), TypedFieldValues::I32(vec![1])).is_err());
-        assert!(world.write_field_rows(id, 1, FieldRows::Table(table, &[0, 1]), TypedFieldValues::I32(vec![1])).is_err());
+        assert!(world
+            .write_field_rows(id, 1, FieldRows::Table(table, &[0, 1]), TypedFieldValues::I32(vec![1]))
+            .is_err());
         assert_eq!(world.get_field(a, "N", "v").unwrap(), Value::Int(0));
         world
-            .write_field_rows(id, 0, FieldRows::Table(table, &[1, 0]), TypedFieldValues::Str(vec!["B".into(), "A".into()]))
+            .write_field_rows(
+                id,
+                0,
+                FieldRows::Table(table, &[1, 0]),
+                TypedFieldValues::Str(vec!["B".into(), "A".into()]),
+            )
             .unwrap();
         assert_eq!(world.get_field(a, "N", "name").unwrap(), Value::Str("A".into()));
         assert_eq!(world.get_field(b, "N", "name").unwrap(), Value::Str("B".into()));

@@ -9,7 +9,9 @@
 //! change detection read. Every target's new values are computed from the state before the
 //! statement, and a failing statement changes nothing.
 
-use ecsdb_engine::{convert_value, ComponentId, Entity, FieldInfo, FieldRows, FieldType, TypedFieldValues, Value, World};
+use ecsdb_engine::{
+    convert_value, ComponentId, Entity, FieldInfo, FieldRows, FieldType, TypedFieldValues, Value, World,
+};
 
 use crate::error::{Error, ErrorKind};
 use crate::execute::scan::{run_scan, Sink, SlotReader, TableCtx};
