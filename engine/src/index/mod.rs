@@ -15,6 +15,7 @@
 //! | [`IndexKind::Bitmap`] | roaring | one field of a low-cardinality type (bool, integers, floats, strings, entities), or no field: presence of a component/tag | [`Eq`], [`In`], [`NotEq`], [`Present`] |
 //! | [`IndexKind::Btree`] | `BTreeMap<key, entity set>` | one orderable field (as for bitmap) | [`Eq`], [`In`], [`NotEq`], [`Range`], [`Ordered`] (ordered), [`Present`] |
 //! | [`IndexKind::Function`] | roaring | a Rust predicate over one component, registered by name | [`Function`], [`Present`] |
+//! | [`IndexKind::Relation`] | roaring, as bitmap | one `entity` field: target → referrers | [`Eq`], [`In`]; hierarchy walks through [`IndexReader::descendants`] |
 //!
 //! [`WithinRadius`]: IndexPredicate::WithinRadius
 //! [`InsideBox`]: IndexPredicate::InsideBox
@@ -156,6 +157,7 @@ mod btree;
 mod function;
 pub mod keys;
 mod registry;
+mod relation;
 mod rtree;
 
 use std::fmt;
@@ -358,19 +360,23 @@ pub enum IndexKind {
     Btree,
     /// A Rust predicate over a component, registered by name.
     Function,
+    /// Target → referrers of an `entity` field: `=`, `IN`, walks down hierarchies.
+    Relation,
 }
 
 impl IndexKind {
     /// Every kind.
-    pub const ALL: [IndexKind; 4] = [IndexKind::Rtree, IndexKind::Bitmap, IndexKind::Btree, IndexKind::Function];
+    pub const ALL: [IndexKind; 5] =
+        [IndexKind::Rtree, IndexKind::Bitmap, IndexKind::Btree, IndexKind::Function, IndexKind::Relation];
 
-    /// The name used in the language (`rtree`, `bitmap`, `btree`, `function`).
+    /// The name used in the language (`rtree`, `bitmap`, `btree`, `function`, `relation`).
     pub fn name(self) -> &'static str {
         match self {
             IndexKind::Rtree => "rtree",
             IndexKind::Bitmap => "bitmap",
             IndexKind::Btree => "btree",
             IndexKind::Function => "function",
+            IndexKind::Relation => "relation",
         }
     }
 
