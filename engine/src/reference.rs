@@ -397,7 +397,11 @@ impl World {
     fn validate_reference(&self, r: &Reference) -> Result<()> {
         let mut writes = Vec::new();
         self.for_each_entity_field(r.component, r.field, |e, t| {
-            writes.push(ReferenceWrite { entity: Some(e), component: r.component, field: r.field, target: t })
+            // A `NO ACTION` handle may dangle (its target was despawned): it reads as null.
+            let dangling_allowed = r.on_delete == OnDelete::NoAction && !t.is_null() && !self.is_alive(t);
+            if !dangling_allowed {
+                writes.push(ReferenceWrite { entity: Some(e), component: r.component, field: r.field, target: t });
+            }
         });
         self.check_writes_against(&writes, std::slice::from_ref(r))
     }
@@ -406,17 +410,7 @@ impl World {
     /// loops on `ACYCLIC` fields): finds violations made by typed writes, which are not checked
     /// as they happen. Dangling `NO ACTION` handles left by despawns are allowed.
     pub fn validate_references(&self) -> Result<()> {
-        for r in &self.references.list {
-            let mut writes = Vec::new();
-            self.for_each_entity_field(r.component, r.field, |e, t| {
-                let dangling_allowed = r.on_delete == OnDelete::NoAction && !t.is_null() && !self.is_alive(t);
-                if !dangling_allowed {
-                    writes.push(ReferenceWrite { entity: Some(e), component: r.component, field: r.field, target: t });
-                }
-            });
-            self.check_writes_against(&writes, std::slice::from_ref(r))?;
-        }
-        Ok(())
+        self.references.list.iter().try_for_each(|r| self.validate_reference(r))
     }
 
     /// Checks the references a statement would write, together, on its final state: each

@@ -166,3 +166,31 @@ fn hierarchy_walks_with_and_without_the_index() {
         }
     }
 }
+
+#[test]
+fn snapshots_keep_references_and_relation_indexes() {
+    let mut w = world_with(OnDelete::Cascade, true, true);
+    w.define_component(&ComponentDef::new("Owner", &[("who", FieldType::Entity)])).unwrap();
+    w.declare_reference(&ReferenceDef::new("Owner", "who", OnDelete::SetNull, false)).unwrap();
+    let root = w.spawn_values(&[]).unwrap();
+    let a = child(&mut w, root);
+    let dog = w.spawn_values(&[("Owner", &[("who", Value::Entity(a))])]).unwrap();
+    let opts = crate::SaveOptions::default();
+    for bytes in [w.save_to_vec(&opts).unwrap(), w.to_json().unwrap().into_bytes()] {
+        let mut back = if bytes.starts_with(&crate::snapshot::MAGIC) {
+            World::load_from_bytes(&bytes).unwrap()
+        } else {
+            World::from_json(std::str::from_utf8(&bytes).unwrap()).unwrap()
+        };
+        assert_eq!(back.reference_definitions(), w.reference_definitions());
+        assert_eq!(back.indexes().len(), 1);
+        assert_eq!(back.despawn_many(&[root]).unwrap(), 2);
+        let owner = back.component_id("Owner").unwrap();
+        assert_eq!(back.entity_field(dog, owner, 0), Some(Entity::NULL));
+    }
+    // A world without references writes the index section as before (version 1).
+    let mut plain = World::new();
+    plain.define_component(&ComponentDef::new("ChildOf", &[("parent", FieldType::Entity)])).unwrap();
+    let bytes = plain.save_to_vec(&opts).unwrap();
+    assert_eq!(bytes[bytes.len() - 12..bytes.len() - 8], 1u32.to_le_bytes());
+}
