@@ -227,6 +227,23 @@ impl World {
         Some(unsafe { std::ptr::read_unaligned(ptr.add(f.offset) as *const Entity) })
     }
 
+    /// Field `field` of `e`'s component `id` as a value: `Ok(None)` when `e` is not alive or
+    /// lacks the component; an error for an unreadable value (a u64 above i64::MAX) or a field
+    /// position out of range. Paths read through this.
+    pub fn field_value(&self, e: Entity, id: ComponentId, field: usize) -> Result<Option<Value>> {
+        let info = self.components.info(id);
+        let Some(f) = info.fields().get(field) else {
+            return Err(EngineError::Invalid(format!("component '{}' has no field #{field}", info.name())));
+        };
+        let Some(ptr) = self.component_ptr(e, id).ok().flatten() else { return Ok(None) };
+        // SAFETY: `ptr` is a live value of component `id`, which `f` belongs to.
+        unsafe { crate::value::read_field(ptr, f) }.map(Some).map_err(|ty| EngineError::OutOfRange {
+            component: info.name().to_string(),
+            field: f.name.clone(),
+            ty,
+        })
+    }
+
     /// The live entity `e`'s `id.field` points at: `None` for a null or dead target, or when
     /// `e` lacks the component.
     pub fn live_target(&self, e: Entity, id: ComponentId, field: usize) -> Option<Entity> {

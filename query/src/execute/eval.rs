@@ -6,10 +6,10 @@
 //! ([`NoRows`], for constants). `AND` and `OR` evaluate their right side only for the rows the
 //! left side does not decide.
 
-use ecsdb_engine::Value;
+use ecsdb_engine::{Value, World};
 
 use crate::error::{Error, ErrorKind};
-use crate::execute::ops;
+use crate::execute::{ops, relations};
 use crate::functions::Function;
 use crate::plan::logical::{BinaryOp, Expr, ExprKind};
 
@@ -18,6 +18,12 @@ use crate::plan::logical::{BinaryOp, Expr, ExprKind};
 pub trait RowSource {
     /// Appends the value of leaf `expr` for each of `rows` to `out`.
     fn leaf(&self, expr: &Expr, rows: &[u32], out: &mut Vec<Value>) -> Result<(), Error>;
+
+    /// The world the rows are in, for expressions that follow entities (paths, hierarchy
+    /// functions); `None` where there are no table rows.
+    fn world(&self) -> Option<&World> {
+        None
+    }
 }
 
 /// A source without rows: every leaf is an error (used for constants).
@@ -68,6 +74,24 @@ impl<'a, S: RowSource + ?Sized> Evaluator<'a, S> {
             | ExprKind::Aggregate(_) => {
                 let mut out = Vec::with_capacity(n);
                 self.source.leaf(e, rows, &mut out)?;
+                out
+            }
+            ExprKind::Path { base, steps } => {
+                let world = self.world_for(e)?;
+                let start = self.eval(base, rows)?;
+                start.iter().map(|v| relations::follow_path(world, v, steps, e)).collect::<Result<_, _>>()?
+            }
+            ExprKind::Hierarchy { func, component, field, args, .. } => {
+                let world = self.world_for(e)?;
+                let this = Expr { kind: ExprKind::Entity, ty: crate::plan::logical::DataType::Entity, span: e.span };
+                let mut entities = Vec::with_capacity(n);
+                self.source.leaf(&this, rows, &mut entities)?;
+                let cols: Vec<Vec<Value>> = args.iter().map(|c| self.eval(c, rows)).collect::<Result<_, _>>()?;
+                let mut out = Vec::with_capacity(n);
+                for (i, v) in entities.iter().enumerate() {
+                    let extra: Vec<&Value> = cols.iter().map(|c| &c[i]).collect();
+                    out.push(relations::hierarchy(world, *func, *component, *field, v, &extra, e)?);
+                }
                 out
             }
             ExprKind::Neg(x) => self.eval(x, rows)?.iter().map(|v| wrap(ops::neg(v))).collect::<Result<_, _>>()?,
@@ -169,6 +193,10 @@ impl<'a, S: RowSource + ?Sized> Evaluator<'a, S> {
                 out
             }
         })
+    }
+
+    fn world_for(&self, e: &Expr) -> Result<&World, Error> {
+        self.source.world().ok_or_else(|| eval_error(e, "entities can only be followed from table rows here"))
     }
 
     fn logic(&self, op: BinaryOp, left: &Expr, right: &Expr, rows: &[u32]) -> Result<Vec<Value>, Error> {

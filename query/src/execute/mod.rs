@@ -3,6 +3,7 @@
 //! - [`scan`]: column readers, selection vectors, column kernels, sparse joins, access paths;
 //! - [`eval`]: the batch evaluator for general expressions;
 //! - [`ops`]: the operators' semantics on single values;
+//! - [`relations`]: paths and hierarchy functions (following entities from a row);
 //! - [`select`]: projection, sort / top-k, LIMIT / OFFSET;
 //! - [`aggregate`]: GROUP BY and the aggregates;
 //! - [`mutate`]: SPAWN, DESPAWN, ADD, REMOVE, UPDATE (check everything, then write);
@@ -13,5 +14,6 @@ pub mod catalog;
 pub mod eval;
 pub mod mutate;
 pub mod ops;
+pub mod relations;
 pub mod scan;
 pub mod select;

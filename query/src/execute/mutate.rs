@@ -5,8 +5,13 @@
 //! value to its field's type — stale entities, type errors and out-of-range values all surface
 //! here, with the span of the text responsible. **Write**: apply the changes through the
 //! engine's infallible-after-checks paths. A statement therefore changes everything or nothing.
+//!
+//! References (`REFERENCES`) are checked for the whole statement at once, on its final state
+//! ([`World::check_reference_writes`]): each target live or null, no `ACYCLIC` loop. DESPAWN
+//! applies `ON DELETE` through [`World::despawn_many`], which decides everything (cascades,
+//! `RESTRICT`) before its first change; its count includes the cascades.
 
-use ecsdb_engine::{convert_value, ComponentId, Entity, FieldValue, Value, World};
+use ecsdb_engine::{convert_value, ComponentId, Entity, FieldValue, ReferenceWrite, Value, World};
 
 use crate::error::{Error, ErrorKind};
 use crate::execute::eval::{Evaluator, NoRows};
@@ -90,10 +95,11 @@ pub fn spawn(world: &mut World, comps: &[ComponentValue], params: &[Value]) -> R
 /// `DESPAWN …`.
 pub fn despawn(world: &mut World, scan: &ScanPlan, params: &[Value]) -> Result<ResultSet, Error> {
     let (entities, _) = targets(scan, world, params, &[])?;
-    for e in &entities {
-        world.despawn(*e).map_err(write_failed)?;
-    }
-    Ok(count(entities.len()))
+    let n = world.despawn_many(&entities).map_err(|e| match e {
+        ecsdb_engine::EngineError::Constraint(_) => Error::from(e),
+        e => write_failed(e),
+    })?;
+    Ok(count(n))
 }
 
 /// `ADD …`.
@@ -113,12 +119,21 @@ pub fn add(world: &mut World, comps: &[ComponentValue], scan: &ScanPlan, params:
         }
         plans.push(per_target);
     }
+    let mut refs = Vec::new();
+    for (e, per_target) in entities.iter().zip(&plans) {
+        for (c, (_, fields)) in comps.iter().zip(per_target) {
+            // A reference field left out is written as the null entity, which needs no check.
+            let given = c.fields.iter().zip(fields).map(|((index, _), (_, v))| (*index, v));
+            reference_writes(world, *e, c.id, given, &mut refs);
+        }
+    }
+    world.check_reference_writes(&refs)?;
     for (e, per_target) in entities.iter().zip(&plans) {
         let fields: Vec<Vec<(&str, Value)>> =
             per_target.iter().map(|(_, fs)| fs.iter().map(|(n, v)| (n.as_str(), v.clone())).collect()).collect();
         let spec: Vec<(&str, &[(&str, Value)])> =
             per_target.iter().zip(&fields).map(|((name, _), fs)| (name.as_str(), fs.as_slice())).collect();
-        world.insert_values(*e, &spec).map_err(write_failed)?;
+        world.insert_values_unchecked(*e, &spec).map_err(write_failed)?;
     }
     Ok(count(entities.len()))
 }
@@ -163,10 +178,39 @@ pub fn update(
         }
         writes.push(fields);
     }
+    let mut refs = Vec::new();
+    for (t, e) in entities.iter().enumerate() {
+        let given =
+            assignments.iter().enumerate().map(|(k, (index, _))| (*index, values[k].get(t).unwrap_or(&Value::Null)));
+        reference_writes(world, *e, component, given, &mut refs);
+    }
+    world.check_reference_writes(&refs)?;
     for (e, fields) in entities.iter().zip(writes) {
-        world.write_fields(*e, component, fields).map_err(write_failed)?;
+        world.write_fields_unchecked(*e, component, fields).map_err(write_failed)?;
     }
     Ok(count(entities.len()))
+}
+
+/// Appends the reference writes among `fields` ((field position, value) of component `id` on
+/// `entity`) to `out`: only fields declared `REFERENCES`, with entity or null values (the
+/// conversions have been checked).
+fn reference_writes<'v>(
+    world: &World,
+    entity: Entity,
+    id: ComponentId,
+    fields: impl Iterator<Item = (usize, &'v Value)>,
+    out: &mut Vec<ReferenceWrite>,
+) {
+    for (field, v) in fields {
+        if world.reference(id, field).is_none() {
+            continue;
+        }
+        let target = match v {
+            Value::Entity(t) => *t,
+            _ => Entity::NULL,
+        };
+        out.push(ReferenceWrite { entity: Some(entity), component: id, field, target });
+    }
 }
 
 /// A write failed after every check passed: a bug, reported rather than hidden.

@@ -474,6 +474,10 @@ fn out_of_range(e: &Expr, meta: &[PhysicalSlot], slot: usize, field: usize, v: u
 }
 
 impl RowSource for TableCtx<'_> {
+    fn world(&self) -> Option<&World> {
+        Some(self.world)
+    }
+
     fn leaf(&self, e: &Expr, rows: &[u32], out: &mut Vec<Value>) -> Result<(), Error> {
         match &e.kind {
             ExprKind::Entity => out

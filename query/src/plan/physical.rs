@@ -507,6 +507,14 @@ pub fn map_children(e: &Expr, f: &mut impl FnMut(&Expr) -> Expr) -> Expr {
         ExprKind::Call { func, args } => {
             ExprKind::Call { func: func.clone(), args: args.iter().map(&mut *f).collect() }
         }
+        ExprKind::Path { base, steps } => ExprKind::Path { base: b(base, f), steps: steps.clone() },
+        ExprKind::Hierarchy { func, component, field, text, args } => ExprKind::Hierarchy {
+            func: *func,
+            component: *component,
+            field: *field,
+            text: text.clone(),
+            args: args.iter().map(&mut *f).collect(),
+        },
         other => other.clone(),
     };
     Expr { kind, ty: e.ty, span: e.span }
