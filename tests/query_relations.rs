@@ -155,3 +155,19 @@ fn references_are_checked_when_declared() {
     assert!(db.execute("SELECT depth(Ok)").is_err());
     assert!(db.execute("SELECT Ok.n.Ok").is_ok());
 }
+
+#[test]
+fn the_relation_index_answers_children_and_explain_shows_it() {
+    let Scene { mut db, root, .. } = scene(true);
+    // Enough unrelated children that reaching two of them through the index beats a scan.
+    let other = spawn(&mut db, "SPAWN Name {value: 'other'}");
+    db.execute_script(&format!("SPAWN ChildOf {{parent: {other}}};").repeat(2000)).unwrap();
+    let plan = run(&mut db, &format!("EXPLAIN SELECT entity WHERE ChildOf.parent = {root}"));
+    let text: Vec<String> = plan.iter().map(|r| r[0].to_string()).collect();
+    assert!(text.iter().any(|l| l.contains("ChildOf_parent_relation")), "{text:#?}");
+    assert_eq!(run(&mut db, &format!("SELECT count(*) WHERE ChildOf.parent = {root}")), [vec![Value::Int(2)]]);
+    assert_eq!(
+        run(&mut db, &format!("SELECT count(*) WHERE ChildOf.parent IN ({root}, {other})")),
+        [vec![Value::Int(2002)]]
+    );
+}

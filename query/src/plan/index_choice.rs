@@ -78,7 +78,8 @@ impl Shape {
 
     fn kinds(&self) -> &'static [IndexKind] {
         match self {
-            Shape::Eq(_) | Shape::NotEq(_) | Shape::In(_) => &[IndexKind::Bitmap, IndexKind::Btree],
+            Shape::Eq(_) | Shape::In(_) => &[IndexKind::Bitmap, IndexKind::Btree, IndexKind::Relation],
+            Shape::NotEq(_) => &[IndexKind::Bitmap, IndexKind::Btree],
             Shape::Range(..) => &[IndexKind::Btree],
             Shape::Radius { .. } | Shape::Box { .. } => &[IndexKind::Rtree],
             Shape::Function(_) => &[IndexKind::Function],
