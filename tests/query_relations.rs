@@ -171,3 +171,19 @@ fn the_relation_index_answers_children_and_explain_shows_it() {
         [vec![Value::Int(2002)]]
     );
 }
+
+#[test]
+fn descendant_of_is_answered_by_walking_down_the_relation_index() {
+    let Scene { mut db, root, a, b, c } = scene(true);
+    let other = spawn(&mut db, "SPAWN Name {value: 'other'}");
+    db.execute_script(&format!("SPAWN ChildOf {{parent: {other}}};").repeat(2000)).unwrap();
+    let text = format!("SELECT entity WHERE descendant_of(ChildOf.parent, {root}) ORDER BY entity");
+    let plan = run(&mut db, &format!("EXPLAIN {text}"));
+    let lines: Vec<String> = plan.iter().map(|r| r[0].to_string()).collect();
+    assert!(lines.iter().any(|l| l.contains("ChildOf_parent_relation")), "{lines:#?}");
+    assert_eq!(run(&mut db, &text), [vec![Value::Entity(a)], vec![Value::Entity(b)], vec![Value::Entity(c)]]);
+    let one = format!("SELECT entity WHERE descendant_of(ChildOf.parent, {root}, 1) ORDER BY entity");
+    assert_eq!(run(&mut db, &one), [vec![Value::Entity(a)], vec![Value::Entity(c)]]);
+    let none = format!("SELECT count(*) WHERE descendant_of(ChildOf.parent, {b})");
+    assert_eq!(run(&mut db, &none), [vec![Value::Int(0)]]);
+}

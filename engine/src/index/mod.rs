@@ -275,6 +275,15 @@ pub enum IndexPredicate {
     },
     /// The entity has the component (tag presence).
     Present,
+    /// `descendant_of(C.f, ancestor, max_depth)`: following the field from the entity reaches
+    /// `ancestor` within `max_depth` hops (no limit when `None`). Answered by relation indexes
+    /// through [`IndexReader::descendants`] (walking down from `ancestor`).
+    DescendantOf {
+        /// The ancestor (an entity; anything else is declined).
+        ancestor: Value,
+        /// The maximum depth.
+        max_depth: Option<u64>,
+    },
 }
 
 impl IndexPredicate {

@@ -456,6 +456,12 @@ impl<'w> IndexReader<'w> {
     /// Index `name`'s exact answer to `pred`; `None` exactly when [`IndexReader::estimate`]
     /// is `None`.
     pub fn answer(&self, name: &str, pred: &IndexPredicate) -> Option<IndexAnswer<'_>> {
+        if let IndexPredicate::DescendantOf { ancestor, max_depth } = pred {
+            // Walking down needs the allocator (a child's generation), so the reader walks.
+            let Value::Entity(a) = ancestor else { return None };
+            self.estimate(name, pred)?;
+            return self.descendants(name, *a, *max_depth).map(IndexAnswer::Set);
+        }
         self.set.find(name)?.answer(pred)
     }
 

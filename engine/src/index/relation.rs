@@ -7,7 +7,7 @@
 //! referrers rather than to the component's rows.
 
 use super::bitmap::BitmapIndex;
-use super::{Estimate, IndexAnswer, IndexKind, IndexPredicate, IndexStats, SecondaryIndex};
+use super::{cost, Estimate, IndexAnswer, IndexKind, IndexPredicate, IndexStats, SecondaryIndex};
 use crate::entity::Entity;
 use crate::value::Value;
 
@@ -25,6 +25,14 @@ impl SecondaryIndex for RelationIndex {
     fn estimate(&self, pred: &IndexPredicate) -> Option<Estimate> {
         match pred {
             IndexPredicate::Eq(_) | IndexPredicate::In(_) => self.by_target.estimate(pred),
+            IndexPredicate::DescendantOf { ancestor: ancestor @ Value::Entity(_), max_depth } => {
+                // The subtree's size is unknown until walked: guess from the ancestor's children,
+                // a few levels of the same fan-out, each level a lookup per node.
+                let children = self.by_target.estimate(&IndexPredicate::Eq(ancestor.clone()))?.rows.max(1);
+                let levels = max_depth.unwrap_or(3).min(3) as u32;
+                let rows = (1..=levels).map(|l| children.saturating_pow(l)).fold(0u64, u64::saturating_add);
+                Some(Estimate { rows, exact: false, cost: rows as f64 * cost::DESCEND })
+            }
             _ => None,
         }
     }

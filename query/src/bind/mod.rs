@@ -206,15 +206,9 @@ impl<'a> Binder<'a> {
                 let ty = types::field_type(info.fields()[index].ty);
                 mk(ExprKind::Field { slot, field: index }, ty)
             }
-            ast::ExprKind::Path { component, field, steps } => {
+            ast::ExprKind::Path { base, steps } => {
                 self.no_row_in_constant(place, span)?;
-                let base = self.expr(
-                    &ast::Expr::new(
-                        ast::ExprKind::Field { component: component.clone(), field: field.clone() },
-                        Span::new(component.span.start, field.span.end),
-                    ),
-                    place,
-                )?;
+                let base = self.expr(base, place)?;
                 self.path(base, steps, span)?
             }
             ast::ExprKind::Component(name) => {
@@ -429,7 +423,8 @@ impl<'a> Binder<'a> {
             return Err(type_err(format!("{}() is used as {usage}, with C.f an entity field", func.name()), span));
         };
         self.no_row_in_constant(place, span)?;
-        let id = self.component_id(component)?;
+        let slot = self.slot(component)?;
+        let id = self.slots[slot].id;
         let index = self.field_of(id, field)?;
         let info = self.world.components().info(id);
         if info.fields()[index].ty != ecsdb_engine::FieldType::Entity {
@@ -463,7 +458,7 @@ impl<'a> Binder<'a> {
             HierarchyFunc::Root => DataType::Entity,
             HierarchyFunc::DescendantOf => DataType::Bool,
         };
-        Ok(Expr { kind: ExprKind::Hierarchy { func, component: id, field: index, text, args: rest }, ty, span })
+        Ok(Expr { kind: ExprKind::Hierarchy { func, slot, component: id, field: index, text, args: rest }, ty, span })
     }
 
     fn call(&mut self, name: &ast::Ident, args: &[ast::Expr], place: Place, span: Span) -> Result<Expr, Error> {

@@ -458,10 +458,8 @@ pub enum ExprKind {
     },
     /// `C.f.D.g…`: a path through the entity field `C.f` (see [`PathStep`]).
     Path {
-        /// The first component (required of the row's entity).
-        component: Ident,
-        /// Its entity field.
-        field: Ident,
+        /// The first field `C.f` (a [`ExprKind::Field`]; `C` is required of the row's entity).
+        base: Box<Expr>,
         /// The steps after it (at least one).
         steps: Vec<PathStep>,
     },
@@ -747,8 +745,8 @@ impl fmt::Display for Expr {
                 f.write_str("]")
             }
             ExprKind::Field { component, field } => write!(f, "{component}.{field}"),
-            ExprKind::Path { component, field, steps } => {
-                write!(f, "{component}.{field}")?;
+            ExprKind::Path { base, steps } => {
+                write!(f, "{base}")?;
                 for s in steps {
                     write!(f, ".{}", s.component)?;
                     if let Some(g) = &s.field {

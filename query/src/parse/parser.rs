@@ -855,7 +855,8 @@ fn leaf(pair: Pair<'_, Rule>, base: usize) -> Result<Expr> {
                     if steps.is_empty() {
                         ExprKind::Field { component, field }
                     } else {
-                        ExprKind::Path { component, field, steps }
+                        let first = Span::new(component.span.start, field.span.end);
+                        ExprKind::Path { base: Box::new(Expr::new(ExprKind::Field { component, field }, first)), steps }
                     }
                 }
                 None => ExprKind::Component(component),

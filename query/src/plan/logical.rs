@@ -391,6 +391,9 @@ pub enum ExprKind {
     Hierarchy {
         /// Which function.
         func: HierarchyFunc,
+        /// The component's slot (never required by this expression: it only lets the planner
+        /// match relation indexes on it).
+        slot: Slot,
         /// The component holding the field.
         component: ComponentId,
         /// The entity field.

@@ -508,8 +508,9 @@ pub fn map_children(e: &Expr, f: &mut impl FnMut(&Expr) -> Expr) -> Expr {
             ExprKind::Call { func: func.clone(), args: args.iter().map(&mut *f).collect() }
         }
         ExprKind::Path { base, steps } => ExprKind::Path { base: b(base, f), steps: steps.clone() },
-        ExprKind::Hierarchy { func, component, field, text, args } => ExprKind::Hierarchy {
+        ExprKind::Hierarchy { func, slot, component, field, text, args } => ExprKind::Hierarchy {
             func: *func,
+            slot: *slot,
             component: *component,
             field: *field,
             text: text.clone(),
