@@ -83,6 +83,9 @@ pub enum EngineError {
     /// reverse).
     #[error("component '{0}' is not of the Rust type used to access it")]
     WrongType(String),
+    /// A write or despawn would break a reference constraint (`RESTRICT`, `ACYCLIC`).
+    #[error("{0}")]
+    Constraint(String),
     /// Other invalid operations.
     #[error("{0}")]
     Invalid(String),

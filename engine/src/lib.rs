@@ -38,6 +38,7 @@ mod error;
 pub mod index;
 mod par;
 pub mod query;
+mod reference;
 pub mod snapshot;
 pub mod storage;
 mod tick;
@@ -54,6 +55,7 @@ pub use ecsdb_derive::Component;
 pub use entity::{Entities, EntitiesState, Entity, EntityLocation, ParseEntityError};
 pub use error::{EngineError, Result};
 pub use query::{Added, Changed, Or, Query, QueryData, QueryFilter, QueryState, ReadOnlyQueryData, With, Without};
+pub use reference::{Chain, OnDelete, Reference, ReferenceDef, ReferenceWrite};
 pub use snapshot::{
     FileStamp, IndexDefinition, JsonOptions, LoadOptions, LoadStats, SaveOptions, SaveStats, SnapshotError, WorldLock,
     DEFAULT_BUSY_TIMEOUT,

@@ -292,6 +292,17 @@ impl FieldValue {
         FieldValue::Plain(b, bytes.len() as u8)
     }
 
+    /// The value read as an entity handle: meaningful for a value converted for an `entity`
+    /// field (the caller knows the field's type); `None` for strings and other widths.
+    pub fn as_entity(&self) -> Option<Entity> {
+        match self {
+            FieldValue::Plain(b, 8) => {
+                Some(Entity::from_bits(u64::from_le_bytes(b[..8].try_into().expect("eight bytes"))))
+            }
+            _ => None,
+        }
+    }
+
     /// Writes the value over the field, dropping the old string for string fields.
     ///
     /// # Safety

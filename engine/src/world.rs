@@ -117,6 +117,11 @@ impl OwnedValue {
         Ok(OwnedValue::from_converted(info, converted))
     }
 
+    /// The value's bytes.
+    pub(crate) fn ptr(&self) -> *const u8 {
+        self.ptr.as_ptr()
+    }
+
     /// Like [`OwnedValue::build`] with values already converted (infallible).
     pub(crate) fn from_converted(info: &ComponentInfo, fields: Vec<(usize, FieldValue)>) -> OwnedValue {
         let layout = info.layout();
@@ -213,6 +218,8 @@ pub struct World {
     pub(crate) indexes: crate::index::IndexRegistry,
     /// Serde functions of opaque components, for snapshots.
     pub(crate) opaque_serde: crate::snapshot::OpaqueSerdes,
+    /// Declared references (`crate::reference`): checked on writes, applied on despawns.
+    pub(crate) references: crate::reference::References,
 }
 
 impl Default for World {
@@ -239,6 +246,7 @@ impl World {
             written: AtomicBool::new(true),
             indexes: Default::default(),
             opaque_serde: Default::default(),
+            references: Default::default(),
         }
     }
 
@@ -663,8 +671,17 @@ impl World {
         self.indexes.note_removed(e, id);
     }
 
-    /// Despawns a live entity, dropping its components.
+    /// Despawns a live entity, dropping its components, and applies the `ON DELETE` policies
+    /// of the references to it (see [`World::despawn_many`]): all or nothing.
     pub fn despawn(&mut self, e: Entity) -> Result<()> {
+        if self.references.is_empty() {
+            return self.despawn_one(e);
+        }
+        self.despawn_many(&[e]).map(|_| ())
+    }
+
+    /// Despawns one live entity, ignoring references.
+    pub(crate) fn despawn_one(&mut self, e: Entity) -> Result<()> {
         let loc = self.location(e)?;
         for id in self.components_of(e)? {
             self.note_removed(e, id);
@@ -839,9 +856,27 @@ impl World {
     }
 
     /// Writes already-converted field values (see [`World::convert_fields`]) into a component
-    /// the entity has, stamping its changed tick. Fails only for stale entities and missing
-    /// components, before writing anything.
+    /// the entity has, stamping its changed tick. Fails for stale entities, missing components
+    /// and reference targets that are stale or would close an `ACYCLIC` loop
+    /// ([`World::check_reference_writes`]), before writing anything.
     pub fn write_fields(&mut self, e: Entity, id: ComponentId, fields: Vec<(usize, FieldValue)>) -> Result<()> {
+        if !self.references.is_empty() {
+            let targets = fields.iter().filter_map(|(i, fv)| Some((*i, fv.as_entity()?)));
+            let writes = self.reference_writes_of(Some(e), id, targets);
+            self.check_reference_writes(&writes)?;
+        }
+        self.write_fields_unchecked(e, id, fields)
+    }
+
+    /// [`World::write_fields`] without the reference checks: for a caller that checked every
+    /// reference of a whole statement at once with [`World::check_reference_writes`] (a
+    /// statement is checked on its final state, which single writes cannot see).
+    pub fn write_fields_unchecked(
+        &mut self,
+        e: Entity,
+        id: ComponentId,
+        fields: Vec<(usize, FieldValue)>,
+    ) -> Result<()> {
         let loc = self.location(e)?;
         let tick = self.write_tick();
         let info = self.components.info(id);
@@ -885,17 +920,48 @@ impl World {
     }
 
     /// Spawns an entity from components given by name and field values.
+    /// Reference targets are checked (live or null).
     pub fn spawn_values(&mut self, components: &[(&str, &[(&str, Value)])]) -> Result<Entity> {
         let values = self.build_values(components)?;
+        self.check_owned_references(None, &values)?;
         Ok(self.spawn_owned(values))
     }
 
     /// Adds (or overwrites) components given by name and field values; fields left out are
-    /// zero. Checks everything before changing anything.
+    /// zero. Checks everything (reference targets and `ACYCLIC` included) before changing
+    /// anything.
     pub fn insert_values(&mut self, e: Entity, components: &[(&str, &[(&str, Value)])]) -> Result<()> {
         self.location(e)?;
         let values = self.build_values(components)?;
+        self.check_owned_references(Some(e), &values)?;
         self.insert_owned(e, values)
+    }
+
+    /// [`World::insert_values`] without the reference checks, for a caller that checked a
+    /// whole statement's references at once ([`World::check_reference_writes`]).
+    pub fn insert_values_unchecked(&mut self, e: Entity, components: &[(&str, &[(&str, Value)])]) -> Result<()> {
+        self.location(e)?;
+        let values = self.build_values(components)?;
+        self.insert_owned(e, values)
+    }
+
+    fn check_owned_references(&self, e: Option<Entity>, values: &[OwnedValue]) -> Result<()> {
+        if self.references.is_empty() {
+            return Ok(());
+        }
+        let mut writes = Vec::new();
+        for v in values {
+            let info = self.components.info(v.id);
+            let targets = self.references.on(v.id).map(|r| {
+                // SAFETY: `v` holds an initialised value of its component, whose schema puts an
+                // `Entity` at the reference field's offset (references are entity fields).
+                (r.field, unsafe {
+                    std::ptr::read_unaligned(v.ptr().add(info.fields()[r.field].offset) as *const Entity)
+                })
+            });
+            writes.extend(self.reference_writes_of(e, v.id, targets.collect::<Vec<_>>()));
+        }
+        self.check_reference_writes(&writes)
     }
 
     /// Spawns an entity from prebuilt values (infallible once built).

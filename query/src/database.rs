@@ -484,7 +484,7 @@ enum Executable {
     Add(Vec<ComponentValue>, ScanPlan),
     Remove(Vec<(ComponentId, String)>, ScanPlan),
     Update { component: ComponentId, assignments: Vec<(usize, Expr)>, scan: ScanPlan },
-    CreateComponent(ComponentDef),
+    CreateComponent(ComponentDef, Vec<ecsdb_engine::ReferenceDef>),
     CreateIndex { def: ecsdb_engine::index::IndexDef, span: Span },
     DropIndex(String, Span),
     Show(ShowKind),
@@ -525,7 +525,7 @@ impl Prepared {
                 vec!["count".into()]
             }
             LogicalPlan::CreateIndex { .. } => vec!["name".into()],
-            LogicalPlan::CreateComponent(_) | LogicalPlan::DropIndex(..) => Vec::new(),
+            LogicalPlan::CreateComponent(..) | LogicalPlan::DropIndex(..) => Vec::new(),
             LogicalPlan::Show(k) => catalog::show_columns(*k),
             LogicalPlan::Describe(_) => catalog::describe_columns(),
         };
@@ -539,7 +539,7 @@ impl Prepared {
             LogicalPlan::Update { component, assignments, source, .. } => {
                 Executable::Update { component, assignments, scan: ScanPlan::new(&source, world, options) }
             }
-            LogicalPlan::CreateComponent(def) => Executable::CreateComponent(def),
+            LogicalPlan::CreateComponent(def, refs) => Executable::CreateComponent(def, refs),
             LogicalPlan::CreateIndex { def, span } => Executable::CreateIndex { def, span },
             LogicalPlan::DropIndex(name, span) => Executable::DropIndex(name, span),
             LogicalPlan::Show(k) => Executable::Show(k),
@@ -596,7 +596,7 @@ impl Prepared {
                 scan.refresh(world);
                 crate::execute::update::update(world, *component, assignments, scan, &values)
             }
-            Executable::CreateComponent(def) => catalog::create_component(world, def),
+            Executable::CreateComponent(def, refs) => catalog::create_component(world, def, refs),
             Executable::CreateIndex { def, span } => catalog::create_index(world, def, *span),
             Executable::DropIndex(name, span) => catalog::drop_index(world, name, *span),
             _ => self.run_read(world, &values),

@@ -478,6 +478,8 @@ impl<'m> Reference<'m> {
                 Literal::Null => Value::Null,
             },
             ExprKind::EntityLit { index, generation } => Value::Entity(Entity::from_parts(*index, *generation)),
+            // The generator writes no paths (references are tested in tests/query_relations.rs).
+            ExprKind::Path { .. } => return invalid("paths are not modelled"),
             ExprKind::Vector(items) => {
                 let mut xs = Vec::new();
                 for item in items {

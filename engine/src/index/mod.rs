@@ -15,6 +15,7 @@
 //! | [`IndexKind::Bitmap`] | roaring | one field of a low-cardinality type (bool, integers, floats, strings, entities), or no field: presence of a component/tag | [`Eq`], [`In`], [`NotEq`], [`Present`] |
 //! | [`IndexKind::Btree`] | `BTreeMap<key, entity set>` | one orderable field (as for bitmap) | [`Eq`], [`In`], [`NotEq`], [`Range`], [`Ordered`] (ordered), [`Present`] |
 //! | [`IndexKind::Function`] | roaring | a Rust predicate over one component, registered by name | [`Function`], [`Present`] |
+//! | [`IndexKind::Relation`] | roaring, as bitmap | one `entity` field: target → referrers | [`Eq`], [`In`]; hierarchy walks through [`IndexReader::descendants`] |
 //!
 //! [`WithinRadius`]: IndexPredicate::WithinRadius
 //! [`InsideBox`]: IndexPredicate::InsideBox
@@ -156,6 +157,7 @@ mod btree;
 mod function;
 pub mod keys;
 mod registry;
+mod relation;
 mod rtree;
 
 use std::fmt;
@@ -273,6 +275,15 @@ pub enum IndexPredicate {
     },
     /// The entity has the component (tag presence).
     Present,
+    /// `descendant_of(C.f, ancestor, max_depth)`: following the field from the entity reaches
+    /// `ancestor` within `max_depth` hops (no limit when `None`). Answered by relation indexes
+    /// through [`IndexReader::descendants`] (walking down from `ancestor`).
+    DescendantOf {
+        /// The ancestor (an entity; anything else is declined).
+        ancestor: Value,
+        /// The maximum depth.
+        max_depth: Option<u64>,
+    },
 }
 
 impl IndexPredicate {
@@ -358,19 +369,23 @@ pub enum IndexKind {
     Btree,
     /// A Rust predicate over a component, registered by name.
     Function,
+    /// Target → referrers of an `entity` field: `=`, `IN`, walks down hierarchies.
+    Relation,
 }
 
 impl IndexKind {
     /// Every kind.
-    pub const ALL: [IndexKind; 4] = [IndexKind::Rtree, IndexKind::Bitmap, IndexKind::Btree, IndexKind::Function];
+    pub const ALL: [IndexKind; 5] =
+        [IndexKind::Rtree, IndexKind::Bitmap, IndexKind::Btree, IndexKind::Function, IndexKind::Relation];
 
-    /// The name used in the language (`rtree`, `bitmap`, `btree`, `function`).
+    /// The name used in the language (`rtree`, `bitmap`, `btree`, `function`, `relation`).
     pub fn name(self) -> &'static str {
         match self {
             IndexKind::Rtree => "rtree",
             IndexKind::Bitmap => "bitmap",
             IndexKind::Btree => "btree",
             IndexKind::Function => "function",
+            IndexKind::Relation => "relation",
         }
     }
 

@@ -21,6 +21,7 @@ use super::bitmap::{BitmapIndex, PresenceIndex};
 use super::btree::BtreeIndex;
 use super::function::FunctionIndex;
 use super::keys::{KeyType, OrdF64};
+use super::relation::RelationIndex;
 use super::rtree::RtreeIndex;
 use super::{Estimate, IndexAnswer, IndexDef, IndexInfo, IndexKind, IndexPredicate, RtreeUpdate, SecondaryIndex};
 use crate::component::{is_identifier, Component, ComponentId, ComponentInfo, FieldType, StorageKind};
@@ -368,12 +369,68 @@ impl<'w> IndexReader<'w> {
     /// Index `name`'s exact answer to `pred`; `None` exactly when [`IndexReader::estimate`]
     /// is `None`.
     pub fn answer(&self, name: &str, pred: &IndexPredicate) -> Option<IndexAnswer<'_>> {
+        if let IndexPredicate::DescendantOf { ancestor, max_depth } = pred {
+            // Walking down needs the allocator (a child's generation), so the reader walks.
+            let Value::Entity(a) = ancestor else { return None };
+            self.estimate(name, pred)?;
+            return self.descendants(name, *a, *max_depth).map(IndexAnswer::Set);
+        }
         self.set.find(name)?.answer(pred)
     }
 
     /// The predicate of the function index `name`, for evaluating it row by row.
     pub fn function(&self, name: &str) -> Option<IndexFunction> {
         function_of(self.set.find(name)?)
+    }
+
+    /// The relation index over field `field` of `component`, if there is one.
+    pub fn relation_on(&self, component: ComponentId, field: usize) -> Option<String> {
+        self.set
+            .slots
+            .iter()
+            .find(|s| {
+                s.component == component
+                    && s.def.kind == IndexKind::Relation
+                    && matches!(&s.source, Source::Fields(f) if f.as_slice() == [field])
+            })
+            .map(|s| s.name().to_string())
+    }
+
+    /// The live entities whose field holds `target`, ascending, from relation index `name`;
+    /// `None` when it does not answer (no such index, or unreadable rows).
+    pub fn referrers(&self, name: &str, target: Entity) -> Option<Vec<Entity>> {
+        let set = self.answer(name, &IndexPredicate::Eq(Value::Entity(target)))?.into_set(None);
+        let entities = self.world.entities();
+        Some(set.iter().filter_map(|i| entities.resolve(i)).collect())
+    }
+
+    /// The entity indices of every descendant of `ancestor` through relation index `name`
+    /// (children, their children, …, down to `max_depth` levels; every level when `None`):
+    /// what `descendant_of(C.f, ancestor, max_depth)` is true for. Each entity is visited once,
+    /// so loops end.
+    pub fn descendants(&self, name: &str, ancestor: Entity, max_depth: Option<u64>) -> Option<RoaringBitmap> {
+        let mut out = RoaringBitmap::new();
+        if ancestor.is_null() || !self.world.is_alive(ancestor) {
+            self.set.find(name)?;
+            return Some(out);
+        }
+        let mut frontier = vec![ancestor];
+        let mut level = 0u64;
+        while !frontier.is_empty() && max_depth.is_none_or(|m| level < m) {
+            level += 1;
+            let mut next = Vec::new();
+            for t in frontier {
+                for r in self.referrers(name, t)? {
+                    if out.insert(r.index()) {
+                        next.push(r);
+                    }
+                }
+            }
+            frontier = next;
+        }
+        // The ancestor is not its own descendant, even on a loop back to it.
+        out.remove(ancestor.index());
+        Some(out)
     }
 }
 
@@ -532,6 +589,12 @@ fn resolve(
                 _ => Err(invalid(format!("a btree index orders one field of '{comp}'; got {:?}", def.fields))),
             }
         }
+        IndexKind::Relation => match idx.as_slice() {
+            [j] if ty(*j) == FieldType::Entity => {
+                Ok((names(&idx), Source::Fields(vec![*j]), Box::new(RelationIndex::default())))
+            }
+            _ => Err(invalid(format!("a relation index covers one entity field of '{comp}'; got {:?}", def.fields))),
+        },
         IndexKind::Function => Err(invalid(
             "function indexes are created from Rust with create_function_index (they need the predicate)".to_string(),
         )),

@@ -35,8 +35,13 @@ pub const HEADER_LEN: usize = 32;
 pub(crate) const FLAG_TICKS: u32 = 1;
 /// Flags this build understands.
 pub(crate) const KNOWN_FLAGS: u32 = FLAG_TICKS;
-/// Version of the `index_definitions` section.
+/// Version of the `index_definitions` section: 1 holds index definitions only; 2 may also hold
+/// reference declarations (kind `reference`). A world without references writes 1, so its
+/// files stay readable by builds that know only 1; a build that knows 1 refuses a 2 rather
+/// than silently dropping constraints.
 pub(crate) const INDEX_SECTION_VERSION: u32 = 1;
+/// The section version written when the world declares references.
+pub(crate) const INDEX_SECTION_VERSION_REFERENCES: u32 = 2;
 
 /// The header fields, parsed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

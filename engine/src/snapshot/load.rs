@@ -21,7 +21,8 @@ use crate::entity::{Entities, Entity, Misplaced};
 use crate::par;
 use crate::snapshot::format::{
     field_type_from_code, storage_from_code, u32_at, u64_at, wire_size, Body, Bytes, ColumnData, ColumnRecord,
-    FieldRun, Header, TickRecord, FLAG_TICKS, FORMAT_VERSION, HEADER_LEN, INDEX_SECTION_VERSION, KNOWN_FLAGS, MAGIC,
+    FieldRun, Header, TickRecord, FLAG_TICKS, FORMAT_VERSION, HEADER_LEN, INDEX_SECTION_VERSION,
+    INDEX_SECTION_VERSION_REFERENCES, KNOWN_FLAGS, MAGIC,
 };
 use crate::snapshot::opaque::{OpaqueSerde, OpaqueSerdes};
 use crate::snapshot::read::{CrcCheck, Input, Parser, Sums};
@@ -732,7 +733,7 @@ fn build_world(
             _ => {}
         }
     }
-    if body.index_definitions.version != INDEX_SECTION_VERSION {
+    if ![INDEX_SECTION_VERSION, INDEX_SECTION_VERSION_REFERENCES].contains(&body.index_definitions.version) {
         return Err(corrupt(format!("unsupported index definitions version {}", body.index_definitions.version)));
     }
     if !unloadable.is_empty() {

@@ -27,7 +27,9 @@
 //!   tables             [table: component positions in the catalog, entities (index u32 LE,
 //!                       generation u32 LE per row), one column per component]
 //!   sparse             [set: component position, entities, one column]
-//!   index_definitions  version u32, [name, kind, component, fields]
+//!   index_definitions  version u32, [name, kind, component, fields]; version 2 adds reference
+//!                      declarations as kind `reference`, fields [field, ON DELETE policy,
+//!                      `acyclic` or `cyclic`] (version 1 is written when there are none)
 //!
 //! column   = data + ticks (added, changed: u32 LE per row; only with flag bit 0)
 //! data     = Empty                      tags
@@ -173,13 +175,17 @@ pub struct LoadStats {
     pub index_definitions: Vec<IndexDefinition>,
 }
 
+/// The kind under which the index definitions section records a reference declaration.
+pub(crate) const REFERENCE_KIND: &str = "reference";
+
 /// A secondary index as a snapshot records it: indexes are saved as definitions and rebuilt
 /// from the data when loading.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct IndexDefinition {
     /// The index's name.
     pub name: String,
-    /// Its kind (`rtree`, `bitmap`, `btree`, `function`).
+    /// Its kind (`rtree`, `bitmap`, `btree`, `function`, `relation`; `reference` for a
+    /// reference declaration that could not be restored).
     pub kind: String,
     /// The component it indexes.
     pub component: String,
@@ -475,14 +481,19 @@ impl World {
     /// Index definitions to save with the world: every secondary index, by its resolved name
     /// and fields, so loading rebuilds exactly the same indexes.
     pub(crate) fn snapshot_index_definitions(&self) -> Vec<IndexDefinition> {
-        self.indexes()
-            .into_iter()
-            .map(|i| IndexDefinition {
+        let references = self.reference_definitions().into_iter().map(|r| IndexDefinition {
+            name: format!("{}_{}_{REFERENCE_KIND}", r.component, r.field),
+            kind: REFERENCE_KIND.to_string(),
+            component: r.component,
+            fields: vec![r.field, r.on_delete.name().to_string(), if r.acyclic { "acyclic" } else { "cyclic" }.into()],
+        });
+        references
+            .chain(self.indexes().into_iter().map(|i| IndexDefinition {
                 name: i.name,
                 kind: i.kind.name().to_string(),
                 component: i.component,
                 fields: i.fields,
-            })
+            }))
             .collect()
     }
 
@@ -494,6 +505,21 @@ impl World {
         let defs = std::mem::take(&mut stats.index_definitions);
         for d in defs {
             let kind = crate::index::IndexKind::from_name(&d.kind);
+            if d.kind == REFERENCE_KIND {
+                let declared = match d.fields.as_slice() {
+                    [field, policy, acyclic] => {
+                        crate::OnDelete::ALL.into_iter().find(|p| p.name() == policy).is_some_and(|on_delete| {
+                            let def = crate::ReferenceDef::new(&d.component, field, on_delete, acyclic == "acyclic");
+                            self.declare_reference(&def).is_ok()
+                        })
+                    }
+                    _ => false,
+                };
+                if !declared {
+                    stats.index_definitions.push(d);
+                }
+                continue;
+            }
             let rebuilt = match kind {
                 Some(kind) if kind != crate::index::IndexKind::Function => {
                     let def = crate::index::IndexDef {

@@ -16,6 +16,7 @@ use crate::entity::{Entities, Entity};
 use crate::par;
 use crate::snapshot::format::{
     field_type_code, storage_code, wire_size, Header, FLAG_TICKS, FORMAT_VERSION, HEADER_LEN, INDEX_SECTION_VERSION,
+    INDEX_SECTION_VERSION_REFERENCES,
 };
 use crate::snapshot::opaque::OpaqueSerde;
 use crate::snapshot::{SaveOptions, SaveStats, SnapshotError};
@@ -614,8 +615,9 @@ fn lay_out<'w>(world: &'w World, opts: &SaveOptions) -> Result<Encoder<'w>, Snap
         let info = comps.info(ComponentId(i as u32));
         stats.component_bytes += column(&mut w, set.column(), info, codec, ticks)?;
     }
-    w.u32(INDEX_SECTION_VERSION);
     let defs = world.snapshot_index_definitions();
+    let with_references = defs.iter().any(|d| d.kind == super::REFERENCE_KIND);
+    w.u32(if with_references { INDEX_SECTION_VERSION_REFERENCES } else { INDEX_SECTION_VERSION });
     w.len(defs.len());
     for d in &defs {
         w.str(&d.name);

@@ -62,7 +62,7 @@ impl World {
 
     /// Despawns every target, dropping their components; as [`World::despawn`] on each, but
     /// table by table. Fails, changing nothing, if a target is stale or repeated.
-    pub fn despawn_many(&mut self, targets: &[Entity]) -> Result<()> {
+    pub fn despawn_bulk(&mut self, targets: &[Entity]) -> Result<()> {
         let groups = self.group_targets(targets)?;
         for g in &groups {
             let components = self.storage.tables[g.table.index()].components().to_vec();

@@ -110,7 +110,7 @@ unsafe fn write_rows<T>(column: &mut Column, offset: usize, rows: &[u32], values
 }
 
 fn write_values(column: &mut Column, offset: usize, rows: &[u32], values: TypedFieldValues) {
-    // SAFETY (every arm): the caller (`World::write_field_rows`) checked that the field's
+    // SAFETY: for every arm, the caller (`World::write_field_rows`) checked that the field's
     // schema type is `values`' type, that `offset` is that field's, and that every row is in
     // range.
     unsafe {

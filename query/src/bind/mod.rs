@@ -23,8 +23,8 @@ use crate::error::{suggest, Error, ErrorKind, Span};
 use crate::functions::{Builtin, Function, FunctionRegistry, IndexCall};
 use crate::parse::ast;
 use crate::plan::logical::{
-    AggFunc, AggregateExpr, BinaryOp, ComponentSlot, ComponentValue, DataType, EntityRef, Expr, ExprKind, Item,
-    LogicalPlan, ParamKey, ParamSpec, SelectPlan, ShowKind, Slot, SortKey, Source, Term,
+    AggFunc, AggregateExpr, BinaryOp, ComponentSlot, ComponentValue, DataType, EntityRef, Expr, ExprKind,
+    HierarchyFunc, Item, LogicalPlan, ParamKey, ParamSpec, PathHop, SelectPlan, ShowKind, Slot, SortKey, Source, Term,
 };
 
 /// A bound statement: its logical plan and its parameters.
@@ -44,7 +44,7 @@ pub fn bind_statement(stmt: &ast::Statement, world: &World, functions: &Function
 }
 
 /// Index kinds the language names (implemented by the index layer).
-pub const INDEX_KINDS: [&str; 4] = ["rtree", "bitmap", "btree", "function"];
+pub const INDEX_KINDS: [&str; 5] = ["rtree", "bitmap", "btree", "function", "relation"];
 
 /// A mutation's target: its FROM terms, its WHERE condition, or its entity.
 type TargetParts = (Vec<Term>, Option<Expr>, Option<EntityRef>);
@@ -206,6 +206,11 @@ impl<'a> Binder<'a> {
                 let ty = types::field_type(info.fields()[index].ty);
                 mk(ExprKind::Field { slot, field: index }, ty)
             }
+            ast::ExprKind::Path { base, steps } => {
+                self.no_row_in_constant(place, span)?;
+                let base = self.expr(base, place)?;
+                self.path(base, steps, span)?
+            }
             ast::ExprKind::Component(name) => {
                 self.no_row_in_constant(place, span)?;
                 let slot = self.slot(name)?;
@@ -350,8 +355,117 @@ impl<'a> Binder<'a> {
         Ok(Expr { kind: ExprKind::Aggregate(n), ty, span })
     }
 
+    /// Binds the steps of a path after its first field `base`.
+    fn path(&mut self, base: Expr, steps: &[ast::PathStep], span: Span) -> Result<Expr, Error> {
+        let mut ty = base.ty;
+        let mut hops = Vec::with_capacity(steps.len());
+        let mut at = base.span;
+        for (i, s) in steps.iter().enumerate() {
+            if ty != DataType::Entity {
+                return Err(type_err(format!("a path steps through entity fields; this is {ty}"), at));
+            }
+            let id = self.component_id(&s.component)?;
+            let info = self.world.components().info(id);
+            let mut text = format!(".{}", info.name());
+            let field = match &s.field {
+                Some(g) => {
+                    let j = self.field_of(id, g)?;
+                    text.push('.');
+                    text.push_str(&g.name);
+                    ty = types::field_type(info.fields()[j].ty);
+                    at = g.span;
+                    Some(j)
+                }
+                None if i + 1 == steps.len() => {
+                    ty = DataType::Object;
+                    None
+                }
+                None => {
+                    return Err(type_err(
+                        format!("'{}' is a component: name one of its fields to step on", info.name()),
+                        s.component.span,
+                    ))
+                }
+            };
+            hops.push(PathHop { component: id, field, text });
+        }
+        Ok(Expr { kind: ExprKind::Path { base: Box::new(base), steps: hops }, ty, span })
+    }
+
+    /// The position of field `name` of component `id`.
+    fn field_of(&self, id: ComponentId, name: &ast::Ident) -> Result<usize, Error> {
+        let info = self.world.components().info(id);
+        info.field_index(&name.name).ok_or_else(|| {
+            let mut e = err(
+                ErrorKind::UnknownField,
+                format!("component '{}' has no field '{}'", info.name(), name.name),
+                name.span,
+            );
+            if let Some(s) = suggest(&name.name, info.fields().iter().map(|f| f.name.as_str())) {
+                e = e.with_suggestion(s);
+            }
+            e
+        })
+    }
+
+    /// `depth(C.f)`, `root(C.f)`, `descendant_of(C.f, e [, max])`: C is not required.
+    fn hierarchy(&mut self, func: HierarchyFunc, args: &[ast::Expr], place: Place, span: Span) -> Result<Expr, Error> {
+        let arity_ok = match func {
+            HierarchyFunc::DescendantOf => (2..=3).contains(&args.len()),
+            _ => args.len() == 1,
+        };
+        let usage = match func {
+            HierarchyFunc::DescendantOf => "descendant_of(C.f, entity [, max_depth])",
+            HierarchyFunc::Depth => "depth(C.f)",
+            HierarchyFunc::Root => "root(C.f)",
+        };
+        let Some(ast::ExprKind::Field { component, field }) = args.first().map(|a| &a.kind).filter(|_| arity_ok) else {
+            return Err(type_err(format!("{}() is used as {usage}, with C.f an entity field", func.name()), span));
+        };
+        self.no_row_in_constant(place, span)?;
+        let slot = self.slot(component)?;
+        let id = self.slots[slot].id;
+        let index = self.field_of(id, field)?;
+        let info = self.world.components().info(id);
+        if info.fields()[index].ty != ecsdb_engine::FieldType::Entity {
+            return Err(type_err(
+                format!(
+                    "{}() follows an entity field; '{}.{}' is {}",
+                    func.name(),
+                    info.name(),
+                    field.name,
+                    info.fields()[index].ty
+                ),
+                args[0].span,
+            ));
+        }
+        let text = format!("{}.{}", info.name(), field.name);
+        let mut rest = Vec::new();
+        for (k, a) in args[1..].iter().enumerate() {
+            let x = self.expr(a, place)?;
+            let ok = match k {
+                0 => matches!(x.ty, DataType::Entity | DataType::Null | DataType::Any),
+                _ => matches!(x.ty, DataType::Int | DataType::Null | DataType::Any),
+            };
+            if !ok {
+                let want = if k == 0 { "an entity" } else { "an int (the maximum depth)" };
+                return Err(type_err(format!("descendant_of() takes {want} here, found {}", x.ty), x.span));
+            }
+            rest.push(x);
+        }
+        let ty = match func {
+            HierarchyFunc::Depth => DataType::Int,
+            HierarchyFunc::Root => DataType::Entity,
+            HierarchyFunc::DescendantOf => DataType::Bool,
+        };
+        Ok(Expr { kind: ExprKind::Hierarchy { func, slot, component: id, field: index, text, args: rest }, ty, span })
+    }
+
     fn call(&mut self, name: &ast::Ident, args: &[ast::Expr], place: Place, span: Span) -> Result<Expr, Error> {
         let lower = name.name.to_ascii_lowercase();
+        if let Some(func) = HierarchyFunc::from_name(&lower) {
+            return self.hierarchy(func, args, place, span);
+        }
         if lower == "has" {
             let [arg] = args else {
                 return Err(type_err(format!("has() takes one component name, got {} arguments", args.len()), span));
@@ -409,7 +523,7 @@ impl<'a> Binder<'a> {
         let known: Vec<&str> = Builtin::ALL
             .iter()
             .map(|b| b.name())
-            .chain(["count", "sum", "avg", "has"])
+            .chain(["count", "sum", "avg", "has", "depth", "root", "descendant_of"])
             .chain(self.functions.names())
             .chain(index_names.iter().map(String::as_str))
             .collect();
@@ -675,17 +789,24 @@ impl<'a> Binder<'a> {
             return Err(err(ErrorKind::Constraint, format!("component '{}' already exists", c.name.name), c.name.span));
         }
         let mut fields: Vec<(String, ecsdb_engine::FieldType)> = Vec::new();
+        let mut references = Vec::new();
         for f in &c.fields {
             if fields.iter().any(|(n, _)| *n == f.name.name) {
                 return Err(err(ErrorKind::Constraint, format!("field '{}' declared twice", f.name.name), f.name.span));
             }
             fields.push((f.name.name.clone(), f.ty));
+            if let Some(r) = &f.reference {
+                if f.ty != ecsdb_engine::FieldType::Entity {
+                    return Err(type_err(
+                        format!("only an entity field can be a reference; '{}' is {}", f.name.name, f.ty),
+                        r.span,
+                    ));
+                }
+                references.push(ecsdb_engine::ReferenceDef::new(&c.name.name, &f.name.name, r.on_delete, r.acyclic));
+            }
         }
-        Ok(LogicalPlan::CreateComponent(ComponentDef {
-            name: c.name.name.clone(),
-            fields,
-            storage: ecsdb_engine::StorageKind::Table,
-        }))
+        let def = ComponentDef { name: c.name.name.clone(), fields, storage: ecsdb_engine::StorageKind::Table };
+        Ok(LogicalPlan::CreateComponent(def, references))
     }
 
     fn create_index(&mut self, c: &ast::CreateIndex) -> Result<LogicalPlan, Error> {
@@ -710,7 +831,10 @@ impl<'a> Binder<'a> {
         if !INDEX_KINDS.contains(&kind.as_str()) {
             let mut e = err(
                 ErrorKind::Unsupported,
-                format!("unknown index kind '{}' (the kinds are rtree, bitmap, btree and function)", c.kind.name),
+                format!(
+                    "unknown index kind '{}' (the kinds are rtree, bitmap, btree, function and relation)",
+                    c.kind.name
+                ),
                 c.kind.span,
             );
             if let Some(s) = suggest(&c.kind.name, INDEX_KINDS) {

@@ -28,8 +28,17 @@ pub fn describe_columns() -> Vec<String> {
 }
 
 /// `CREATE COMPONENT`.
-pub fn create_component(world: &mut World, def: &ComponentDef) -> Result<ResultSet, Error> {
+/// The binder checked that each reference names an entity field of the new component, so the
+/// declarations cannot fail on it (it has no rows yet).
+pub fn create_component(
+    world: &mut World,
+    def: &ComponentDef,
+    references: &[ecsdb_engine::ReferenceDef],
+) -> Result<ResultSet, Error> {
     world.define_component(def)?;
+    for r in references {
+        world.declare_reference(r)?;
+    }
     Ok(ResultSet::default())
 }
 

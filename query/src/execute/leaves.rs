@@ -4,7 +4,7 @@
 //! entity, with nulls where an entity lacks them.
 
 use ecsdb_engine::storage::{FieldColumn, FieldScalar};
-use ecsdb_engine::{Entity, Value};
+use ecsdb_engine::{Entity, Value, World};
 
 use crate::error::Error;
 use crate::execute::scan::{out_of_range, SlotReader, TableCtx};
@@ -160,6 +160,10 @@ impl<'w> TableCtx<'w> {
 }
 
 impl<'w> Leaves<'w> for TableCtx<'w> {
+    fn world(&self) -> Option<&'w World> {
+        Some(self.world)
+    }
+
     fn leaf(&self, e: &Expr, rows: &[u32]) -> Result<Vector<'w>, Error> {
         let n = rows.len();
         Ok(match &e.kind {

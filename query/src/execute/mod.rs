@@ -4,6 +4,7 @@
 //! - [`field_reader`]: the numeric field types column kernels read;
 //! - [`leaves`]: expression leaves over a table's rows, read into typed vectors;
 //! - [`ops`]: the operators' semantics on single values;
+//! - [`relations`]: paths and hierarchy functions (following entities from a row);
 //! - [`select`]: projection, sort / top-k, LIMIT / OFFSET;
 //! - [`aggregate`]: GROUP BY and the aggregates;
 //! - [`mutate`]: SPAWN, DESPAWN, ADD, REMOVE (check everything, then write);
@@ -16,6 +17,7 @@ pub mod field_reader;
 pub mod leaves;
 pub mod mutate;
 pub mod ops;
+pub mod relations;
 pub mod scan;
 pub mod select;
 pub mod update;

@@ -5,8 +5,13 @@
 //! value to its field's type — stale entities, type errors and out-of-range values all surface
 //! here, with the span of the text responsible. **Write**: apply the changes through the
 //! engine's infallible-after-checks paths. A statement therefore changes everything or nothing.
+//!
+//! References (`REFERENCES`) are checked for the whole statement at once, on its final state
+//! ([`World::check_reference_writes`]): each target live or null, no `ACYCLIC` loop. DESPAWN
+//! applies `ON DELETE` through [`World::despawn_many`], which decides everything (cascades,
+//! `RESTRICT`) before its first change; its count includes the cascades.
 
-use ecsdb_engine::{convert_value, ComponentId, Entity, FieldValue, Value, World};
+use ecsdb_engine::{convert_value, ComponentId, Entity, FieldValue, ReferenceWrite, Value, World};
 
 use crate::error::{Error, ErrorKind};
 use crate::execute::scan::{run_scan, Sink, TableCtx};
@@ -88,6 +93,11 @@ pub fn spawn_values(world: &World, comps: &[ComponentValue], params: &[Value]) -
         let values: Vec<Value> = c.fields.iter().map(|(_, e)| ev.eval_one(e)).collect::<Result<_, _>>()?;
         fields.push(convert_component(world, c, |k| &values[k])?);
     }
+    let mut refs = Vec::new();
+    for (c, f) in comps.iter().zip(&fields) {
+        reference_writes(world, None, c.id, f, &mut refs);
+    }
+    world.check_reference_writes(&refs)?;
     Ok(SpawnValues { ids: comps.iter().map(|c| c.id).collect(), fields })
 }
 
@@ -151,8 +161,11 @@ impl SpawnBatch {
 /// `DESPAWN …`.
 pub fn despawn(world: &mut World, scan: &ScanPlan, params: &[Value]) -> Result<ResultSet, Error> {
     let (entities, _) = targets(scan, world, params, &[])?;
-    world.despawn_many(&entities).map_err(write_failed)?;
-    Ok(count(entities.len()))
+    let n = world.despawn_many(&entities).map_err(|e| match e {
+        ecsdb_engine::EngineError::Constraint(_) => Error::from(e),
+        e => write_failed(e),
+    })?;
+    Ok(count(n))
 }
 
 /// `ADD …`.
@@ -168,6 +181,14 @@ pub fn add(world: &mut World, comps: &[ComponentValue], scan: &ScanPlan, params:
             k += c.fields.len();
         }
     }
+    // References on the statement's final state: each target live or null, no ACYCLIC loop.
+    let mut refs = Vec::new();
+    for (t, e) in entities.iter().enumerate() {
+        for (k, c) in comps.iter().enumerate() {
+            reference_writes(world, Some(*e), c.id, &fields[t * comps.len() + k], &mut refs);
+        }
+    }
+    world.check_reference_writes(&refs)?;
     let ids: Vec<ComponentId> = comps.iter().map(|c| c.id).collect();
     world.insert_many(&entities, &ids, fields).map_err(write_failed)?;
     Ok(count(entities.len()))
@@ -183,6 +204,25 @@ pub fn remove(
     let (entities, _) = targets(scan, world, params, &[])?;
     let ids: Vec<ComponentId> = comps.iter().map(|(id, _)| *id).collect();
     Ok(count(world.remove_many(&entities, &ids).map_err(write_failed)?))
+}
+
+/// Appends the reference writes among `fields` (converted values of component `id`, by field
+/// position) to `out`: only fields declared `REFERENCES`. `entity` is the referrer (`None` for
+/// a new entity). A reference field left out is written as the null entity: nothing to check.
+pub fn reference_writes(
+    world: &World,
+    entity: Option<Entity>,
+    id: ComponentId,
+    fields: &[(usize, FieldValue)],
+    out: &mut Vec<ReferenceWrite>,
+) {
+    for (field, v) in fields {
+        if world.reference(id, *field).is_none() {
+            continue;
+        }
+        let target = v.as_entity().unwrap_or(Entity::NULL);
+        out.push(ReferenceWrite { entity, component: id, field: *field, target });
+    }
 }
 
 /// A write failed after every check passed: a bug, reported rather than hidden.

@@ -10,7 +10,7 @@
 //! statement, and a failing statement changes nothing.
 
 use ecsdb_engine::{
-    convert_value, ComponentId, Entity, FieldInfo, FieldRows, FieldType, TypedFieldValues, Value, World,
+    convert_value, ComponentId, Entity, FieldInfo, FieldRows, FieldType, ReferenceWrite, TypedFieldValues, Value, World,
 };
 
 use crate::error::{Error, ErrorKind};
@@ -24,6 +24,8 @@ use crate::result::ResultSet;
 struct PendingBatch {
     /// Where the rows are: a table's rows, or the entities of a sparse component.
     at: PendingRows,
+    /// The entity of each row.
+    entities: Vec<Entity>,
     /// Per assignment, the new values.
     values: Vec<TypedFieldValues>,
 }
@@ -55,15 +57,16 @@ impl<'w> Sink<'w> for UpdateSink<'_> {
                     .map_err(|e| Error::from(e).with_span(expr.span))?,
             );
         }
+        let entities: Vec<Entity> = rows.iter().filter_map(|&r| ctx.entities.get(r as usize).copied()).collect();
         let at = match ctx.slots.get(self.slot) {
             Some(SlotReader::Dense(_)) => {
                 let table = self.scan.tables.get(ctx.plan_index).map(|t| t.table);
                 PendingRows::Table(table.ok_or_else(|| Error::internal("matched table out of range"))?, rows.to_vec())
             }
-            _ => PendingRows::Sparse(rows.iter().filter_map(|&r| ctx.entities.get(r as usize).copied()).collect()),
+            _ => PendingRows::Sparse(entities.clone()),
         };
         self.targets += rows.len();
-        self.pending.push(PendingBatch { at, values });
+        self.pending.push(PendingBatch { at, entities, values });
         Ok(true)
     }
 }
@@ -98,6 +101,23 @@ pub fn update(
     };
     run_scan(scan, world, params, &mut sink)?;
     let (pending, targets) = (sink.pending, sink.targets);
+    // References on the statement's final state: each new target live or null, no ACYCLIC loop.
+    let mut refs = Vec::new();
+    for batch in &pending {
+        for ((index, _), values) in assignments.iter().zip(&batch.values) {
+            if world.reference(component, *index).is_none() {
+                continue;
+            }
+            if let TypedFieldValues::Entity(targets) = values {
+                for (e, target) in batch.entities.iter().zip(targets) {
+                    refs.push(ReferenceWrite { entity: Some(*e), component, field: *index, target: *target });
+                }
+            }
+        }
+    }
+    if !refs.is_empty() {
+        world.check_reference_writes(&refs)?;
+    }
     for batch in pending {
         for ((index, _), values) in assignments.iter().zip(batch.values) {
             let at = match &batch.at {

@@ -11,19 +11,26 @@
 
 use std::marker::PhantomData;
 
-use ecsdb_engine::Value;
+use ecsdb_engine::{Value, World};
 
 use crate::error::{Error, ErrorKind};
+use crate::execute::relations;
 use crate::expr::compare::{self, InSet};
 use crate::expr::vector::{Prim, Validity, Vector};
 use crate::expr::{arith, functions, like};
 use crate::functions::Function;
-use crate::plan::logical::{BinaryOp, Expr, ExprKind};
+use crate::plan::logical::{BinaryOp, DataType, Expr, ExprKind};
 
 /// Where the leaves of an expression get their values.
 pub trait Leaves<'w> {
     /// The value of leaf `e` for each of `rows`.
     fn leaf(&self, e: &Expr, rows: &[u32]) -> Result<Vector<'w>, Error>;
+
+    /// The world the rows are in, for expressions that follow entities (paths, hierarchy
+    /// functions); `None` where there are no table rows.
+    fn world(&self) -> Option<&'w World> {
+        None
+    }
 }
 
 /// A source without rows: every leaf is an error (used for constants).
@@ -101,6 +108,30 @@ impl<'s, 'w, S: Leaves<'w> + ?Sized> Evaluator<'s, 'w, S> {
             | ExprKind::IndexCall { .. }
             | ExprKind::GroupKey(_)
             | ExprKind::Aggregate(_) => self.source.leaf(e, rows)?,
+            // Following entities: row by row through the world (the entity graph is not
+            // columnar); the results become typed vectors again.
+            ExprKind::Path { base, steps } => {
+                let world = self.world_for(e)?;
+                let start = self.eval(base, rows)?;
+                let mut out = Vec::with_capacity(n);
+                for i in 0..n {
+                    out.push(relations::follow_path(world, &start.value(i), steps, e)?);
+                }
+                Vector::from_values(out)
+            }
+            ExprKind::Hierarchy { func, component, field, args, .. } => {
+                let world = self.world_for(e)?;
+                let this = Expr { kind: ExprKind::Entity, ty: DataType::Entity, span: e.span };
+                let entities = self.source.leaf(&this, rows)?;
+                let cols: Vec<Vector<'w>> = args.iter().map(|c| self.eval(c, rows)).collect::<Result<_, _>>()?;
+                let mut out = Vec::with_capacity(n);
+                for i in 0..n {
+                    let extra: Vec<Value> = cols.iter().map(|c| c.value(i)).collect();
+                    let extra: Vec<&Value> = extra.iter().collect();
+                    out.push(relations::hierarchy(world, *func, *component, *field, &entities.value(i), &extra, e)?);
+                }
+                Vector::from_values(out)
+            }
             ExprKind::Neg(x) => arith::neg(&self.eval(x, rows)?, n).map_err(at)?,
             ExprKind::Not(x) => compare::not(&self.eval(x, rows)?, n).map_err(at)?,
             ExprKind::Binary { op: op @ (BinaryOp::And | BinaryOp::Or), left, right } => {
@@ -156,6 +187,10 @@ impl<'s, 'w, S: Leaves<'w> + ?Sized> Evaluator<'s, 'w, S> {
                 functions::call(func, &cols, n).map_err(|m| call_error(e, func, m))?
             }
         })
+    }
+
+    fn world_for(&self, e: &Expr) -> Result<&'w World, Error> {
+        self.source.world().ok_or_else(|| eval_error(e, "entities can only be followed from table rows here"))
     }
 
     /// `AND` / `OR`, three-valued, with the right side evaluated only where the left side does

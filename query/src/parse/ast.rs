@@ -344,8 +344,30 @@ pub struct FieldDecl {
     pub ty: FieldType,
     /// Where the type is written.
     pub ty_span: Span,
+    /// `REFERENCES …`, for an `entity` field declared a reference.
+    pub reference: Option<ReferenceClause>,
     /// `name type`.
     pub span: Span,
+}
+
+/// `REFERENCES [ON DELETE action] [ACYCLIC]` in a field declaration.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ReferenceClause {
+    /// What despawning a target does (`NO ACTION` when not written).
+    pub on_delete: ecsdb_engine::OnDelete,
+    /// `ACYCLIC`.
+    pub acyclic: bool,
+    /// The clause.
+    pub span: Span,
+}
+
+/// One step of a path after `C.f`: `.D` and optionally `.g`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PathStep {
+    /// The component on the entity reached so far.
+    pub component: Ident,
+    /// Its field; `None` for the component as an object (only as the last step).
+    pub field: Option<Ident>,
 }
 
 /// `CREATE INDEX [name] ON C [(f, …)] USING kind`.
@@ -433,6 +455,13 @@ pub enum ExprKind {
         component: Ident,
         /// The field (may be any word, reserved words included).
         field: Ident,
+    },
+    /// `C.f.D.g…`: a path through the entity field `C.f` (see [`PathStep`]).
+    Path {
+        /// The first field `C.f` (a [`ExprKind::Field`]; `C` is required of the row's entity).
+        base: Box<Expr>,
+        /// The steps after it (at least one).
+        steps: Vec<PathStep>,
     },
     /// A bare name `C`: the component as a vector (2 or 3 numeric fields) or object, or an
     /// item's alias in ORDER BY.
@@ -643,6 +672,7 @@ impl Expr {
             | ExprKind::EntityLit { .. }
             | ExprKind::Param(_)
             | ExprKind::Field { .. }
+            | ExprKind::Path { .. }
             | ExprKind::Component(_)
             | ExprKind::EntityId
             | ExprKind::CountStar => Vec::new(),
@@ -715,6 +745,16 @@ impl fmt::Display for Expr {
                 f.write_str("]")
             }
             ExprKind::Field { component, field } => write!(f, "{component}.{field}"),
+            ExprKind::Path { base, steps } => {
+                write!(f, "{base}")?;
+                for s in steps {
+                    write!(f, ".{}", s.component)?;
+                    if let Some(g) = &s.field {
+                        write!(f, ".{g}")?;
+                    }
+                }
+                Ok(())
+            }
             ExprKind::Component(c) => write!(f, "{c}"),
             ExprKind::EntityId => f.write_str("entity"),
             ExprKind::Unary { op: UnaryOp::Neg, expr } => {

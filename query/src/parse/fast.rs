@@ -457,7 +457,12 @@ impl<'s> Fast<'s> {
             }
             Some(b'.') => {
                 self.take(self.pos, self.pos + 1);
-                ExprKind::Field { component: name, field: self.any_name()? }
+                let field = self.any_name()?;
+                // Paths (`C.f.D.g`) are left to pest.
+                if self.peek() == Some(b'.') {
+                    return None;
+                }
+                ExprKind::Field { component: name, field }
             }
             _ => ExprKind::Component(name),
         };

@@ -14,7 +14,7 @@ use pest::{Parser as _, Token};
 use super::ast::*;
 use super::{MAX_EXPR_DEPTH, MAX_NESTING};
 use crate::error::{suggest, Error, ErrorKind};
-use ecsdb_engine::FieldType;
+use ecsdb_engine::{FieldType, OnDelete};
 
 #[derive(pest_derive::Parser)]
 #[grammar = "../grammar/ecsdb.pest"]
@@ -858,7 +858,22 @@ fn leaf(pair: Pair<'_, Rule>, base: usize) -> Result<Expr> {
             let mut names = pair.into_inner().filter(|p| p.as_rule() != Rule::dot);
             let component = ident(&names.next().expect("grammar: a name operand has a name"), base);
             match names.next() {
-                Some(field) => ExprKind::Field { component, field: ident(&field, base) },
+                Some(field) => {
+                    let field = ident(&field, base);
+                    let steps: Vec<PathStep> = names
+                        .map(|step| {
+                            let mut parts = step.into_inner().filter(|p| p.as_rule() != Rule::dot);
+                            let component = ident(&parts.next().expect("grammar: a path step has a component"), base);
+                            PathStep { component, field: parts.next().map(|f| ident(&f, base)) }
+                        })
+                        .collect();
+                    if steps.is_empty() {
+                        ExprKind::Field { component, field }
+                    } else {
+                        let first = Span::new(component.span.start, field.span.end);
+                        ExprKind::Path { base: Box::new(Expr::new(ExprKind::Field { component, field }, first)), steps }
+                    }
+                }
                 None => ExprKind::Component(component),
             }
         }
@@ -946,6 +961,7 @@ fn terms(pair: Pair<'_, Rule>, base: usize) -> Vec<Term> {
 
 fn field_decl(pair: Pair<'_, Rule>, base: usize) -> Result<FieldDecl> {
     let span = span_of(&pair, base);
+    let pair_of_decl = pair.clone();
     let name = ident(&first(pair.clone(), Rule::field_name), base);
     let ty_pair = first(pair, Rule::type_name);
     let ty_span = span_of(&ty_pair, base);
@@ -961,7 +977,33 @@ fn field_decl(pair: Pair<'_, Rule>, base: usize) -> Result<FieldDecl> {
         }
         err
     })?;
-    Ok(FieldDecl { name, ty, ty_span, span })
+    let reference = pair_reference(&pair_of_decl, base);
+    Ok(FieldDecl { name, ty, ty_span, reference, span })
+}
+
+/// The `REFERENCES …` clause of a field declaration, if any.
+fn pair_reference(decl: &Pair<'_, Rule>, base: usize) -> Option<ReferenceClause> {
+    let r = decl.clone().into_inner().find(|p| p.as_rule() == Rule::reference)?;
+    let span = span_of(&r, base);
+    let mut on_delete = OnDelete::NoAction;
+    let mut acyclic = false;
+    for p in r.into_inner() {
+        match p.as_rule() {
+            Rule::delete_action => {
+                let words: Vec<Rule> = p.into_inner().map(|w| w.as_rule()).collect();
+                on_delete = match words.first() {
+                    Some(Rule::kw_cascade) => OnDelete::Cascade,
+                    Some(Rule::kw_set) => OnDelete::SetNull,
+                    Some(Rule::kw_remove) => OnDelete::Remove,
+                    Some(Rule::kw_restrict) => OnDelete::Restrict,
+                    _ => OnDelete::NoAction,
+                };
+            }
+            Rule::kw_acyclic => acyclic = true,
+            _ => {}
+        }
+    }
+    Some(ReferenceClause { on_delete, acyclic, span })
 }
 
 /// `12v0` → index 12, generation 0.
@@ -1094,6 +1136,7 @@ fn expected_label(rule: Rule) -> Option<(u8, &'static str)> {
         component_name | terms | term_not | term_optional | term_any_of | term_required | term_list_query
         | component_value => (20, "a component name"),
         field_name | field_init | assignment | field_decl => (21, "a field name"),
+        delete_action => (27, "an ON DELETE action (CASCADE, SET NULL, REMOVE, RESTRICT, NO ACTION)"),
         type_name => (22, "a type name"),
         index_name => (23, "an index name"),
         index_kind => (24, "an index kind"),
@@ -1131,9 +1174,16 @@ fn expected_label(rule: Rule) -> Option<(u8, &'static str)> {
         kw_tables => (62, "`TABLES`"),
         kw_to => (63, "`TO`"),
         kw_using => (64, "`USING`"),
+        kw_references | reference => (65, "`REFERENCES`"),
+        kw_acyclic => (66, "`ACYCLIC`"),
+        kw_delete => (67, "`DELETE`"),
+        kw_cascade => (68, "`CASCADE`"),
+        kw_restrict => (68, "`RESTRICT`"),
+        kw_no => (68, "`NO`"),
+        kw_action => (69, "`ACTION`"),
 
         comma => (70, "`,`"),
-        dot => (71, "`.`"),
+        dot | path_step => (71, "`.`"),
         colon => (72, "`:`"),
         eq_sign => (73, "`=`"),
         star => (74, "`*`"),
@@ -1348,6 +1398,7 @@ mod tests {
             ExprKind::Param(p) => p.to_string(),
             ExprKind::Vector(items) => format!("[{}]", list(items)),
             ExprKind::Field { component, field } => format!("{component}.{field}"),
+            ExprKind::Path { .. } => format!("(path {e})"),
             ExprKind::Component(c) => c.name.clone(),
             ExprKind::EntityId => "entity".into(),
             ExprKind::Unary { expr, .. } => format!("(neg {})", sx(expr)),
@@ -1757,6 +1808,42 @@ mod tests {
             Statement::Update(u) => assert_eq!(filter(&u.target), (&[][..], None)),
             other => panic!("{other:?}"),
         }
+    }
+
+    #[test]
+    fn references_and_paths() {
+        let Statement::CreateComponent(c) =
+            parse_statement("CREATE COMPONENT ChildOf (parent entity REFERENCES ON DELETE SET NULL ACYCLIC, n i32)")
+                .unwrap()
+        else {
+            panic!()
+        };
+        let r = c.fields[0].reference.as_ref().unwrap();
+        assert_eq!((r.on_delete, r.acyclic), (OnDelete::SetNull, true));
+        assert!(c.fields[1].reference.is_none());
+        for (text, policy) in [
+            ("REFERENCES", OnDelete::NoAction),
+            ("references on delete cascade", OnDelete::Cascade),
+            ("REFERENCES ON DELETE REMOVE", OnDelete::Remove),
+            ("REFERENCES ON DELETE RESTRICT", OnDelete::Restrict),
+            ("REFERENCES ON DELETE NO ACTION", OnDelete::NoAction),
+        ] {
+            let Statement::CreateComponent(c) =
+                parse_statement(&format!("CREATE COMPONENT A (p entity {text})")).unwrap()
+            else {
+                panic!()
+            };
+            assert_eq!(c.fields[0].reference.as_ref().unwrap().on_delete, policy, "{text}");
+        }
+        assert!(parse_statement("CREATE COMPONENT A (p entity REFERENCES ON DELETE)").is_err());
+        assert_eq!(
+            sx_of("ChildOf.parent.ChildOf.parent.Name.value = 'x'"),
+            "(= (path ChildOf.parent.ChildOf.parent.Name.value) \"x\")"
+        );
+        assert_eq!(sx_of("ChildOf.parent.Name"), "(path ChildOf.parent.Name)");
+        let e = expr("a.b.C.d + 1");
+        let ExprKind::Binary { lhs, .. } = &e.kind else { panic!() };
+        assert!(matches!(&lhs.kind, ExprKind::Path { steps, .. } if steps.len() == 1));
     }
 
     #[test]

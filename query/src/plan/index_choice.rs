@@ -31,7 +31,7 @@ use roaring::RoaringBitmap;
 
 use crate::error::Error;
 use crate::functions::{Builtin, Function};
-use crate::plan::logical::{BinaryOp, Expr, ExprKind, SelectPlan, Source, Term};
+use crate::plan::logical::{BinaryOp, Expr, ExprKind, HierarchyFunc, SelectPlan, Source, Term};
 use crate::plan::physical::{IndexLookup, IndexScan, Operand};
 use crate::plan::PlanOptions;
 
@@ -53,6 +53,7 @@ enum Shape {
     Box { lo: Operand, hi: Operand },
     Function(String),
     Present,
+    Descendant { ancestor: Operand, max: Option<Operand> },
 }
 
 impl Shape {
@@ -73,16 +74,26 @@ impl Shape {
             Shape::Box { lo, hi } => IndexPredicate::InsideBox { lo: coords(&v(lo))?, hi: coords(&v(hi))? },
             Shape::Function(name) => IndexPredicate::Function { name: name.clone() },
             Shape::Present => IndexPredicate::Present,
+            Shape::Descendant { ancestor, max } => IndexPredicate::DescendantOf {
+                ancestor: v(ancestor),
+                max_depth: match max.as_ref().map(v) {
+                    None => None,
+                    Some(Value::Int(m)) if m >= 0 => Some(m as u64),
+                    Some(_) => return None,
+                },
+            },
         })
     }
 
     fn kinds(&self) -> &'static [IndexKind] {
         match self {
-            Shape::Eq(_) | Shape::NotEq(_) | Shape::In(_) => &[IndexKind::Bitmap, IndexKind::Btree],
+            Shape::Eq(_) | Shape::In(_) => &[IndexKind::Bitmap, IndexKind::Btree, IndexKind::Relation],
+            Shape::NotEq(_) => &[IndexKind::Bitmap, IndexKind::Btree],
             Shape::Range(..) => &[IndexKind::Btree],
             Shape::Radius { .. } | Shape::Box { .. } => &[IndexKind::Rtree],
             Shape::Function(_) => &[IndexKind::Function],
             Shape::Present => &[IndexKind::Bitmap],
+            Shape::Descendant { .. } => &[IndexKind::Relation],
         }
     }
 
@@ -96,6 +107,7 @@ impl Shape {
             Shape::Box { .. } => "box",
             Shape::Function(_) => "function",
             Shape::Present => "presence",
+            Shape::Descendant { .. } => "descendant_of",
         }
     }
 
@@ -109,6 +121,7 @@ impl Shape {
             Shape::Radius { center, radius, .. } => p(center) || p(radius),
             Shape::Box { lo, hi } => p(lo) || p(hi),
             Shape::Function(_) | Shape::Present => false,
+            Shape::Descendant { ancestor, max } => p(ancestor) || max.as_ref().is_some_and(p),
         }
     }
 }
@@ -242,6 +255,17 @@ fn candidate(c: &Expr, source: &Source, world: &World) -> Option<Candidate> {
         }
         ExprKind::IndexCall { func, slot } => (*slot, Some(Vec::new()), Shape::Function(func.name().to_string())),
         ExprKind::Has(slot) => (*slot, Some(Vec::new()), Shape::Present),
+        ExprKind::Hierarchy { func: HierarchyFunc::DescendantOf, slot, component, field, args, .. } => {
+            let name = world.components().info(*component).fields().get(*field)?.name.clone();
+            let shape = Shape::Descendant {
+                ancestor: constant(args.first()?)?,
+                max: match args.get(1) {
+                    Some(m) => Some(constant(m)?),
+                    None => None,
+                },
+            };
+            (*slot, Some(vec![name]), shape)
+        }
         _ => return None,
     };
     Some(Candidate { slot, fields, shape })

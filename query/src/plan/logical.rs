@@ -173,6 +173,44 @@ pub enum EntityRef {
     Param(usize, Span),
 }
 
+/// One step of a path: a component on the entity reached so far, and its field.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PathHop {
+    /// The component.
+    pub component: ComponentId,
+    /// Its field; `None` for the whole component as an object (last step only).
+    pub field: Option<usize>,
+    /// `.D.g` as written, for printing.
+    pub text: String,
+}
+
+/// The hierarchy functions over a reference field.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum HierarchyFunc {
+    /// `depth(F)`: hops to the top of the chain.
+    Depth,
+    /// `root(F)`: the top of the chain.
+    Root,
+    /// `descendant_of(F, e [, max_depth])`.
+    DescendantOf,
+}
+
+impl HierarchyFunc {
+    /// The function's name in the language.
+    pub fn name(self) -> &'static str {
+        match self {
+            HierarchyFunc::Depth => "depth",
+            HierarchyFunc::Root => "root",
+            HierarchyFunc::DescendantOf => "descendant_of",
+        }
+    }
+
+    /// The function named `lower` (lower case).
+    pub fn from_name(lower: &str) -> Option<HierarchyFunc> {
+        [HierarchyFunc::Depth, HierarchyFunc::Root, HierarchyFunc::DescendantOf].into_iter().find(|f| f.name() == lower)
+    }
+}
+
 /// A binary operator.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum BinaryOp {
@@ -338,6 +376,33 @@ pub enum ExprKind {
     ComponentVector(Slot),
     /// `has(C)`.
     Has(Slot),
+    /// `C.f.D.g…`: the entity in `base` (an entity field of the row), then for each step the
+    /// component `D` on the entity reached and its field `g` (the whole component as an object
+    /// when `None`, only as the last step). Null at a null or dead entity or a missing
+    /// component.
+    Path {
+        /// The first field, `C.f`.
+        base: Box<Expr>,
+        /// The steps.
+        steps: Vec<PathHop>,
+    },
+    /// `depth(C.f)`, `root(C.f)`, `descendant_of(C.f, e [, max_depth])`: following reference
+    /// field `field` of `component` up from the row's entity. Does not require the component.
+    Hierarchy {
+        /// Which function.
+        func: HierarchyFunc,
+        /// The component's slot (never required by this expression: it only lets the planner
+        /// match relation indexes on it).
+        slot: Slot,
+        /// The component holding the field.
+        component: ComponentId,
+        /// The entity field.
+        field: usize,
+        /// `C.f` as written, for printing.
+        text: String,
+        /// `descendant_of`'s ancestor and optional maximum depth; empty for the others.
+        args: Vec<Expr>,
+    },
     /// Unary minus.
     Neg(Box<Expr>),
     /// `NOT`.
@@ -429,12 +494,16 @@ impl Expr {
     fn child_iter(&self) -> impl Iterator<Item = &Expr> {
         let none: &[Expr] = &[];
         let (fixed, rest): ([Option<&Expr>; 3], &[Expr]) = match &self.kind {
-            ExprKind::Neg(e) | ExprKind::Not(e) | ExprKind::IsNull { expr: e, .. } => ([Some(e), None, None], none),
+            ExprKind::Neg(e) | ExprKind::Not(e) | ExprKind::IsNull { expr: e, .. } | ExprKind::Path { base: e, .. } => {
+                ([Some(e), None, None], none)
+            }
             ExprKind::Binary { left, right, .. } => ([Some(left), Some(right), None], none),
             ExprKind::Between { expr, low, high, .. } => ([Some(expr), Some(low), Some(high)], none),
             ExprKind::InList { expr, list, .. } => ([Some(expr), None, None], list),
             ExprKind::Like { expr, pattern, .. } => ([Some(expr), Some(pattern), None], none),
-            ExprKind::Vector(items) | ExprKind::Call { args: items, .. } => ([None; 3], items),
+            ExprKind::Vector(items) | ExprKind::Call { args: items, .. } | ExprKind::Hierarchy { args: items, .. } => {
+                ([None; 3], items)
+            }
             _ => ([None; 3], none),
         };
         fixed.into_iter().flatten().chain(rest)
@@ -478,6 +547,15 @@ impl Expr {
             ExprKind::Call { func, args } => {
                 ExprKind::Call { func: func.clone(), args: args.iter().map(&mut *f).collect() }
             }
+            ExprKind::Path { base, steps } => ExprKind::Path { base: b(base, f), steps: steps.clone() },
+            ExprKind::Hierarchy { func, slot, component, field, text, args } => ExprKind::Hierarchy {
+                func: *func,
+                slot: *slot,
+                component: *component,
+                field: *field,
+                text: text.clone(),
+                args: args.iter().map(&mut *f).collect(),
+            },
             other => other.clone(),
         };
         Expr { kind, ty: e.ty, span: e.span }
@@ -493,6 +571,7 @@ impl Expr {
                     | ExprKind::Component(_)
                     | ExprKind::ComponentVector(_)
                     | ExprKind::Has(_)
+                    | ExprKind::Hierarchy { .. }
                     | ExprKind::IndexCall { .. }
                     | ExprKind::GroupKey(_)
                     | ExprKind::Aggregate(_)
@@ -610,6 +689,17 @@ impl fmt::Display for ExprDisplay<'_> {
             }
             ExprKind::Component(slot) | ExprKind::ComponentVector(slot) => f.write_str(self.slot_name(*slot)),
             ExprKind::Has(slot) => write!(f, "has({})", self.slot_name(*slot)),
+            ExprKind::Path { base, steps } => {
+                write!(f, "{}", self.child(base))?;
+                steps.iter().try_for_each(|s| f.write_str(&s.text))
+            }
+            ExprKind::Hierarchy { func, text, args, .. } => {
+                write!(f, "{}({text}", func.name())?;
+                for e in args {
+                    write!(f, ", {}", self.child(e))?;
+                }
+                f.write_str(")")
+            }
             ExprKind::IndexCall { func, slot } => write!(f, "{}({})", func.name(), self.slot_name(*slot)),
             ExprKind::Neg(e) => {
                 f.write_str("-")?;
@@ -818,8 +908,8 @@ pub enum LogicalPlan {
         /// The targets.
         source: Source,
     },
-    /// CREATE COMPONENT.
-    CreateComponent(ComponentDef),
+    /// CREATE COMPONENT, with the references its fields declare.
+    CreateComponent(ComponentDef, Vec<ecsdb_engine::ReferenceDef>),
     /// CREATE INDEX: built by the engine's index layer.
     CreateIndex {
         /// What to build (the engine resolves default fields and the default name).

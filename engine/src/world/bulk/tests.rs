@@ -187,7 +187,7 @@ fn apply(bulk: &mut World, model: &mut World, op: &Op) {
         }
         Op::Despawn { picks } => {
             let targets = pick(model, picks);
-            bulk.despawn_many(&targets).unwrap();
+            bulk.despawn_bulk(&targets).unwrap();
             for &e in &targets {
                 model.despawn(e).unwrap();
             }
@@ -223,12 +223,12 @@ fn failing_checks_change_nothing() {
     let before = dump(&w);
     // A stale target after live ones.
     let targets = [es[0], es[1], es[3]];
-    assert!(w.despawn_many(&targets).is_err());
+    assert!(w.despawn_bulk(&targets).is_err());
     assert!(w.remove_many(&targets, &[a]).is_err());
     let (_, values) = bulk_values(&w, &["T"], &[0, 0, 0]);
     assert!(w.insert_many(&targets, &[t], values).is_err());
     // A repeated target.
-    assert!(w.despawn_many(&[es[0], es[1], es[0]]).is_err());
+    assert!(w.despawn_bulk(&[es[0], es[1], es[0]]).is_err());
     // Values that do not fit their field, or do not match the targets.
     let bad = vec![vec![(0, FieldValue::Str("no".into()))]];
     assert!(w.insert_many(&[es[0]], &[a], bad.clone()).is_err());

@@ -1,0 +1,196 @@
+use super::*;
+use crate::index::{IndexDef, IndexKind};
+use crate::{ComponentDef, FieldType};
+
+fn world_with(policy: OnDelete, acyclic: bool, indexed: bool) -> World {
+    let mut w = World::new();
+    w.define_component(&ComponentDef::new("ChildOf", &[("parent", FieldType::Entity)])).unwrap();
+    w.define_component(&ComponentDef::new("Name", &[("value", FieldType::String)])).unwrap();
+    w.declare_reference(&ReferenceDef::new("ChildOf", "parent", policy, acyclic)).unwrap();
+    if indexed {
+        w.create_index(IndexDef::new("ChildOf", &["parent"], IndexKind::Relation)).unwrap();
+    }
+    w
+}
+
+fn child(w: &mut World, parent: Entity) -> Entity {
+    w.spawn_values(&[("ChildOf", &[("parent", Value::Entity(parent))])]).unwrap()
+}
+
+fn parent_field(w: &World) -> (ComponentId, usize) {
+    (w.component_id("ChildOf").unwrap(), 0)
+}
+
+#[test]
+fn cascade_despawns_whole_subtrees_and_counts_them() {
+    for indexed in [false, true] {
+        let mut w = world_with(OnDelete::Cascade, true, indexed);
+        let root = w.spawn_values(&[]).unwrap();
+        let a = child(&mut w, root);
+        let b = child(&mut w, a);
+        let c = child(&mut w, b);
+        let other = w.spawn_values(&[]).unwrap();
+        let keep = child(&mut w, other);
+        assert_eq!(w.despawn_many(&[a]).unwrap(), 3);
+        for e in [a, b, c] {
+            assert!(!w.is_alive(e));
+        }
+        assert!(w.is_alive(root) && w.is_alive(keep));
+        let (id, f) = parent_field(&w);
+        assert_eq!(w.referrers(other, id, f), [keep]);
+    }
+}
+
+#[test]
+fn set_null_remove_and_no_action() {
+    for indexed in [false, true] {
+        for policy in [OnDelete::SetNull, OnDelete::Remove, OnDelete::NoAction] {
+            let mut w = world_with(policy, false, indexed);
+            let p = w.spawn_values(&[]).unwrap();
+            let c = child(&mut w, p);
+            w.despawn(p).unwrap();
+            assert!(w.is_alive(c));
+            let id = w.component_id("ChildOf").unwrap();
+            match policy {
+                OnDelete::SetNull => assert_eq!(w.entity_field(c, id, 0), Some(Entity::NULL)),
+                OnDelete::Remove => assert!(!w.has_component(c, id).unwrap()),
+                _ => {
+                    assert_eq!(w.entity_field(c, id, 0), Some(p));
+                    assert_eq!(w.live_target(c, id, 0), None);
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn restrict_refuses_unless_the_referrer_goes_too() {
+    let mut w = World::new();
+    w.define_component(&ComponentDef::new("ChildOf", &[("parent", FieldType::Entity)])).unwrap();
+    w.define_component(&ComponentDef::new("Target", &[("of", FieldType::Entity)])).unwrap();
+    w.declare_reference(&ReferenceDef::new("ChildOf", "parent", OnDelete::Cascade, true)).unwrap();
+    w.declare_reference(&ReferenceDef::new("Target", "of", OnDelete::Restrict, false)).unwrap();
+    let root = w.spawn_values(&[]).unwrap();
+    let a = child(&mut w, root);
+    let b = child(&mut w, a);
+    let outsider = w.spawn_values(&[("Target", &[("of", Value::Entity(b))])]).unwrap();
+    // Halfway down the cascade a RESTRICT referrer survives: nothing changes.
+    let before = w.len();
+    assert!(matches!(w.despawn(root), Err(EngineError::Constraint(_))));
+    assert_eq!(w.len(), before);
+    assert!(w.is_alive(root) && w.is_alive(a) && w.is_alive(b));
+    // A referrer inside the cascade does not refuse it.
+    let inside = child(&mut w, a);
+    w.insert_values(inside, &[("Target", &[("of", Value::Entity(b))])]).unwrap();
+    w.despawn(outsider).unwrap();
+    assert_eq!(w.despawn_many(&[root]).unwrap(), 4);
+    assert_eq!(w.len(), 0);
+}
+
+#[test]
+fn writes_refuse_stale_targets_and_cycles() {
+    let mut w = world_with(OnDelete::Cascade, true, false);
+    let dead = w.spawn_values(&[]).unwrap();
+    w.despawn(dead).unwrap();
+    let stale = w.spawn_values(&[("ChildOf", &[("parent", Value::Entity(dead))])]);
+    assert_eq!(stale, Err(EngineError::StaleEntity(dead)));
+    assert_eq!(w.len(), 0);
+    let a = w.spawn_values(&[]).unwrap();
+    let b = child(&mut w, a);
+    let c = child(&mut w, b);
+    // c → a would not loop; a → c would (a ← b ← c), as would b → b.
+    assert!(w.insert_values(a, &[("ChildOf", &[("parent", Value::Entity(c))])]).is_err());
+    assert!(matches!(w.set_reference(b, "ChildOf", "parent", b), Err(EngineError::Constraint(_))));
+    assert!(matches!(w.set_reference(b, "ChildOf", "parent", dead), Err(EngineError::StaleEntity(_))));
+    w.set_reference(c, "ChildOf", "parent", a).unwrap();
+    let (id, f) = parent_field(&w);
+    assert_eq!(w.live_target(b, id, f), Some(a));
+    // A statement checked on its final state: swapping who is the parent is fine together.
+    let writes = [
+        ReferenceWrite { entity: Some(a), component: id, field: f, target: b },
+        ReferenceWrite { entity: Some(b), component: id, field: f, target: Entity::NULL },
+    ];
+    w.check_reference_writes(&writes).unwrap();
+    assert!(w.check_reference_writes(&writes[..1]).is_err());
+}
+
+#[test]
+fn declaring_checks_existing_data() {
+    let mut w = World::new();
+    w.define_component(&ComponentDef::new("Link", &[("to", FieldType::Entity), ("n", FieldType::I32)])).unwrap();
+    let a = w.spawn_values(&[]).unwrap();
+    let b = w.spawn_values(&[("Link", &[("to", Value::Entity(a))])]).unwrap();
+    w.insert_values(a, &[("Link", &[("to", Value::Entity(b))])]).unwrap();
+    let def = ReferenceDef::new("Link", "to", OnDelete::Cascade, true);
+    assert!(matches!(w.declare_reference(&def), Err(EngineError::Constraint(_))));
+    assert!(w.declare_reference(&ReferenceDef::new("Link", "n", OnDelete::Cascade, false)).is_err());
+    assert!(w.declare_reference(&ReferenceDef::new("Link", "nope", OnDelete::Cascade, false)).is_err());
+    w.declare_reference(&ReferenceDef::new("Link", "to", OnDelete::SetNull, false)).unwrap();
+    assert!(w.declare_reference(&ReferenceDef::new("Link", "to", OnDelete::SetNull, false)).is_err());
+    assert_eq!(w.reference_definitions(), [ReferenceDef::new("Link", "to", OnDelete::SetNull, false)]);
+    // On a loop, walks end.
+    let id = w.component_id("Link").unwrap();
+    assert_eq!(w.walk_up(a, id, 0), Chain { depth: None, root: None });
+    assert!(w.is_descendant_of(a, id, 0, b, None));
+    assert!(!w.is_descendant_of(a, id, 0, a, None));
+    assert_eq!(w.ancestors(a, id, 0), [b]);
+}
+
+#[test]
+fn hierarchy_walks_with_and_without_the_index() {
+    for indexed in [false, true] {
+        let mut w = world_with(OnDelete::NoAction, true, indexed);
+        let root = w.spawn_values(&[]).unwrap();
+        let a = child(&mut w, root);
+        let b = child(&mut w, a);
+        let c = child(&mut w, root);
+        let (id, f) = parent_field(&w);
+        assert_eq!(w.walk_up(b, id, f), Chain { depth: Some(2), root: Some(root) });
+        assert_eq!(w.walk_up(root, id, f), Chain { depth: Some(0), root: Some(root) });
+        assert!(w.is_descendant_of(b, id, f, root, None));
+        assert!(!w.is_descendant_of(b, id, f, root, Some(1)));
+        assert!(w.is_descendant_of(b, id, f, root, Some(2)));
+        assert!(!w.is_descendant_of(root, id, f, root, None));
+        let mut kids = w.referrers(root, id, f);
+        kids.sort();
+        assert_eq!(kids, [a, c]);
+        let mut all = w.descendants(root, id, f);
+        all.sort();
+        assert_eq!(all, [a, b, c]);
+        assert_eq!(w.ancestors(b, id, f), [a, root]);
+        if indexed {
+            let r = w.index_reader();
+            let name = r.relation_on(id, f).unwrap();
+            let d = r.descendants(&name, root, Some(1)).unwrap();
+            assert_eq!(d.iter().collect::<Vec<_>>(), [a.index(), c.index()]);
+        }
+    }
+}
+
+#[test]
+fn snapshots_keep_references_and_relation_indexes() {
+    let mut w = world_with(OnDelete::Cascade, true, true);
+    w.define_component(&ComponentDef::new("Owner", &[("who", FieldType::Entity)])).unwrap();
+    w.declare_reference(&ReferenceDef::new("Owner", "who", OnDelete::SetNull, false)).unwrap();
+    let root = w.spawn_values(&[]).unwrap();
+    let a = child(&mut w, root);
+    let dog = w.spawn_values(&[("Owner", &[("who", Value::Entity(a))])]).unwrap();
+    let opts = crate::SaveOptions::default();
+    for bytes in [w.save_to_vec(&opts).unwrap(), w.to_json().unwrap().into_bytes()] {
+        let mut back = if bytes.starts_with(&crate::snapshot::MAGIC) {
+            World::load_from_bytes(&bytes).unwrap()
+        } else {
+            World::from_json(std::str::from_utf8(&bytes).unwrap()).unwrap()
+        };
+        assert_eq!(back.reference_definitions(), w.reference_definitions());
+        assert_eq!(back.indexes().len(), 1);
+        assert_eq!(back.despawn_many(&[root]).unwrap(), 2);
+        let owner = back.component_id("Owner").unwrap();
+        assert_eq!(back.entity_field(dog, owner, 0), Some(Entity::NULL));
+    }
+    // A world without references writes the index section as before (version 1).
+    let mut plain = World::new();
+    plain.define_component(&ComponentDef::new("ChildOf", &[("parent", FieldType::Entity)])).unwrap();
+    let bytes = plain.save_to_vec(&opts).unwrap();
+    assert_eq!(bytes[bytes.len() - 12..bytes.len() - 8], 1u32.to_le_bytes());
+}
