@@ -217,10 +217,10 @@ fn build_sqlite(rows: &[Row]) -> Connection {
 fn spawn_script(rows: &[Row]) -> String {
     let mut s = String::with_capacity(rows.len() * 220);
     for (i, r) in rows.iter().enumerate() {
-        let _ = write!(
+        let _ = writeln!(
             s,
             "SPAWN Position {{x: {}, y: {}, z: {}}}, Velocity {{x: {}, y: {}, z: {}}}, Health {{hp: {}, max: {}}}, \
-             Team {{name: '{}'}}, Level {{value: {}}}, Name {{value: '{}'}}, {}{};\n",
+             Team {{name: '{}'}}, Level {{value: {}}}, Name {{value: '{}'}}, {}{};",
             r.pos[0],
             r.pos[1],
             r.pos[2],

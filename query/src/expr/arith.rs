@@ -160,7 +160,10 @@ pub fn binary<'a>(op: BinaryOp, a: &Vector<'a>, b: &Vector<'a>, n: usize) -> Res
     }
     let (mut ka, mut kb) = (Vec::new(), Vec::new());
     if let (Some(x), Some(y)) = (float_arg(a, &mut ka), float_arg(b, &mut kb)) {
-        if !matches!((x, y), (Arg::Const(_), Arg::Const(_))) && !(is_int(a) && is_int(b)) {
+        // Two int operands were handled above (an int constant pair falls back to the rules).
+        let both_const = matches!((x, y), (Arg::Const(_), Arg::Const(_)));
+        let both_int = is_int(a) && is_int(b);
+        if !(both_const || both_int) {
             return float_kernel(op, x, y, n).map(Vector::Float);
         }
     }

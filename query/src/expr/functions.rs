@@ -282,11 +282,11 @@ mod tests {
             Value::Str("".into()),
         ]);
         for b in [Builtin::Abs, Builtin::Floor, Builtin::Ceil, Builtin::Round, Builtin::Sqrt] {
-            check(b, &[f.clone()], 4);
-            check(b, &[i.clone()], 4);
+            check(b, std::slice::from_ref(&f), 4);
+            check(b, std::slice::from_ref(&i), 4);
         }
         for b in [Builtin::Len, Builtin::Lower, Builtin::Upper] {
-            check(b, &[s.clone()], 4);
+            check(b, std::slice::from_ref(&s), 4);
         }
         for b in [Builtin::Min, Builtin::Max] {
             check(b, &[f.clone(), i.clone()], 4);
