@@ -234,7 +234,8 @@ mod tests {
         let a = world.spawn_values(&[("N", &[("name", Value::Str("a".into()))])]).unwrap();
         let b = world.spawn_values(&[("N", &[("name", Value::Str("b".into()))])]).unwrap();
         let table = TableId(world.location(a).unwrap().table);
-        let before = world.change_tick();
+        // A reader's tick: every later write is stamped newer than it.
+        let before = world.read_change_tick();
         // Wrong type, wrong field, row out of range, length mismatch: nothing written.
         assert!(world.write_field_rows(id, 1, FieldRows::Table(table, &[0]), TypedFieldValues::I64(vec![1])).is_err());
         assert!(world.write_field_rows(id, 7, FieldRows::Table(table, &[0]), TypedFieldValues::I32(vec![1])).is_err());
