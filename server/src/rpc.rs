@@ -279,8 +279,21 @@ impl Methods {
                     .components()
                     .iter()
                     .map(|info| {
-                        let fields: Vec<Json> =
-                            info.fields().iter().map(|f| json!({ "name": f.name, "type": f.ty.name() })).collect();
+                        // A field declared `REFERENCES` says so, with its policy (the inspector's
+                        // tree view follows `ACYCLIC` ones).
+                        let fields: Vec<Json> = info
+                            .fields()
+                            .iter()
+                            .enumerate()
+                            .map(|(i, f)| match w.reference(info.id(), i) {
+                                Some(r) => json!({
+                                    "name": f.name,
+                                    "type": f.ty.name(),
+                                    "references": { "on_delete": r.on_delete.name(), "acyclic": r.acyclic },
+                                }),
+                                None => json!({ "name": f.name, "type": f.ty.name() }),
+                            })
+                            .collect();
                         let storage = match info.storage() {
                             StorageKind::Table => "table",
                             StorageKind::Sparse => "sparse",

@@ -262,7 +262,11 @@ export class EntityBrowser {
   async refreshView(force = false) {
     const id = this.selected;
     if (!id || this.app.conn.state !== 'connected') return;
-    if (!force && ($('panel-entities').hidden || document.hidden || this.editing)) return;
+    // A periodic refresh re-renders the view: never while a value is being edited or a
+    // component is being chosen or filled in to add (it would throw the user's input away).
+    const adding = document.querySelector('#entity-view .add-comp');
+    const composing = adding && (adding.contains(document.activeElement) || adding.querySelector('select')?.value);
+    if (!force && ($('panel-entities').hidden || document.hidden || this.editing || composing)) return;
     let result;
     try {
       result = await this.app.conn.call('entity', { id });

@@ -200,7 +200,11 @@ fn apply(bulk: &mut World, model: &mut World, op: &Op) {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: if cfg!(debug_assertions) { 64 } else { 256 }, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig {
+        cases: if cfg!(miri) { 2 } else if cfg!(debug_assertions) { 64 } else { 256 },
+        failure_persistence: None,
+        ..ProptestConfig::default()
+    })]
 
     #[test]
     fn bulk_operations_equal_one_by_one(ops in proptest::collection::vec(op(), 1..40)) {
