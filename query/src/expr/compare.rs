@@ -12,7 +12,7 @@ use ecsdb_engine::{Entity, Value};
 use crate::execute::ops;
 use crate::expr::arith::{float_arg, int_arg, zip, Arg};
 use crate::expr::fallback;
-use crate::expr::vector::{and_validity, Prim, StrVec, Validity, Vector};
+use crate::expr::vector::{and_validity, Prim, Validity, Vector};
 use crate::plan::logical::BinaryOp;
 
 #[inline(always)]
@@ -27,19 +27,9 @@ fn holds(op: BinaryOp, o: Ordering) -> bool {
     }
 }
 
-/// `a op b` over f64 operands, monomorphised per operator so the loop has no branch on it.
-fn cmp_f64(op: BinaryOp, a: Arg<'_, f64>, b: Arg<'_, f64>, n: usize) -> Vec<bool> {
-    match op {
-        BinaryOp::Eq => zip(a, b, n, |x, y| x == y),
-        BinaryOp::Ne => zip(a, b, n, |x, y| x != y),
-        BinaryOp::Lt => zip(a, b, n, |x, y| x < y),
-        BinaryOp::Le => zip(a, b, n, |x, y| x <= y),
-        BinaryOp::Gt => zip(a, b, n, |x, y| x > y),
-        _ => zip(a, b, n, |x, y| x >= y),
-    }
-}
-
-fn cmp_i64(op: BinaryOp, a: Arg<'_, i64>, b: Arg<'_, i64>, n: usize) -> Vec<bool> {
+/// `a op b` over two numeric operands of one type, monomorphised per operator so the loop has
+/// no branch on it.
+fn cmp_num<T: PartialOrd + Copy>(op: BinaryOp, a: Arg<'_, T>, b: Arg<'_, T>, n: usize) -> Vec<bool> {
     match op {
         BinaryOp::Eq => zip(a, b, n, |x, y| x == y),
         BinaryOp::Ne => zip(a, b, n, |x, y| x != y),
@@ -78,20 +68,6 @@ fn is_str(v: &Vector<'_>) -> bool {
     matches!(v, Vector::Str(_) | Vector::Scalar(Value::Str(_), _))
 }
 
-fn validity_of<'v>(v: &'v Vector<'_>) -> Option<&'v Validity> {
-    match v {
-        Vector::Scalar(_, _) => Some(&None),
-        Vector::Bool(p) => Some(&p.valid),
-        Vector::Int(p) => Some(&p.valid),
-        Vector::Float(p) => Some(&p.valid),
-        Vector::Str(s) => Some(s.validity()),
-        Vector::Entity(p) => Some(&p.valid),
-        Vector::Vec2(p) => Some(&p.valid),
-        Vector::Vec3(p) => Some(&p.valid),
-        Vector::Values(_) => None,
-    }
-}
-
 /// Compares rows with an ordering function, for the less common plain types.
 fn cmp_by<'a, T: Copy>(
     op: BinaryOp,
@@ -127,12 +103,12 @@ pub fn compare<'a>(op: BinaryOp, a: &Vector<'a>, b: &Vector<'a>, n: usize) -> Re
     let both_const = a.as_scalar().is_some() && b.as_scalar().is_some();
     if !both_const {
         if let (Some(x), Some(y)) = (int_arg(a), int_arg(b)) {
-            let values = cmp_i64(op, x, y, n);
+            let values = cmp_num(op, x, y, n);
             return Ok(Vector::Bool(Prim { values, valid: and_validity(&arg_validity(x), &arg_validity(y)) }));
         }
         let (mut ka, mut kb) = (Vec::new(), Vec::new());
         if let (Some(x), Some(y)) = (float_arg(a, &mut ka), float_arg(b, &mut kb)) {
-            let values = cmp_f64(op, x, y, n);
+            let values = cmp_num(op, x, y, n);
             let mut valid = and_validity(&arg_validity(x), &arg_validity(y));
             nan_is_null(x, y, n, &mut valid);
             return Ok(Vector::Bool(Prim { values, valid }));
@@ -353,34 +329,6 @@ pub fn in_list_rows<'a>(x: &Vector<'_>, items: &[Vector<'_>], n: usize, negated:
         out.push(result.map(|b| b != negated).map_or(Value::Null, Value::Bool));
     }
     Ok(Vector::from_values(out))
-}
-
-/// Strings of a vector as a borrowed view per row (for kernels reading strings).
-pub fn strings<'v>(v: &'v Vector<'_>, n: usize) -> Option<Vec<Option<&'v str>>> {
-    match v {
-        Vector::Str(s) => Some((0..n).map(|i| s.get(i)).collect()),
-        Vector::Scalar(Value::Str(s), _) => Some(vec![Some(s.as_str()); n]),
-        _ => None,
-    }
-}
-
-/// Whether a vector holds only strings (or string constants): the string kernels apply.
-pub fn is_string(v: &Vector<'_>) -> bool {
-    is_str(v)
-}
-
-/// The validity of a typed vector (`None` for [`Vector::Values`]).
-pub fn validity(v: &Vector<'_>) -> Option<Validity> {
-    validity_of(v).cloned()
-}
-
-/// A string vector with every row null (used where a kernel's input is all null).
-pub fn null_strings<'a>(n: usize) -> StrVec<'a> {
-    let mut s = StrVec::with_capacity(n);
-    for _ in 0..n {
-        s.push_null();
-    }
-    s
 }
 
 #[cfg(test)]
