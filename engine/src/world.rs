@@ -210,6 +210,8 @@ pub struct World {
     pub(crate) indexes: crate::index::IndexRegistry,
     /// Serde functions of opaque components, for snapshots.
     pub(crate) opaque_serde: crate::snapshot::OpaqueSerdes,
+    /// The systems and schedule clock, as plain records (snapshots save them).
+    pub(crate) schedule: crate::ScheduleRecord,
 }
 
 impl Default for World {
@@ -235,6 +237,7 @@ impl World {
             written: AtomicBool::new(true),
             indexes: Default::default(),
             opaque_serde: Default::default(),
+            schedule: Default::default(),
         }
     }
 
@@ -336,6 +339,18 @@ impl World {
             overhead += o;
         }
         MemoryUsage { component_bytes: data, overhead_bytes: overhead, entities: self.len() }
+    }
+
+    // ----- schedule records ----------------------------------------------------------------
+
+    /// The world's systems and schedule clock as saved (written by the query layer).
+    pub fn schedule_record(&self) -> &crate::ScheduleRecord {
+        &self.schedule
+    }
+
+    /// Replaces the world's schedule record.
+    pub fn set_schedule_record(&mut self, record: crate::ScheduleRecord) {
+        self.schedule = record;
     }
 
     // ----- ticks -------------------------------------------------------------------------
