@@ -17,6 +17,7 @@ mod demo;
 mod exec;
 mod format;
 mod query_cmd;
+mod run;
 mod shell;
 mod world_file;
 
@@ -45,6 +46,8 @@ enum Command {
     Exec(ExecArgs),
     /// Run one read-only statement (SELECT, EXPLAIN, SHOW, DESCRIBE) against WORLD.
     Query(QueryArgs),
+    /// Run WORLD's systems for some ticks, save it, and print per-system statistics.
+    Run(RunArgs),
     /// An interactive shell on WORLD (or on an empty in-memory world); reads stdin when piped.
     Shell(ShellArgs),
 }
@@ -89,6 +92,20 @@ pub struct ExecArgs {
     /// the language (42, 2.5, 'text' or bare text, true, false, null, 12v0, [1, 2]).
     #[arg(long = "param", value_name = "NAME=VALUE", value_parser = query_cmd::parse_param)]
     pub params: Vec<Param>,
+}
+
+/// Arguments of `ecsdb run`.
+#[derive(Args, Debug)]
+pub struct RunArgs {
+    /// The world file (must exist).
+    #[arg(value_name = "WORLD")]
+    pub world: PathBuf,
+    /// How many ticks to run.
+    #[arg(long, value_name = "N")]
+    pub ticks: u64,
+    /// Seconds each tick simulates (`$dt`).
+    #[arg(long, default_value_t = 1.0 / 60.0, value_name = "S")]
+    pub dt: f64,
 }
 
 /// Arguments of `ecsdb query`.
@@ -147,6 +164,7 @@ fn main() -> ExitCode {
         Command::Demo(args) => demo::run(args),
         Command::Exec(args) => exec::run(args),
         Command::Query(args) => query_cmd::run(args),
+        Command::Run(args) => run::run(args),
         Command::Shell(args) => shell::run(args),
     };
     match result {
