@@ -24,6 +24,7 @@ mod exec;
 mod format;
 mod query_cmd;
 mod remote;
+mod run;
 mod serve;
 mod shell;
 mod transfer_cmd;
@@ -55,6 +56,8 @@ enum Command {
     Exec(ExecArgs),
     /// Run one read-only statement (SELECT, EXPLAIN, SHOW, DESCRIBE) against WORLD.
     Query(QueryArgs),
+    /// Run WORLD's systems for some ticks, save it, and print per-system statistics.
+    Run(RunArgs),
     /// An interactive shell on WORLD (or on an empty in-memory world); reads stdin when piped.
     Shell(ShellArgs),
     /// Load WORLD, tick it and serve it live over HTTP and WebSocket (docs/protocol.md).
@@ -110,6 +113,20 @@ pub struct ExecArgs {
     /// How long to wait for another process writing WORLD (seconds, or e.g. 250ms).
     #[arg(long, value_name = "T", default_value = "5", value_parser = world_file::parse_timeout)]
     pub busy_timeout: Duration,
+}
+
+/// Arguments of `ecsdb run`.
+#[derive(Args, Debug)]
+pub struct RunArgs {
+    /// The world file (must exist).
+    #[arg(value_name = "WORLD")]
+    pub world: PathBuf,
+    /// How many ticks to run.
+    #[arg(long, value_name = "N")]
+    pub ticks: u64,
+    /// Seconds each tick simulates (`$dt`).
+    #[arg(long, default_value_t = 1.0 / 60.0, value_name = "S")]
+    pub dt: f64,
 }
 
 /// Arguments of `ecsdb query`.
@@ -289,6 +306,7 @@ fn main() -> ExitCode {
         }
         Command::Export(args) => transfer_cmd::export(args),
         Command::Import(args) => transfer_cmd::import(args),
+        Command::Run(args) => run::run(args),
     };
     match result {
         Ok(()) | Err(Failure::Closed) => ExitCode::SUCCESS,

@@ -39,6 +39,7 @@ pub mod index;
 mod par;
 pub mod query;
 mod reference;
+mod schedule_record;
 pub mod snapshot;
 pub mod storage;
 mod tick;
@@ -56,6 +57,7 @@ pub use entity::{Entities, EntitiesState, Entity, EntityLocation, ParseEntityErr
 pub use error::{EngineError, Result};
 pub use query::{Added, Changed, Or, Query, QueryData, QueryFilter, QueryState, ReadOnlyQueryData, With, Without};
 pub use reference::{Chain, OnDelete, Reference, ReferenceDef, ReferenceWrite};
+pub use schedule_record::{ScheduleRecord, SystemBody, SystemRecord};
 pub use snapshot::{
     FileStamp, IndexDefinition, JsonOptions, LoadOptions, LoadStats, SaveOptions, SaveStats, SnapshotError, WorldLock,
     DEFAULT_BUSY_TIMEOUT,

@@ -220,6 +220,8 @@ pub struct World {
     pub(crate) opaque_serde: crate::snapshot::OpaqueSerdes,
     /// Declared references (`crate::reference`): checked on writes, applied on despawns.
     pub(crate) references: crate::reference::References,
+    /// The systems and schedule clock, as plain records (snapshots save them).
+    pub(crate) schedule: crate::ScheduleRecord,
 }
 
 impl Default for World {
@@ -247,6 +249,7 @@ impl World {
             indexes: Default::default(),
             opaque_serde: Default::default(),
             references: Default::default(),
+            schedule: Default::default(),
         }
     }
 
@@ -348,6 +351,18 @@ impl World {
             overhead += o;
         }
         MemoryUsage { component_bytes: data, overhead_bytes: overhead, entities: self.len() }
+    }
+
+    // ----- schedule records ----------------------------------------------------------------
+
+    /// The world's systems and schedule clock as saved (written by the query layer).
+    pub fn schedule_record(&self) -> &crate::ScheduleRecord {
+        &self.schedule
+    }
+
+    /// Replaces the world's schedule record.
+    pub fn set_schedule_record(&mut self, record: crate::ScheduleRecord) {
+        self.schedule = record;
     }
 
     // ----- ticks -------------------------------------------------------------------------

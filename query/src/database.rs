@@ -11,10 +11,11 @@ use crate::functions::{FunctionRegistry, RegisteredFn};
 use crate::params::Params;
 use crate::parse::{self, ast};
 use crate::plan::explain::explain_select;
-use crate::plan::logical::{ComponentValue, Expr, LogicalPlan, ParamKey, ParamSpec, ShowKind};
+use crate::plan::logical::{ComponentValue, Expr, LogicalPlan, ParamKey, ParamSpec, ScheduleOp, ShowKind};
 use crate::plan::physical::ScanPlan;
 use crate::plan::{PhysicalSelect, PlanOptions};
 use crate::result::ResultSet;
+use crate::schedule::{self, Body, Schedule, SystemBuilder, TickFailure};
 
 /// An entity database: a [`World`] you can also talk to in the query language.
 ///
@@ -33,6 +34,8 @@ pub struct Database {
     world: World,
     functions: FunctionRegistry,
     plan_options: PlanOptions,
+    /// The runnable form of the world's schedule record (kept in step with it).
+    schedule: Schedule,
 }
 
 impl std::fmt::Debug for Database {
@@ -58,7 +61,11 @@ pub fn is_read_only(text: &str) -> Result<bool, Error> {
 fn statement_is_read_only(s: &ast::Statement) -> bool {
     matches!(
         s,
-        ast::Statement::Select(_) | ast::Statement::Explain(_) | ast::Statement::Show(_) | ast::Statement::Describe(_)
+        ast::Statement::Select(_)
+            | ast::Statement::Explain(_)
+            | ast::Statement::Show(_)
+            | ast::Statement::Describe(_)
+            | ast::Statement::ExplainSchedule(_)
     )
 }
 
@@ -73,9 +80,14 @@ impl Database {
         Database::default()
     }
 
-    /// A database over an existing world.
+    /// A database over an existing world. Its saved text systems are prepared; its saved
+    /// Rust systems wait for [`Database::add_system`] (TICK fails, naming them, until then).
     pub fn from_world(world: World) -> Database {
-        Database { world, functions: FunctionRegistry::default(), plan_options: PlanOptions::default() }
+        let schedule = Schedule::from_record(world.schedule_record());
+        let mut db =
+            Database { world, functions: FunctionRegistry::default(), plan_options: PlanOptions::default(), schedule };
+        db.bind_saved_systems();
+        db
     }
 
     /// The world.
@@ -88,9 +100,167 @@ impl Database {
         &mut self.world
     }
 
-    /// The world, giving up the database.
+    /// The world, giving up the database (its schedule is in the world's record).
     pub fn into_world(self) -> World {
         self.world
+    }
+
+    // ----- schedule ----------------------------------------------------------------------
+
+    /// Places a Rust system in the schedule (see [`SystemBuilder`]).
+    pub fn add_system(&mut self, name: &str) -> SystemBuilder<'_> {
+        SystemBuilder::new(self, name)
+    }
+
+    /// Runs `count` ticks of `dt` seconds (as `TICK count DT dt`), returning the failures.
+    pub fn tick(&mut self, count: u64, dt: f64) -> Result<Vec<TickFailure>, Error> {
+        if !(0.0..=1e9).contains(&dt) {
+            return Err(Error::new(ErrorKind::Type, "DT takes a number of seconds (0 to 1e9)"));
+        }
+        self.run_ticks(count, (dt * 1e9).round() as u64)
+    }
+
+    /// Ticks run so far (the next tick's `$tick`).
+    pub fn ticks_run(&self) -> u64 {
+        self.schedule.tick
+    }
+
+    /// Per-system statistics: (name, runs, rows, total time), in phase and run order.
+    pub fn system_stats(&self) -> Vec<(String, u64, u64, std::time::Duration)> {
+        self.schedule
+            .batches
+            .iter()
+            .flatten()
+            .flatten()
+            .map(|&i| {
+                let s = &self.schedule.systems[i];
+                (s.name.clone(), s.stats.runs, s.stats.rows, s.stats.total)
+            })
+            .collect()
+    }
+
+    fn run_ticks(&mut self, count: u64, dt_ns: u64) -> Result<Vec<TickFailure>, Error> {
+        let parallel = rayon::current_num_threads() > 1;
+        let failures = self.schedule.run_ticks(&mut self.world, count, dt_ns, parallel);
+        self.sync_schedule_record();
+        failures
+    }
+
+    pub(crate) fn world_and_schedule(&mut self) -> (&mut World, &mut Schedule) {
+        (&mut self.world, &mut self.schedule)
+    }
+
+    /// Writes the schedule's records into the world (what snapshots save).
+    pub(crate) fn sync_schedule_record(&mut self) {
+        self.world.set_schedule_record(self.schedule.record());
+    }
+
+    /// Prepares the text systems of a loaded schedule record.
+    fn bind_saved_systems(&mut self) {
+        for i in 0..self.schedule.systems.len() {
+            if let Body::Broken { text, .. } = &self.schedule.systems[i].body {
+                let text = text.clone();
+                let bound = parse::parse_system_body(&text).and_then(|body| self.prepare_system_body(&body));
+                let system = &mut self.schedule.systems[i];
+                match bound {
+                    Ok((statements, access, exclusive)) => {
+                        system.body = Body::Text { text, statements };
+                        system.access = access;
+                        system.exclusive = exclusive;
+                    }
+                    Err(e) => {
+                        let error =
+                            format!("saved system does not bind: {}", e.render(&text).lines().next().unwrap_or(""));
+                        system.body = Body::Broken { text, error };
+                    }
+                }
+            }
+        }
+        let _ = self.schedule.rebuild_batches();
+    }
+
+    /// Binds and prepares a system's statements: only `$dt`, `$tick` and `$time` may be used.
+    /// Returns them, the system's access and whether it must run alone (a statement after an
+    /// UPDATE must see it).
+    fn prepare_system_body(&self, body: &[ast::Statement]) -> Result<(Vec<Prepared>, schedule::Access, bool), Error> {
+        let mut access = schedule::Access::default();
+        let mut statements = Vec::with_capacity(body.len());
+        let mut exclusive = false;
+        for (k, stmt) in body.iter().enumerate() {
+            let bound = bind_statement(stmt, &self.world, &self.functions)?;
+            for p in &bound.params {
+                let ok = matches!(&p.key, ParamKey::Name(n) if matches!(n.as_str(), "dt" | "tick" | "time"));
+                if !ok {
+                    return Err(Error::new(
+                        ErrorKind::Parameter,
+                        format!("a system can only use the parameters $dt, $tick and $time, not {}", p.key),
+                    )
+                    .with_span(p.span));
+                }
+            }
+            access.add_plan(&bound.plan);
+            exclusive |= matches!(bound.plan, LogicalPlan::Update { .. }) && k + 1 < body.len();
+            statements.push(Prepared::new(bound, &self.world, stmt.span(), self.plan_options));
+        }
+        Ok((statements, access, exclusive))
+    }
+
+    /// Runs a statement about the schedule.
+    fn run_schedule_op(&mut self, op: &ScheduleOp) -> Result<ResultSet, Error> {
+        match op {
+            ScheduleOp::CreateSystem(c) => {
+                let placement = schedule::placement(c)?;
+                self.schedule.check_placement(&placement)?;
+                let (statements, access, exclusive) = self.prepare_system_body(&c.body)?;
+                let system = schedule::System {
+                    name: c.name.name.clone(),
+                    phase: placement.phase,
+                    after: c.after.iter().map(|i| i.name.clone()).collect(),
+                    before: c.before.iter().map(|i| i.name.clone()).collect(),
+                    body: Body::Text { text: c.body_text.clone(), statements },
+                    access,
+                    exclusive,
+                    stats: Default::default(),
+                };
+                self.schedule.insert(system, c.span)?;
+                self.sync_schedule_record();
+                Ok(ResultSet::default())
+            }
+            ScheduleOp::DropSystem { name, if_exists, span } => {
+                match self.schedule.find(name) {
+                    Some(i) => {
+                        self.schedule.remove(i);
+                        self.sync_schedule_record();
+                    }
+                    None if *if_exists => {}
+                    None => {
+                        return Err(
+                            Error::new(ErrorKind::Constraint, format!("no system named '{name}'")).with_span(*span)
+                        )
+                    }
+                }
+                Ok(ResultSet::default())
+            }
+            ScheduleOp::ExplainSchedule => Ok(self.explain_schedule()),
+            ScheduleOp::SetFixedHz(hz) => {
+                self.schedule.fixed_hz = *hz;
+                self.sync_schedule_record();
+                Ok(ResultSet::default())
+            }
+            ScheduleOp::Tick { count, dt_ns } => {
+                let failures = self.run_ticks(*count, *dt_ns)?;
+                let mut rs = ResultSet::empty(tick_columns());
+                for f in failures {
+                    rs.rows.push(vec![Value::Int(f.tick as i64), Value::Str(f.system), Value::Str(f.error)]);
+                }
+                Ok(rs)
+            }
+        }
+    }
+
+    fn explain_schedule(&self) -> ResultSet {
+        let rows = self.schedule.explain().into_iter().map(|l| vec![Value::Str(l)]).collect();
+        ResultSet { columns: vec!["plan".into()], rows }
     }
 
     /// The planner's settings.
@@ -116,8 +286,12 @@ impl Database {
     }
 
     /// A database over `world` with this one's registered functions and planner settings.
+    /// Its saved systems are prepared as [`Database::from_world`] prepares them.
     pub(crate) fn with_world(&self, world: World) -> Database {
-        Database { world, functions: self.functions.clone(), plan_options: self.plan_options }
+        let schedule = Schedule::from_record(world.schedule_record());
+        let mut db = Database { world, functions: self.functions.clone(), plan_options: self.plan_options, schedule };
+        db.bind_saved_systems();
+        db
     }
 
     /// The registered functions.
@@ -489,6 +663,20 @@ enum Executable {
     DropIndex(String, Span),
     Show(ShowKind),
     Describe(ComponentId),
+    Schedule(ScheduleOp),
+}
+
+/// The columns of TICK's result: one row per failing statement.
+fn tick_columns() -> Vec<String> {
+    vec!["tick".into(), "system".into(), "error".into()]
+}
+
+/// What one statement of a system did: a change to apply, or rows read.
+pub(crate) enum Step {
+    /// The checked change (UPDATE, or a structural write staged to the phase's end).
+    Staged(mutate::Staged),
+    /// A read: how many rows it returned.
+    Read(usize),
 }
 
 /// A statement parsed, bound and planned once, run many times with different parameters.
@@ -528,6 +716,9 @@ impl Prepared {
             LogicalPlan::CreateComponent(..) | LogicalPlan::DropIndex(..) => Vec::new(),
             LogicalPlan::Show(k) => catalog::show_columns(*k),
             LogicalPlan::Describe(_) => catalog::describe_columns(),
+            LogicalPlan::Schedule(ScheduleOp::Tick { .. }) => tick_columns(),
+            LogicalPlan::Schedule(ScheduleOp::ExplainSchedule) => vec!["plan".into()],
+            LogicalPlan::Schedule(_) => Vec::new(),
         };
         let exec = match plan {
             LogicalPlan::Select(s) => Executable::Select(PhysicalSelect::new(s, world, options)),
@@ -544,6 +735,7 @@ impl Prepared {
             LogicalPlan::DropIndex(name, span) => Executable::DropIndex(name, span),
             LogicalPlan::Show(k) => Executable::Show(k),
             LogicalPlan::Describe(id) => Executable::Describe(id),
+            LogicalPlan::Schedule(op) => Executable::Schedule(op),
         };
         Prepared { world_id: world.id(), exec, params, columns, span }
     }
@@ -557,7 +749,11 @@ impl Prepared {
     pub fn is_read_only(&self) -> bool {
         matches!(
             self.exec,
-            Executable::Select(_) | Executable::Explain(_) | Executable::Show(_) | Executable::Describe(_)
+            Executable::Select(_)
+                | Executable::Explain(_)
+                | Executable::Show(_)
+                | Executable::Describe(_)
+                | Executable::Schedule(ScheduleOp::ExplainSchedule)
         )
     }
 
@@ -577,6 +773,12 @@ impl Prepared {
     pub fn execute(&mut self, db: &mut Database, params: &Params) -> Result<ResultSet, Error> {
         self.check_world(&db.world)?;
         let values = resolve_params(&self.params, params)?;
+        if let Executable::Schedule(op) = &self.exec {
+            return db.run_schedule_op(op);
+        }
+        if let Executable::Show(ShowKind::Systems) = &self.exec {
+            return Ok(db.schedule.show(&db.world));
+        }
         let world = &mut db.world;
         match &mut self.exec {
             Executable::Spawn(v) => mutate::spawn(world, v, &values),
@@ -610,7 +812,50 @@ impl Prepared {
             return Err(mutates_error(self.span));
         }
         let values = resolve_params(&self.params, params)?;
-        self.run_read(&db.world, &values)
+        match &self.exec {
+            Executable::Schedule(ScheduleOp::ExplainSchedule) => Ok(db.explain_schedule()),
+            Executable::Show(ShowKind::Systems) => Ok(db.schedule.show(&db.world)),
+            _ => self.run_read(&db.world, &values),
+        }
+    }
+
+    /// Runs one statement of a system on a shared world: reads run, writes are checked and
+    /// returned to be applied later.
+    pub(crate) fn stage(&mut self, world: &World, params: &Params) -> Result<Step, Error> {
+        let values = resolve_params(&self.params, params)?;
+        let staged = match &mut self.exec {
+            Executable::Spawn(v) => mutate::stage_spawn(world, v, &values)?,
+            Executable::Despawn(scan) => {
+                scan.refresh(world);
+                mutate::stage_despawn(world, scan, &values)?
+            }
+            Executable::Add(v, scan) => {
+                scan.refresh(world);
+                mutate::stage_add(world, v, scan, &values)?
+            }
+            Executable::Remove(c, scan) => {
+                scan.refresh(world);
+                mutate::stage_remove(world, c, scan, &values)?
+            }
+            Executable::Update { component, assignments, scan } => {
+                scan.refresh(world);
+                mutate::Staged::Update(crate::execute::update::stage_update(
+                    world,
+                    *component,
+                    assignments,
+                    scan,
+                    &values,
+                )?)
+            }
+            Executable::Select(phys) => {
+                phys.refresh(world);
+                return Ok(Step::Read(select::stream_select(phys, world, &values, &mut |_| {})?));
+            }
+            _ => {
+                return Err(Error::internal("a system statement must be SELECT, SPAWN, DESPAWN, ADD, REMOVE or UPDATE"))
+            }
+        };
+        Ok(Step::Staged(staged))
     }
 
     /// Runs a read-only statement, handing each result row to `f` in order rather than

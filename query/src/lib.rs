@@ -88,6 +88,7 @@ mod params;
 pub mod parse;
 pub mod plan;
 mod result;
+pub mod schedule;
 
 pub use database::{is_read_only, Database, Prepared, Selected};
 pub use error::{Error, ErrorKind, Span};

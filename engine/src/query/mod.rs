@@ -64,6 +64,16 @@ impl Access {
         self.sparse_write |= sparse;
     }
 
+    /// The components read.
+    pub fn reads(&self) -> &[ComponentId] {
+        &self.reads
+    }
+
+    /// The components written.
+    pub fn writes(&self) -> &[ComponentId] {
+        &self.writes
+    }
+
     /// The first component accessed in conflicting ways, if any.
     pub fn conflict(&self) -> Option<ComponentId> {
         self.conflict

@@ -108,6 +108,16 @@ impl<Q: QueryData, F: QueryFilter> QueryState<Q, F> {
         self.tables_seen = tables.len();
     }
 
+    /// The components the query reads and writes (its filter's presence tests are not
+    /// reads of values, and are left out).
+    pub fn access(&self, world: &World) -> Access {
+        let mut access = Access::default();
+        if let Some(d) = &self.data {
+            Q::access(d, &world.components, &mut access);
+        }
+        access
+    }
+
     /// The tables this query matched so far.
     pub fn matched_tables(&self) -> &[TableId] {
         &self.tables

@@ -401,6 +401,8 @@ fn columns_to_body(data: &ColumnarWorld) -> Result<Body<'static>, SnapshotError>
                 .collect(),
             ..IndexSection::default()
         },
+        // Imported data carries no systems: the world keeps its own (empty) schedule.
+        schedule: Default::default(),
     })
 }
 

@@ -3,7 +3,7 @@
 //! ```text
 //! offset  size  field
 //!      0     8  magic            89 45 43 53 44 42 0D 0A  ("\x89ECSDB\r\n")
-//!      8     4  format version   u32 LE (1)
+//!      8     4  format version   u32 LE (2; 1 is read too)
 //!     12     4  flags            u32 LE (bit 0: change ticks saved; other bits must be 0)
 //!     16     8  body length      u64 LE
 //!     24     4  body checksum    u32 LE, CRC-32 (IEEE) of the body
@@ -12,7 +12,9 @@
 //! ```
 //!
 //! The body is one [`Body`]: world tick, catalog, allocator, tables, sparse sets and index
-//! definitions. Byte runs ([`Bytes`]) are length-prefixed and borrowed straight out of the
+//! definitions, then (since version 2, and absent from version 1 bodies) the schedule section:
+//! version u32, systems [name, phase, after [name], before [name], kind u8 (0 text, 1 Rust),
+//! text], fixed_hz u32, accumulator_ns u64, tick u64, time_ns u64. Byte runs ([`Bytes`]) are length-prefixed and borrowed straight out of the
 //! input when loading, so decoding allocates nothing in proportion to claimed lengths.
 //! Every enum code (field types, storage kinds) is written by this module's own tables, so
 //! reordering an engine enum never changes the format.
@@ -27,8 +29,13 @@ use crate::component::{FieldType, StorageKind};
 
 /// The first eight bytes of every snapshot (PNG-style: a high byte, the name, CR LF).
 pub const MAGIC: [u8; 8] = *b"\x89ECSDB\r\n";
-/// The format version this build writes and reads.
-pub const FORMAT_VERSION: u32 = 1;
+/// The format version this build writes. It reads this one and version 1, which is the
+/// same body without the schedule section at its end.
+pub const FORMAT_VERSION: u32 = 2;
+/// The oldest format version this build reads.
+pub const OLDEST_FORMAT_VERSION: u32 = 1;
+/// Version of the `schedule` section.
+pub(crate) const SCHEDULE_SECTION_VERSION: u32 = 1;
 /// Bytes before the body.
 pub const HEADER_LEN: usize = 32;
 /// Flag bit: every column carries its added/changed ticks.
@@ -258,6 +265,9 @@ pub(crate) struct Body<'a> {
     /// Secondary index definitions (rebuilt from the data on load).
     #[serde(borrow)]
     pub index_definitions: IndexSection<'a>,
+    /// The schedule (absent from version 1 bodies, which load with an empty one).
+    #[serde(borrow)]
+    pub schedule: ScheduleSection<'a>,
 }
 
 /// One component of the catalog.
@@ -376,6 +386,72 @@ pub(crate) struct TickRecord<'a> {
     pub added: Bytes<'a>,
     #[serde(borrow)]
     pub changed: Bytes<'a>,
+}
+
+/// The world's systems and schedule clock (format version 2).
+#[derive(Debug, Serialize, Deserialize)]
+pub(crate) struct ScheduleSection<'a> {
+    pub version: u32,
+    #[serde(borrow)]
+    pub systems: Vec<SystemEntry<'a>>,
+    pub fixed_hz: u32,
+    pub accumulator_ns: u64,
+    pub tick: u64,
+    pub time_ns: u64,
+}
+
+impl Default for ScheduleSection<'_> {
+    fn default() -> Self {
+        let r = crate::ScheduleRecord::default();
+        ScheduleSection {
+            version: SCHEDULE_SECTION_VERSION,
+            systems: Vec::new(),
+            fixed_hz: r.fixed_hz,
+            accumulator_ns: r.accumulator_ns,
+            tick: r.tick,
+            time_ns: r.time_ns,
+        }
+    }
+}
+
+impl ScheduleSection<'_> {
+    /// The engine's record of it.
+    pub(crate) fn to_record(&self) -> crate::ScheduleRecord {
+        let owned = |t: &Text<'_>| t.0.to_string();
+        crate::ScheduleRecord {
+            systems: self
+                .systems
+                .iter()
+                .map(|s| crate::SystemRecord {
+                    name: owned(&s.name),
+                    phase: owned(&s.phase),
+                    after: s.after.iter().map(owned).collect(),
+                    before: s.before.iter().map(owned).collect(),
+                    body: if s.kind == 1 { crate::SystemBody::Rust } else { crate::SystemBody::Text(owned(&s.text)) },
+                })
+                .collect(),
+            fixed_hz: self.fixed_hz.max(1),
+            accumulator_ns: self.accumulator_ns,
+            tick: self.tick,
+            time_ns: self.time_ns,
+        }
+    }
+}
+
+/// One system on the wire: kind 0 is text (`text` its body), 1 a Rust system (`text` empty).
+#[derive(Debug, Serialize, Deserialize)]
+pub(crate) struct SystemEntry<'a> {
+    #[serde(borrow)]
+    pub name: Text<'a>,
+    #[serde(borrow)]
+    pub phase: Text<'a>,
+    #[serde(borrow)]
+    pub after: Vec<Text<'a>>,
+    #[serde(borrow)]
+    pub before: Vec<Text<'a>>,
+    pub kind: u8,
+    #[serde(borrow)]
+    pub text: Text<'a>,
 }
 
 /// The versioned list of index definitions.

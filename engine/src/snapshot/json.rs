@@ -799,6 +799,8 @@ fn json_to_body(
     };
     let body = Body {
         world_tick: doc.tick.unwrap_or(1),
+        // (The JSON form does not carry systems.)
+        schedule: Default::default(),
         catalog: records,
         allocator,
         tables: tables.into_iter().map(group).collect(),

@@ -22,7 +22,7 @@ use crate::par;
 use crate::snapshot::format::{
     field_type_from_code, storage_from_code, u32_at, u64_at, wire_size, Body, Bytes, ColumnData, ColumnRecord,
     FieldRun, Header, TickRecord, FLAG_TICKS, FORMAT_VERSION, HEADER_LEN, INDEX_SECTION_VERSION,
-    INDEX_SECTION_VERSION_REFERENCES, KNOWN_FLAGS, MAGIC,
+    INDEX_SECTION_VERSION_REFERENCES, KNOWN_FLAGS, MAGIC, OLDEST_FORMAT_VERSION, SCHEDULE_SECTION_VERSION,
 };
 use crate::snapshot::opaque::{OpaqueSerde, OpaqueSerdes};
 use crate::snapshot::read::{CrcCheck, Input, Parser, Sums};
@@ -51,7 +51,7 @@ pub(crate) fn check_header(bytes: &[u8], total: u64) -> Result<Header, SnapshotE
     // The version is read before anything else so that a future layout of the rest of the
     // header is reported as what it is.
     let version = u32_at(bytes, 8);
-    if version != FORMAT_VERSION {
+    if !(OLDEST_FORMAT_VERSION..=FORMAT_VERSION).contains(&version) {
         return Err(SnapshotError::UnsupportedVersion(version));
     }
     if bytes.len() < HEADER_LEN {
@@ -101,7 +101,7 @@ pub(crate) fn load_snapshot(
     opts: &LoadOptions,
 ) -> Result<LoadStats, SnapshotError> {
     let mut attempt = || -> Result<LoadStats, SnapshotError> {
-        let mut parser = Parser::new(*input);
+        let mut parser = Parser::for_version(*input, header.version);
         let body = parser.body()?;
         let check = parser.finish(header.body_crc)?;
         load_into(target, &body, header.flags, opts, Some((input, check)))
@@ -753,6 +753,11 @@ fn build_world(
             fields: d.fields.iter().map(|f| f.as_str().to_string()).collect(),
         })
         .collect();
+
+    if body.schedule.version != SCHEDULE_SECTION_VERSION {
+        return Err(corrupt(format!("unsupported schedule section version {}", body.schedule.version)));
+    }
+    world.schedule = body.schedule.to_record();
 
     // ----- build: tables, then every column and the allocator ---------------------------
     let tick = body.world_tick;

@@ -17,7 +17,7 @@ use std::io;
 
 use crate::snapshot::format::{
     AllocatorRecord, Body, Bytes, ColumnData, ColumnRecord, ComponentRecord, Deferred, FieldRecord, FieldRun,
-    IndexRecord, IndexSection, SparseRecord, TableRecord, Text, TickRecord,
+    IndexRecord, IndexSection, ScheduleSection, SparseRecord, SystemEntry, TableRecord, Text, TickRecord,
 };
 use crate::snapshot::SnapshotError;
 
@@ -310,6 +310,8 @@ pub(crate) struct Parser<'a> {
     runs: Vec<(u64, usize, Option<crc32fast::Hasher>)>,
     /// Runs at least this long are deferred.
     defer: usize,
+    /// Whether the body ends with the schedule section (format version 2 and later).
+    with_schedule: bool,
 }
 
 impl<'a> Parser<'a> {
@@ -329,7 +331,13 @@ impl<'a> Parser<'a> {
             segs: Vec::new(),
             runs: Vec::new(),
             defer: defer_min(),
+            with_schedule: true,
         }
+    }
+
+    /// A parser of a body of format `version` (version 1 has no schedule section).
+    pub(crate) fn for_version(input: Input<'a>, version: u32) -> Parser<'a> {
+        Parser { with_schedule: version >= 2, ..Parser::new(input) }
     }
 
     /// A parser that defers nothing: every run is in memory in the result (memory input).
@@ -538,7 +546,31 @@ impl<'a> Parser<'a> {
                 })
             })?,
         };
-        Ok(Body { world_tick, catalog, allocator, tables, sparse, index_definitions })
+        let schedule = if self.with_schedule { self.schedule()? } else { ScheduleSection::default() };
+        Ok(Body { world_tick, catalog, allocator, tables, sparse, index_definitions, schedule })
+    }
+
+    /// The schedule section (format version 2).
+    fn schedule(&mut self) -> Result<ScheduleSection<'a>, SnapshotError> {
+        let version = self.u32()?;
+        let systems = self.seq(49, |p| {
+            Ok(SystemEntry {
+                name: p.text()?,
+                phase: p.text()?,
+                after: p.seq(8, |p| p.text())?,
+                before: p.seq(8, |p| p.text())?,
+                kind: p.u8()?,
+                text: p.text()?,
+            })
+        })?;
+        Ok(ScheduleSection {
+            version,
+            systems,
+            fixed_hz: self.u32()?,
+            accumulator_ns: self.u64()?,
+            tick: self.u64()?,
+            time_ns: self.u64()?,
+        })
     }
 
     /// Checks that the whole body was decoded; returns the checksum plan.

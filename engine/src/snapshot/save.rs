@@ -628,6 +628,33 @@ fn lay_out<'w>(world: &'w World, opts: &SaveOptions) -> Result<Encoder<'w>, Snap
             w.str(f);
         }
     }
+    let schedule = world.schedule_record();
+    w.u32(super::format::SCHEDULE_SECTION_VERSION);
+    w.len(schedule.systems.len());
+    for s in &schedule.systems {
+        w.str(&s.name);
+        w.str(&s.phase);
+        for names in [&s.after, &s.before] {
+            w.len(names.len());
+            for n in names {
+                w.str(n);
+            }
+        }
+        match &s.body {
+            crate::SystemBody::Text(text) => {
+                w.u8(0);
+                w.str(text);
+            }
+            crate::SystemBody::Rust => {
+                w.u8(1);
+                w.str("");
+            }
+        }
+    }
+    w.u32(schedule.fixed_hz);
+    w.u64(schedule.accumulator_ns);
+    w.u64(schedule.tick);
+    w.u64(schedule.time_ns);
     w.close_parts();
     let BodyWriter { parts, pieces, works, .. } = w;
     let body_len = pieces

@@ -24,7 +24,8 @@ use crate::functions::{Builtin, Function, FunctionRegistry, IndexCall};
 use crate::parse::ast;
 use crate::plan::logical::{
     AggFunc, AggregateExpr, BinaryOp, ComponentSlot, ComponentValue, DataType, EntityRef, Expr, ExprKind,
-    HierarchyFunc, Item, LogicalPlan, ParamKey, ParamSpec, PathHop, SelectPlan, ShowKind, Slot, SortKey, Source, Term,
+    HierarchyFunc, Item, LogicalPlan, ParamKey, ParamSpec, PathHop, ScheduleOp, SelectPlan, ShowKind, Slot, SortKey,
+    Source, Term,
 };
 
 /// A bound statement: its logical plan and its parameters.
@@ -678,9 +679,55 @@ impl<'a> Binder<'a> {
                 ast::ShowWhat::Components => ShowKind::Components,
                 ast::ShowWhat::Tables => ShowKind::Tables,
                 ast::ShowWhat::Indexes => ShowKind::Indexes,
+                ast::ShowWhat::Systems => ShowKind::Systems,
             })),
             ast::Statement::Describe(d) => Ok(LogicalPlan::Describe(self.component_id(&d.component)?)),
+            ast::Statement::CreateSystem(c) => Ok(LogicalPlan::Schedule(ScheduleOp::CreateSystem(c.clone()))),
+            ast::Statement::DropSystem(d) => Ok(LogicalPlan::Schedule(ScheduleOp::DropSystem {
+                name: d.name.name.clone(),
+                if_exists: d.if_exists,
+                span: d.name.span,
+            })),
+            ast::Statement::ExplainSchedule(_) => Ok(LogicalPlan::Schedule(ScheduleOp::ExplainSchedule)),
+            ast::Statement::Set(s) => self.set_setting(s),
+            ast::Statement::Tick(t) => self.tick(t),
         }
+    }
+
+    fn set_setting(&mut self, s: &ast::SetSetting) -> Result<LogicalPlan, Error> {
+        if !s.name.name.eq_ignore_ascii_case("fixed_hz") {
+            return Err(err(
+                ErrorKind::Constraint,
+                format!("unknown setting '{}' (settings: fixed_hz)", s.name),
+                s.name.span,
+            ));
+        }
+        match constant_number(&s.value) {
+            Some(hz) if hz.fract() == 0.0 && (1.0..=1_000_000.0).contains(&hz) => {
+                Ok(LogicalPlan::Schedule(ScheduleOp::SetFixedHz(hz as u32)))
+            }
+            _ => Err(type_err("fixed_hz takes a whole number of ticks per second from 1 to 1000000", s.value.span)),
+        }
+    }
+
+    fn tick(&mut self, t: &ast::Tick) -> Result<LogicalPlan, Error> {
+        let count = match &t.count {
+            None => 1,
+            Some(e) => match constant_number(e) {
+                Some(n) if n.fract() == 0.0 && n >= 0.0 && n <= u32::MAX as f64 => n as u64,
+                _ => return Err(type_err("TICK takes a whole number of ticks (0 or more)", e.span)),
+            },
+        };
+        let dt_ns = match &t.dt {
+            // 1/60 s, rounded to the nanosecond.
+            None => 16_666_667,
+            Some(e) => match constant_number(e) {
+                Some(s) if s < 0.0 => return Err(type_err("DT cannot be negative", e.span)),
+                Some(s) if s <= 1e9 => (s * 1e9).round() as u64,
+                _ => return Err(type_err("DT takes a number of seconds (0 to 1e9)", e.span)),
+            },
+        };
+        Ok(LogicalPlan::Schedule(ScheduleOp::Tick { count, dt_ns }))
     }
 
     fn target(&mut self, t: &ast::Target) -> Result<TargetParts, Error> {
@@ -1077,6 +1124,16 @@ fn over_groups(e: &Expr, group_by: &[Expr], name: &dyn Fn(&Expr) -> String) -> R
                 None => Ok(mapped),
             }
         }
+    }
+}
+
+/// The value of a number literal (`-` included), for statements that take a constant.
+fn constant_number(e: &ast::Expr) -> Option<f64> {
+    match &e.kind {
+        ast::ExprKind::Literal(ast::Literal::Int(i)) => Some(*i as f64),
+        ast::ExprKind::Literal(ast::Literal::Float(f)) => Some(*f),
+        ast::ExprKind::Unary { op: ast::UnaryOp::Neg, expr } => constant_number(expr).map(|v| -v),
+        _ => None,
     }
 }
 

@@ -19,6 +19,7 @@ pub fn show_columns(kind: ShowKind) -> Vec<String> {
         ShowKind::Components => columns(&["name", "fields", "storage", "entities"]),
         ShowKind::Tables => columns(&["components", "rows"]),
         ShowKind::Indexes => columns(&INDEX_COLUMNS),
+        ShowKind::Systems => columns(&crate::schedule::SHOW_SYSTEMS_COLUMNS),
     }
 }
 
@@ -112,6 +113,8 @@ pub fn show(world: &World, kind: ShowKind) -> ResultSet {
                 ]);
             }
         }
+        // The systems are the database's, not the world's: it answers SHOW SYSTEMS itself.
+        ShowKind::Systems => {}
     }
     rs
 }

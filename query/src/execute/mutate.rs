@@ -10,11 +10,17 @@
 //! ([`World::check_reference_writes`]): each target live or null, no `ACYCLIC` loop. DESPAWN
 //! applies `ON DELETE` through [`World::despawn_many`], which decides everything (cascades,
 //! `RESTRICT`) before its first change; its count includes the cascades.
+//!
+//! The two phases are separate values ([`Staged`]) so that systems can check the statements
+//! of several systems at once on a shared world and write them later, in order. Writing
+//! re-checks what may have changed since: targets that died meanwhile are skipped, and
+//! references are checked against the world being written.
 
 use ecsdb_engine::{convert_value, ComponentId, Entity, FieldValue, ReferenceWrite, Value, World};
 
 use crate::error::{Error, ErrorKind};
 use crate::execute::scan::{run_scan, Sink, TableCtx};
+use crate::execute::update::StagedUpdate;
 use crate::expr::{Evaluator, NoRows};
 use crate::plan::logical::{ComponentValue, Expr};
 use crate::plan::physical::ScanPlan;
@@ -106,13 +112,6 @@ pub fn spawned(e: Entity) -> ResultSet {
     ResultSet { columns: vec!["entity".into()], rows: vec![vec![Value::Entity(e)]] }
 }
 
-/// `SPAWN …`: one new entity.
-pub fn spawn(world: &mut World, comps: &[ComponentValue], params: &[Value]) -> Result<ResultSet, Error> {
-    let v = spawn_values(world, comps, params)?;
-    let e = world.spawn_many(1, &v.ids, v.fields).map_err(write_failed)?;
-    Ok(spawned(e[0]))
-}
-
 /// SPAWNs whose checks passed, written together: consecutive SPAWNs of the same components
 /// (a script of many) become one bulk spawn into their table.
 #[derive(Default)]
@@ -158,18 +157,124 @@ impl SpawnBatch {
     }
 }
 
+/// A statement's changes, computed and checked from the state when it ran and not yet
+/// written: what a system stages until the end of its batch (UPDATE) or phase (the others),
+/// and what every statement outside systems writes at once.
+pub(crate) enum Staged {
+    /// SPAWN: the new entity's components.
+    Spawn(SpawnValues),
+    /// DESPAWN: the targets (ON DELETE is decided when written).
+    Despawn(Vec<Entity>),
+    /// ADD: the targets, the components and, per target and component, the converted fields.
+    Add { entities: Vec<Entity>, ids: Vec<ComponentId>, fields: Vec<Vec<(usize, FieldValue)>> },
+    /// REMOVE: the targets and the components removed.
+    Remove(Vec<Entity>, Vec<ComponentId>),
+    /// UPDATE: the converted values of every target row.
+    Update(StagedUpdate),
+}
+
+impl Staged {
+    /// How many entities it changes (1 for SPAWN).
+    pub(crate) fn len(&self) -> usize {
+        match self {
+            Staged::Spawn(_) => 1,
+            Staged::Despawn(e) | Staged::Remove(e, _) | Staged::Add { entities: e, .. } => e.len(),
+            Staged::Update(u) => u.len(),
+        }
+    }
+
+    /// Whether it is an UPDATE (seen by the systems after it, not staged to the phase's end).
+    pub(crate) fn is_update(&self) -> bool {
+        matches!(self, Staged::Update(_))
+    }
+
+    /// Writes the changes and returns the statement's result, all or nothing. Targets that
+    /// died since the statement ran (a DESPAWN staged earlier in the phase) are skipped.
+    pub(crate) fn apply(self, world: &mut World) -> Result<ResultSet, Error> {
+        match self {
+            Staged::Spawn(v) => {
+                let mut refs = Vec::new();
+                for (id, f) in v.ids.iter().zip(&v.fields) {
+                    reference_writes(world, None, *id, f, &mut refs);
+                }
+                world.check_reference_writes(&refs)?;
+                let e = world.spawn_many(1, &v.ids, v.fields).map_err(write_failed)?;
+                Ok(spawned(e[0]))
+            }
+            Staged::Despawn(mut entities) => {
+                entities.retain(|e| world.is_alive(*e));
+                let n = world.despawn_many(&entities).map_err(|e| match e {
+                    ecsdb_engine::EngineError::Constraint(_) => Error::from(e),
+                    e => write_failed(e),
+                })?;
+                Ok(count(n))
+            }
+            Staged::Add { mut entities, ids, mut fields } => {
+                if entities.iter().any(|e| !world.is_alive(*e)) {
+                    let per = ids.len();
+                    let mut kept = Vec::with_capacity(fields.len());
+                    for (e, f) in entities.iter().zip(fields.chunks_mut(per)) {
+                        if world.is_alive(*e) {
+                            kept.extend(f.iter_mut().map(std::mem::take));
+                        }
+                    }
+                    entities.retain(|e| world.is_alive(*e));
+                    fields = kept;
+                }
+                // References on the statement's final state: each target live or null, no
+                // ACYCLIC loop.
+                let mut refs = Vec::new();
+                for (t, e) in entities.iter().enumerate() {
+                    for (k, id) in ids.iter().enumerate() {
+                        reference_writes(world, Some(*e), *id, &fields[t * ids.len() + k], &mut refs);
+                    }
+                }
+                world.check_reference_writes(&refs)?;
+                world.insert_many(&entities, &ids, fields).map_err(write_failed)?;
+                Ok(count(entities.len()))
+            }
+            Staged::Remove(mut entities, ids) => {
+                entities.retain(|e| world.is_alive(*e));
+                Ok(count(world.remove_many(&entities, &ids).map_err(write_failed)?))
+            }
+            Staged::Update(u) => u.apply(world),
+        }
+    }
+}
+
+/// `SPAWN …`: one new entity.
+pub fn spawn(world: &mut World, comps: &[ComponentValue], params: &[Value]) -> Result<ResultSet, Error> {
+    stage_spawn(world, comps, params)?.apply(world)
+}
+
+/// `SPAWN …`, checked but not written.
+pub(crate) fn stage_spawn(world: &World, comps: &[ComponentValue], params: &[Value]) -> Result<Staged, Error> {
+    spawn_values(world, comps, params).map(Staged::Spawn)
+}
+
 /// `DESPAWN …`.
 pub fn despawn(world: &mut World, scan: &ScanPlan, params: &[Value]) -> Result<ResultSet, Error> {
+    stage_despawn(world, scan, params)?.apply(world)
+}
+
+/// `DESPAWN …`, its targets picked but not despawned.
+pub(crate) fn stage_despawn(world: &World, scan: &ScanPlan, params: &[Value]) -> Result<Staged, Error> {
     let (entities, _) = targets(scan, world, params, &[])?;
-    let n = world.despawn_many(&entities).map_err(|e| match e {
-        ecsdb_engine::EngineError::Constraint(_) => Error::from(e),
-        e => write_failed(e),
-    })?;
-    Ok(count(n))
+    Ok(Staged::Despawn(entities))
 }
 
 /// `ADD …`.
 pub fn add(world: &mut World, comps: &[ComponentValue], scan: &ScanPlan, params: &[Value]) -> Result<ResultSet, Error> {
+    stage_add(world, comps, scan, params)?.apply(world)
+}
+
+/// `ADD …`, every value computed and converted but nothing added.
+pub(crate) fn stage_add(
+    world: &World,
+    comps: &[ComponentValue],
+    scan: &ScanPlan,
+    params: &[Value],
+) -> Result<Staged, Error> {
     let exprs: Vec<&Expr> = comps.iter().flat_map(|c| c.fields.iter().map(|(_, e)| e)).collect();
     let (entities, values) = targets(scan, world, params, &exprs)?;
     // Check every conversion for every target before the first write.
@@ -181,17 +286,7 @@ pub fn add(world: &mut World, comps: &[ComponentValue], scan: &ScanPlan, params:
             k += c.fields.len();
         }
     }
-    // References on the statement's final state: each target live or null, no ACYCLIC loop.
-    let mut refs = Vec::new();
-    for (t, e) in entities.iter().enumerate() {
-        for (k, c) in comps.iter().enumerate() {
-            reference_writes(world, Some(*e), c.id, &fields[t * comps.len() + k], &mut refs);
-        }
-    }
-    world.check_reference_writes(&refs)?;
-    let ids: Vec<ComponentId> = comps.iter().map(|c| c.id).collect();
-    world.insert_many(&entities, &ids, fields).map_err(write_failed)?;
-    Ok(count(entities.len()))
+    Ok(Staged::Add { entities, ids: comps.iter().map(|c| c.id).collect(), fields })
 }
 
 /// `REMOVE …`.
@@ -201,9 +296,18 @@ pub fn remove(
     scan: &ScanPlan,
     params: &[Value],
 ) -> Result<ResultSet, Error> {
+    stage_remove(world, comps, scan, params)?.apply(world)
+}
+
+/// `REMOVE …`, its targets picked but nothing removed.
+pub(crate) fn stage_remove(
+    world: &World,
+    comps: &[(ComponentId, String)],
+    scan: &ScanPlan,
+    params: &[Value],
+) -> Result<Staged, Error> {
     let (entities, _) = targets(scan, world, params, &[])?;
-    let ids: Vec<ComponentId> = comps.iter().map(|(id, _)| *id).collect();
-    Ok(count(world.remove_many(&entities, &ids).map_err(write_failed)?))
+    Ok(Staged::Remove(entities, comps.iter().map(|(id, _)| *id).collect()))
 }
 
 /// Appends the reference writes among `fields` (converted values of component `id`, by field
@@ -226,6 +330,6 @@ pub fn reference_writes(
 }
 
 /// A write failed after every check passed: a bug, reported rather than hidden.
-fn write_failed(e: ecsdb_engine::EngineError) -> Error {
+pub(crate) fn write_failed(e: ecsdb_engine::EngineError) -> Error {
     Error::new(ErrorKind::Internal, format!("a write failed after its checks passed: {e}"))
 }

@@ -13,7 +13,8 @@ use ecsdb_engine::{
     convert_value, ComponentId, Entity, FieldInfo, FieldRows, FieldType, ReferenceWrite, TypedFieldValues, Value, World,
 };
 
-use crate::error::{Error, ErrorKind};
+use crate::error::Error;
+use crate::execute::mutate::write_failed;
 use crate::execute::scan::{run_scan, Sink, SlotReader, TableCtx};
 use crate::expr::{Evaluator, Vector};
 use crate::plan::logical::Expr;
@@ -71,6 +72,38 @@ impl<'w> Sink<'w> for UpdateSink<'_> {
     }
 }
 
+/// An UPDATE's new values, computed, converted and reference-checked, not yet written. Its
+/// rows are table positions, so it must be written before any structural change (systems
+/// write a batch's UPDATEs right after the batch).
+pub(crate) struct StagedUpdate {
+    component: ComponentId,
+    /// The assigned fields, in assignment order.
+    fields: Vec<usize>,
+    pending: Vec<PendingBatch>,
+    targets: usize,
+}
+
+impl StagedUpdate {
+    /// How many rows it writes.
+    pub(crate) fn len(&self) -> usize {
+        self.targets
+    }
+
+    /// Writes every batch's values into their column rows.
+    pub(crate) fn apply(self, world: &mut World) -> Result<ResultSet, Error> {
+        for batch in self.pending {
+            for (index, values) in self.fields.iter().zip(batch.values) {
+                let at = match &batch.at {
+                    PendingRows::Table(t, rows) => FieldRows::Table(*t, rows),
+                    PendingRows::Sparse(entities) => FieldRows::Sparse(entities),
+                };
+                world.write_field_rows(self.component, *index, at, values).map_err(write_failed)?;
+            }
+        }
+        Ok(ResultSet { columns: vec!["count".into()], rows: vec![vec![Value::Int(self.targets as i64)]] })
+    }
+}
+
 /// `UPDATE C SET …`.
 pub fn update(
     world: &mut World,
@@ -79,7 +112,18 @@ pub fn update(
     scan: &ScanPlan,
     params: &[Value],
 ) -> Result<ResultSet, Error> {
-    let info = world.components().info(component).clone();
+    stage_update(world, component, assignments, scan, params)?.apply(world)
+}
+
+/// `UPDATE C SET …`, every new value computed, converted and checked but none written.
+pub(crate) fn stage_update(
+    world: &World,
+    component: ComponentId,
+    assignments: &[(usize, Expr)],
+    scan: &ScanPlan,
+    params: &[Value],
+) -> Result<StagedUpdate, Error> {
+    let info = world.components().info(component);
     let fields: Vec<&FieldInfo> = assignments
         .iter()
         .map(|(i, _)| info.fields().get(*i).ok_or_else(|| Error::internal("field index out of range")))
@@ -118,18 +162,7 @@ pub fn update(
     if !refs.is_empty() {
         world.check_reference_writes(&refs)?;
     }
-    for batch in pending {
-        for ((index, _), values) in assignments.iter().zip(batch.values) {
-            let at = match &batch.at {
-                PendingRows::Table(t, rows) => FieldRows::Table(*t, rows),
-                PendingRows::Sparse(entities) => FieldRows::Sparse(entities),
-            };
-            world
-                .write_field_rows(component, *index, at, values)
-                .map_err(|e| Error::new(ErrorKind::Internal, format!("a write failed after its checks passed: {e}")))?;
-        }
-    }
-    Ok(ResultSet { columns: vec!["count".into()], rows: vec![vec![Value::Int(targets as i64)]] })
+    Ok(StagedUpdate { component, fields: assignments.iter().map(|(i, _)| *i).collect(), pending, targets })
 }
 
 /// Converts row by row with `conv`; at the first row it refuses, the error

@@ -76,6 +76,16 @@ pub enum Statement {
     Show(Show),
     /// `DESCRIBE C`.
     Describe(Describe),
+    /// `CREATE SYSTEM name [IN PHASE p] [AFTER …] [BEFORE …] AS <body>`.
+    CreateSystem(CreateSystem),
+    /// `DROP SYSTEM [IF EXISTS] name`.
+    DropSystem(DropSystem),
+    /// `EXPLAIN SCHEDULE`.
+    ExplainSchedule(Span),
+    /// `SET name = value`.
+    Set(SetSetting),
+    /// `TICK [n] [DT seconds]`.
+    Tick(Tick),
 }
 
 impl Statement {
@@ -94,6 +104,11 @@ impl Statement {
             Statement::DropIndex(s) => s.span,
             Statement::Show(s) => s.span,
             Statement::Describe(s) => s.span,
+            Statement::CreateSystem(s) => s.span,
+            Statement::DropSystem(s) => s.span,
+            Statement::ExplainSchedule(span) => *span,
+            Statement::Set(s) => s.span,
+            Statement::Tick(s) => s.span,
         }
     }
 }
@@ -413,6 +428,62 @@ pub enum ShowWhat {
     Tables,
     /// `SHOW INDEXES`: name, kind, component, fields, entries.
     Indexes,
+    /// `SHOW SYSTEMS`: the schedule's systems and their run statistics.
+    Systems,
+}
+
+/// `CREATE SYSTEM name [IN PHASE p] [AFTER a, …] [BEFORE b, …] AS <body>`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CreateSystem {
+    /// The system's name.
+    pub name: Ident,
+    /// The `IN PHASE` name as written (checked by the schedule).
+    pub phase: Option<Ident>,
+    /// The systems it runs after.
+    pub after: Vec<Ident>,
+    /// The systems it runs before.
+    pub before: Vec<Ident>,
+    /// The body's statements, in order.
+    pub body: Vec<Statement>,
+    /// The body's source text (`BEGIN … END` or the one statement), comments blanked: what
+    /// is saved with the world and read back with
+    /// [`parse_system_body`](super::parse_system_body).
+    pub body_text: String,
+    /// The whole statement.
+    pub span: Span,
+}
+
+/// `DROP SYSTEM [IF EXISTS] name`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct DropSystem {
+    /// The system dropped.
+    pub name: Ident,
+    /// `IF EXISTS`: an unknown name is not an error.
+    pub if_exists: bool,
+    /// The whole statement.
+    pub span: Span,
+}
+
+/// `SET name = value`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SetSetting {
+    /// The setting (`fixed_hz`).
+    pub name: Ident,
+    /// Its new value.
+    pub value: Expr,
+    /// The whole statement.
+    pub span: Span,
+}
+
+/// `TICK [n] [DT seconds]`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Tick {
+    /// How many ticks (default 1).
+    pub count: Option<Expr>,
+    /// The seconds each tick simulates (default 1/60).
+    pub dt: Option<Expr>,
+    /// The whole statement.
+    pub span: Span,
 }
 
 /// `DESCRIBE C`.

@@ -68,6 +68,12 @@ pub fn parse_script(src: &str) -> Result<Vec<Statement>, Error> {
     parser::parse(src, parser::Entry::Script)
 }
 
+/// Parses a system's body as [`CreateSystem::body_text`] holds it: one statement or
+/// `BEGIN s; …; END`.
+pub fn parse_system_body(src: &str) -> Result<Vec<Statement>, Error> {
+    parser::parse(src, parser::Entry::SystemBody)
+}
+
 /// Parses one expression (as found in a WHERE clause), for programs that build queries from
 /// parts and for tests.
 ///

@@ -35,6 +35,8 @@ pub(crate) enum Entry {
     Statement,
     /// `;`-separated statements.
     Script,
+    /// A system's body: one statement or `BEGIN … END`.
+    SystemBody,
 }
 
 /// Parses `src` as `entry` into statements (exactly one for [`Entry::Statement`]).
@@ -60,6 +62,7 @@ pub(crate) fn parse_with(src: &str, entry: Entry, fast_scripts: bool) -> Result<
     let (rule, cuts) = match entry {
         Entry::Statement => (Rule::single, &[][..]),
         Entry::Script => (Rule::script, &cuts[..]),
+        Entry::SystemBody => (Rule::single_system_body, &[][..]),
     };
     let starts = std::iter::once(0).chain(cuts.iter().copied());
     let ends = cuts.iter().copied().chain(std::iter::once(text.len()));
@@ -80,8 +83,10 @@ pub(crate) fn parse_with(src: &str, entry: Entry, fast_scripts: bool) -> Result<
             let top = pairs.next().expect("grammar: a successful parse has its entry rule");
             builder.base = piece.start;
             built = top.into_inner().try_for_each(|pair| {
-                if !matches!(pair.as_rule(), Rule::semicolon | Rule::EOI) {
-                    statements.push(builder.statement(pair)?);
+                match pair.as_rule() {
+                    Rule::semicolon | Rule::EOI => {}
+                    Rule::system_body => statements.extend(builder.system_body(pair)?.1),
+                    _ => statements.push(builder.statement(pair)?),
                 }
                 Ok(())
             });
@@ -172,6 +177,11 @@ fn prepare(src: &str) -> Result<Prepared<'_>, Error> {
             _ => {}
         }
         i += 1;
+    }
+    // A `;` inside a system's `BEGIN … END` does not end a statement: a script that may hold
+    // one is parsed whole (rare; only memory is at stake).
+    if !cuts.is_empty() && bytes.windows(5).any(|w| w.eq_ignore_ascii_case(b"begin")) {
+        cuts.clear();
     }
     let text = match blanked {
         Some(text) => Cow::Owned(String::from_utf8(text).expect("blanking whole characters keeps UTF-8")),
@@ -586,6 +596,7 @@ impl Builder {
                         Rule::kw_components => Some(ShowWhat::Components),
                         Rule::kw_tables => Some(ShowWhat::Tables),
                         Rule::kw_indexes => Some(ShowWhat::Indexes),
+                        Rule::kw_systems => Some(ShowWhat::Systems),
                         _ => None,
                     })
                     .expect("grammar: SHOW names what to show");
@@ -594,8 +605,73 @@ impl Builder {
             Rule::describe => {
                 Statement::Describe(Describe { component: ident(&first(pair, Rule::component_name), self.base), span })
             }
+            Rule::create_system => Statement::CreateSystem(self.create_system(pair, span)?),
+            Rule::drop_system => {
+                let if_exists = pair.clone().into_inner().any(|p| p.as_rule() == Rule::if_exists);
+                Statement::DropSystem(DropSystem {
+                    name: ident(&first(pair, Rule::system_name), self.base),
+                    if_exists,
+                    span,
+                })
+            }
+            Rule::explain_schedule => Statement::ExplainSchedule(span),
+            Rule::set_setting => {
+                let name = ident(&first(pair.clone(), Rule::setting_name), self.base);
+                let value = self.expr(first(pair, Rule::expr))?;
+                Statement::Set(SetSetting { name, value, span })
+            }
+            Rule::tick => {
+                let mut tick = Tick { count: None, dt: None, span };
+                for p in pair.into_inner() {
+                    match p.as_rule() {
+                        Rule::tick_count => tick.count = Some(self.expr(first(p, Rule::expr))?),
+                        Rule::tick_dt => tick.dt = Some(self.expr(first(p, Rule::expr))?),
+                        _ => {}
+                    }
+                }
+                Statement::Tick(tick)
+            }
             other => return Err(Error::internal(format!("parser: unexpected statement rule {other:?}"))),
         })
+    }
+
+    fn create_system(&mut self, pair: Pair<'_, Rule>, span: Span) -> Result<CreateSystem> {
+        let mut system = CreateSystem {
+            name: ident(&first(pair.clone(), Rule::system_name), self.base),
+            phase: None,
+            after: Vec::new(),
+            before: Vec::new(),
+            body: Vec::new(),
+            body_text: String::new(),
+            span,
+        };
+        for p in pair.into_inner() {
+            match p.as_rule() {
+                Rule::in_phase => system.phase = Some(ident(&first(p, Rule::phase_name), self.base)),
+                Rule::after_systems => system.after.extend(all(p, Rule::system_name).map(|n| ident(&n, self.base))),
+                Rule::before_systems => system.before.extend(all(p, Rule::system_name).map(|n| ident(&n, self.base))),
+                Rule::system_body => (system.body_text, system.body) = self.system_body(p)?,
+                _ => {}
+            }
+        }
+        Ok(system)
+    }
+
+    /// A system body's text (comments blanked) and statements.
+    fn system_body(&mut self, pair: Pair<'_, Rule>) -> Result<(String, Vec<Statement>)> {
+        let span = span_of(&pair, self.base);
+        let text = pair.as_str()[..span.end - span.start].to_string();
+        let inner = pair.into_inner().next().expect("grammar: a system body has content");
+        let statements = if inner.as_rule() == Rule::system_block {
+            inner
+                .into_inner()
+                .filter(|p| !matches!(p.as_rule(), Rule::kw_begin | Rule::kw_end | Rule::semicolon))
+                .map(|p| self.statement(p))
+                .collect::<Result<_>>()?
+        } else {
+            vec![self.statement(inner)?]
+        };
+        Ok((text, statements))
     }
 
     fn select(&mut self, pair: Pair<'_, Rule>) -> Result<Select> {
@@ -1181,6 +1257,29 @@ fn expected_label(rule: Rule) -> Option<(u8, &'static str)> {
         kw_restrict => (68, "`RESTRICT`"),
         kw_no => (68, "`NO`"),
         kw_action => (69, "`ACTION`"),
+        kw_system => (65, "`SYSTEM`"),
+        kw_systems => (66, "`SYSTEMS`"),
+        kw_schedule => (67, "`SCHEDULE`"),
+        kw_phase => (68, "`PHASE`"),
+        kw_after | after_systems => (69, "`AFTER`"),
+        kw_before | before_systems => (69, "`BEFORE`"),
+        in_phase => (69, "`IN PHASE`"),
+        kw_begin => (69, "`BEGIN`"),
+        kw_end => (69, "`END`"),
+        kw_dt => (69, "`DT`"),
+        kw_if | if_exists => (69, "`IF EXISTS`"),
+        kw_exists => (69, "`EXISTS`"),
+        system_name => (27, "a system name"),
+        phase_name => (28, "a phase name"),
+        setting_name => (29, "a setting name"),
+        kw_tick | tick => (STATEMENT_RANK, "`TICK`"),
+        kw_set_statement => (STATEMENT_RANK, "`SET`"),
+        create_system | drop_system | set_setting | system_body | system_block | single_system_body => {
+            (1, "a statement")
+        }
+        explain_schedule => (STATEMENT_RANK, "`EXPLAIN`"),
+        tick_count => (10, "an expression"),
+        tick_dt => (10, "an expression"),
 
         comma => (70, "`,`"),
         dot | path_step => (71, "`.`"),
@@ -2406,7 +2505,7 @@ mod tests {
             ),
             (
                 "SHOW ME",
-                "syntax error at line 1, column 6: expected `COMPONENTS`, `INDEXES` or `TABLES`, found `ME`\n\
+                "syntax error at line 1, column 6: expected `COMPONENTS`, `INDEXES`, `TABLES` or `SYSTEMS`, found `ME`\n\
                  SHOW ME\n     ^~",
             ),
             (
@@ -2449,8 +2548,8 @@ mod tests {
             ("SELECT a ||| b", "expected an expression, found `|`", (1, 12)),
             ("SELECT a FROM A B", "expected `WHERE`, `GROUP BY`, `ORDER BY`, `LIMIT`, `OFFSET`, `,`, `|`, `;` or end of input, found `B`", (1, 17)),
             ("SELECT 1 +\n\n", "expected an expression, found end of input", (1, 11)),
-            ("CREATE FOO", "expected `COMPONENT` or `INDEX`, found `FOO`", (1, 8)),
-            ("EXPLAIN 5", "expected `SELECT` or a component name, found `5`", (1, 9)),
+            ("CREATE FOO", "expected `COMPONENT`, `INDEX` or `SYSTEM`, found `FOO`", (1, 8)),
+            ("EXPLAIN 5", "expected `SELECT`, a component name or `SCHEDULE`, found `5`", (1, 9)),
             ("UPDATE X SET", "expected a field name, found end of input", (1, 13)),
             ("REMOVE Frozen FROM 5", "expected a component name or an entity (`12v0` or a parameter), found `5`", (1, 20)),
             ("DROP INDEX ON", "expected an index name, found `ON` (a reserved word)", (1, 12)),
@@ -2499,6 +2598,8 @@ mod tests {
             "operator_char",
             "operator_word",
             "literal_value",
+            "system_clause",
+            "system_statement",
             "WHITESPACE",
         ];
         for rule in Rule::all_rules() {

@@ -880,6 +880,8 @@ pub enum ShowKind {
     Tables,
     /// `SHOW INDEXES`
     Indexes,
+    /// `SHOW SYSTEMS`
+    Systems,
 }
 
 /// A bound statement: the logical plan of any statement kind.
@@ -923,6 +925,36 @@ pub enum LogicalPlan {
     Show(ShowKind),
     /// DESCRIBE C.
     Describe(ComponentId),
+    /// A statement about the schedule (CREATE/DROP SYSTEM, EXPLAIN SCHEDULE, SET, TICK): run
+    /// by the database's schedule, which binds system bodies itself.
+    Schedule(ScheduleOp),
+}
+
+/// A statement about the schedule, checked as far as it can be without the schedule.
+#[derive(Clone, Debug, PartialEq)]
+pub enum ScheduleOp {
+    /// `CREATE SYSTEM`.
+    CreateSystem(crate::parse::ast::CreateSystem),
+    /// `DROP SYSTEM [IF EXISTS] name`.
+    DropSystem {
+        /// The system.
+        name: String,
+        /// `IF EXISTS`.
+        if_exists: bool,
+        /// Where the name is written.
+        span: Span,
+    },
+    /// `EXPLAIN SCHEDULE`.
+    ExplainSchedule,
+    /// `SET fixed_hz = n`.
+    SetFixedHz(u32),
+    /// `TICK [n] [DT s]`.
+    Tick {
+        /// How many ticks.
+        count: u64,
+        /// Each tick's time step, in nanoseconds.
+        dt_ns: u64,
+    },
 }
 
 impl LogicalPlan {
@@ -930,7 +962,11 @@ impl LogicalPlan {
     pub fn is_read_only(&self) -> bool {
         matches!(
             self,
-            LogicalPlan::Select(_) | LogicalPlan::Explain(_) | LogicalPlan::Show(_) | LogicalPlan::Describe(_)
+            LogicalPlan::Select(_)
+                | LogicalPlan::Explain(_)
+                | LogicalPlan::Show(_)
+                | LogicalPlan::Describe(_)
+                | LogicalPlan::Schedule(ScheduleOp::ExplainSchedule)
         )
     }
 }

@@ -1,0 +1,234 @@
+//! Running ticks: phases, batches, staging, FixedUpdate's accumulator, failures.
+
+use std::time::{Duration, Instant};
+
+use ecsdb_engine::{Value, World};
+use rayon::prelude::*;
+
+use super::{Body, Phase, Schedule, System, MAX_FIXED_RUNS};
+use crate::database::Step;
+use crate::execute::mutate::Staged;
+use crate::params::Params;
+
+/// A statement of a system that failed during a tick (TICK returns one row per failure).
+#[derive(Clone, Debug, PartialEq)]
+pub struct TickFailure {
+    /// The `$tick` of the tick it failed in.
+    pub tick: u64,
+    /// The system.
+    pub system: String,
+    /// The error, rendered.
+    pub error: String,
+}
+
+/// What one system's run produced before its writes were applied.
+#[derive(Default)]
+struct Outcome {
+    /// UPDATEs, applied right after the system's batch.
+    updates: Vec<Staged>,
+    /// Structural writes, applied at the end of the phase.
+    staged: Vec<Staged>,
+    rows: u64,
+    error: Option<String>,
+    time: Duration,
+}
+
+/// The parameters every statement of a system may use this run.
+fn system_params(tick: u64, time_ns: u64, dt_ns: u64) -> Params {
+    Params::new()
+        .set("dt", Value::Float(dt_ns as f64 / 1e9))
+        .set("tick", Value::Int(tick as i64))
+        .set("time", Value::Float(time_ns as f64 / 1e9))
+}
+
+/// A system's error as SHOW SYSTEMS and TICK report it: kind and message (spans point into
+/// the text the system was created from, which a later reader does not have).
+fn render(e: &crate::Error, _body: &str) -> String {
+    format!("{} error: {e}", e.kind)
+}
+
+/// Runs a non-exclusive system's statements against `world` without writing anything. Its
+/// UPDATE, if any, is its last statement (otherwise it would be exclusive), so every
+/// statement sees the state the batch started from, as it would running alone.
+fn check_system(system: &mut System, world: &World, params: &Params) -> Outcome {
+    let started = Instant::now();
+    let mut out = Outcome::default();
+    match &mut system.body {
+        Body::Text { text, statements } => {
+            for p in statements.iter_mut() {
+                match p.stage(world, params) {
+                    Ok(Step::Read(n)) => out.rows += n as u64,
+                    Ok(Step::Staged(s)) => {
+                        out.rows += s.len() as u64;
+                        if s.is_update() {
+                            out.updates.push(s);
+                        } else {
+                            out.staged.push(s);
+                        }
+                    }
+                    Err(e) => {
+                        out.error = Some(render(&e, text));
+                        break;
+                    }
+                }
+            }
+        }
+        Body::Rust(_) => out.error = Some("internal: a Rust system is run alone".into()),
+        Body::Broken { error, .. } => out.error = Some(error.clone()),
+    }
+    out.time = started.elapsed();
+    out
+}
+
+/// Runs an exclusive system: statement by statement, UPDATEs applied as they come.
+fn run_exclusive(system: &mut System, world: &mut World, params: &Params, ctx: &super::SystemContext) -> Outcome {
+    let started = Instant::now();
+    let mut out = Outcome::default();
+    match &mut system.body {
+        Body::Text { text, statements } => {
+            for p in statements.iter_mut() {
+                let step = p.stage(world, params).and_then(|step| match step {
+                    Step::Staged(s) if s.is_update() => {
+                        let n = s.len() as u64;
+                        s.apply(world).map(|_| Step::Read(n as usize))
+                    }
+                    other => Ok(other),
+                });
+                match step {
+                    Ok(Step::Read(n)) => out.rows += n as u64,
+                    Ok(Step::Staged(s)) => {
+                        out.rows += s.len() as u64;
+                        out.staged.push(s);
+                    }
+                    Err(e) => {
+                        out.error = Some(render(&e, text));
+                        break;
+                    }
+                }
+            }
+        }
+        Body::Rust(Some(f)) => match f.run(world, ctx) {
+            Ok(rows) => out.rows = rows as u64,
+            Err(e) => out.error = Some(e),
+        },
+        Body::Rust(None) => {
+            out.error = Some(format!("Rust system '{}' is not registered by this program", system.name))
+        }
+        Body::Broken { error, .. } => out.error = Some(error.clone()),
+    }
+    out.time = started.elapsed();
+    out
+}
+
+impl Schedule {
+    /// The names of saved Rust systems this program has not registered.
+    pub(crate) fn unbound_rust_systems(&self) -> Vec<String> {
+        self.systems.iter().filter(|s| matches!(s.body, Body::Rust(None))).map(|s| s.name.clone()).collect()
+    }
+
+    /// Runs `count` ticks of `dt_ns` each. Returns the failures, in the order they happened.
+    /// With Rust systems the program has not registered, nothing runs and that is the error.
+    pub(crate) fn run_ticks(
+        &mut self,
+        world: &mut World,
+        count: u64,
+        dt_ns: u64,
+        parallel: bool,
+    ) -> Result<Vec<TickFailure>, crate::Error> {
+        let missing = self.unbound_rust_systems();
+        if !missing.is_empty() {
+            return Err(crate::Error::new(
+                crate::ErrorKind::Constraint,
+                format!(
+                    "the schedule has Rust systems this program has not registered: {} (register them or DROP SYSTEM them)",
+                    missing.join(", ")
+                ),
+            ));
+        }
+        let mut failures = Vec::new();
+        for _ in 0..count {
+            self.run_tick(world, dt_ns, parallel, &mut failures);
+        }
+        Ok(failures)
+    }
+
+    fn run_tick(&mut self, world: &mut World, dt_ns: u64, parallel: bool, failures: &mut Vec<TickFailure>) {
+        let fixed_step = 1_000_000_000 / u64::from(self.fixed_hz.max(1));
+        for (p, phase) in Phase::ALL.into_iter().enumerate() {
+            if phase == Phase::FixedUpdate {
+                self.accumulator_ns = self.accumulator_ns.saturating_add(dt_ns);
+                let mut runs = 0;
+                while self.accumulator_ns >= fixed_step && runs < MAX_FIXED_RUNS {
+                    self.accumulator_ns -= fixed_step;
+                    runs += 1;
+                    self.run_phase(p, world, fixed_step, parallel, failures);
+                }
+                if self.accumulator_ns >= fixed_step {
+                    // More than the most runs a tick allows: the rest of the time is dropped.
+                    self.accumulator_ns %= fixed_step;
+                }
+            } else {
+                self.run_phase(p, world, dt_ns, parallel, failures);
+            }
+        }
+        self.tick += 1;
+        self.time_ns = self.time_ns.saturating_add(dt_ns);
+    }
+
+    /// Runs phase `p` once: its batches in order, then its staged writes.
+    fn run_phase(&mut self, p: usize, world: &mut World, dt_ns: u64, parallel: bool, failures: &mut Vec<TickFailure>) {
+        if self.batches[p].is_empty() {
+            return;
+        }
+        let params = system_params(self.tick, self.time_ns, dt_ns);
+        let ctx = super::SystemContext { dt: dt_ns as f64 / 1e9, tick: self.tick, time: self.time_ns as f64 / 1e9 };
+        let mut staged: Vec<(usize, Staged)> = Vec::new();
+        for b in 0..self.batches[p].len() {
+            let batch = &self.batches[p][b];
+            let outcomes: Vec<(usize, Outcome)> = if batch.len() == 1 && self.systems[batch[0]].exclusive {
+                let i = batch[0];
+                vec![(i, run_exclusive(&mut self.systems[i], world, &params, &ctx))]
+            } else {
+                // Every system of the batch checks against the same world; the borrows are
+                // disjoint (a batch names each system once).
+                let mut members: Vec<(usize, &mut System)> =
+                    self.systems.iter_mut().enumerate().filter(|(i, _)| batch.contains(i)).collect();
+                members.sort_by_key(|(i, _)| batch.iter().position(|x| x == i));
+                let shared: &World = world;
+                if parallel && members.len() > 1 {
+                    members.into_par_iter().map(|(i, s)| (i, check_system(s, shared, &params))).collect()
+                } else {
+                    members.into_iter().map(|(i, s)| (i, check_system(s, shared, &params))).collect()
+                }
+            };
+            for (i, mut out) in outcomes {
+                for u in out.updates.drain(..) {
+                    if let Err(e) = u.apply(world) {
+                        out.error.get_or_insert_with(|| e.to_string());
+                    }
+                }
+                staged.extend(out.staged.drain(..).map(|s| (i, s)));
+                self.record_run(i, out, failures);
+            }
+        }
+        for (i, s) in staged {
+            if let Err(e) = s.apply(world) {
+                let system = &mut self.systems[i];
+                let error = e.to_string();
+                system.stats.last_error = Some(error.clone());
+                failures.push(TickFailure { tick: self.tick, system: system.name.clone(), error });
+            }
+        }
+    }
+
+    fn record_run(&mut self, i: usize, out: Outcome, failures: &mut Vec<TickFailure>) {
+        let system = &mut self.systems[i];
+        system.stats.runs += 1;
+        system.stats.rows += out.rows;
+        system.stats.total += out.time;
+        if let Some(error) = out.error {
+            system.stats.last_error = Some(error.clone());
+            failures.push(TickFailure { tick: self.tick, system: system.name.clone(), error });
+        }
+    }
+}

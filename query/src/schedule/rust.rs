@@ -1,0 +1,164 @@
+//! Rust systems: closures over a typed query, placed in the schedule by name.
+
+use std::fmt;
+use std::sync::Mutex;
+
+use ecsdb_engine::query::{QueryData, QueryFilter, QueryIter};
+use ecsdb_engine::{QueryState, World};
+
+use super::{Access, Body, Phase, Placement, Stats, System};
+use crate::error::{Error, ErrorKind, Span};
+use crate::Database;
+
+/// What a Rust system is told about the run.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct SystemContext {
+    /// Seconds this run simulates (`$dt`).
+    pub dt: f64,
+    /// Ticks run before this one (`$tick`).
+    pub tick: u64,
+    /// Seconds simulated before this tick (`$time`).
+    pub time: f64,
+}
+
+type RunFn = Box<dyn FnMut(&mut World, &SystemContext) -> Result<usize, String> + Send>;
+
+/// A registered Rust system's function, with the access its query types give.
+pub struct RustSystemFn {
+    /// Behind a mutex so that a database (and the readers that share one) stays `Sync`;
+    /// only the thread running the schedule ever locks it.
+    run: Mutex<RunFn>,
+    access: Access,
+}
+
+impl fmt::Debug for RustSystemFn {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RustSystemFn").field("access", &self.access).finish()
+    }
+}
+
+impl RustSystemFn {
+    pub(crate) fn run(&mut self, world: &mut World, ctx: &SystemContext) -> Result<usize, String> {
+        let run = self.run.get_mut().unwrap_or_else(|poisoned| poisoned.into_inner());
+        run(world, ctx)
+    }
+}
+
+/// Places a Rust system: from [`Database::add_system`].
+///
+/// ```
+/// use ecsdb_query::{Database, schedule::{Phase, SystemContext}};
+/// use ecsdb_engine::{Component, query::QueryIter};
+/// #[derive(Component)] struct Position { x: f32 }
+/// #[derive(Component)] struct Velocity { x: f32 }
+/// let mut db = Database::new();
+/// db.world_mut().spawn((Position { x: 0.0 }, Velocity { x: 2.0 }));
+/// db.add_system("physics")
+///     .in_phase(Phase::OnUpdate)
+///     .run(|q: QueryIter<(&mut Position, &Velocity), ()>, ctx: &SystemContext| {
+///         q.for_each(|(mut p, v)| p.x += v.x * ctx.dt as f32)
+///     })
+///     .unwrap();
+/// db.execute("TICK 1 DT 0.5").unwrap();
+/// let x = db.query("SELECT Position.x").unwrap().rows[0][0].clone();
+/// assert_eq!(x, ecsdb_engine::Value::Float(1.0));
+/// ```
+#[must_use = "a system is added by `run`"]
+pub struct SystemBuilder<'d> {
+    db: &'d mut Database,
+    name: String,
+    phase: Phase,
+    after: Vec<String>,
+    before: Vec<String>,
+}
+
+impl<'d> SystemBuilder<'d> {
+    pub(crate) fn new(db: &'d mut Database, name: &str) -> SystemBuilder<'d> {
+        SystemBuilder { db, name: name.to_string(), phase: Phase::OnUpdate, after: Vec::new(), before: Vec::new() }
+    }
+
+    /// The phase (default [`Phase::OnUpdate`]).
+    pub fn in_phase(mut self, phase: Phase) -> Self {
+        self.phase = phase;
+        self
+    }
+
+    /// Runs after the system named `name` (of the same phase).
+    pub fn after(mut self, name: &str) -> Self {
+        self.after.push(name.to_string());
+        self
+    }
+
+    /// Runs before the system named `name` (of the same phase).
+    pub fn before(mut self, name: &str) -> Self {
+        self.before.push(name.to_string());
+        self
+    }
+
+    /// Adds the system: `f` runs once per run of its phase over the items of query `Q`
+    /// (filtered by `F`; `Changed<T>` and `Added<T>` count from the system's previous run).
+    ///
+    /// A saved world's Rust system of this name (unregistered until now) takes `f` and keeps
+    /// its saved place. Otherwise the system is new; its name must be new and its order
+    /// acyclic, as with `CREATE SYSTEM`.
+    pub fn run<Q, F>(
+        self,
+        mut f: impl for<'w, 's> FnMut(QueryIter<'w, 's, Q, F>, &SystemContext) + Send + 'static,
+    ) -> Result<(), Error>
+    where
+        Q: QueryData + 'static,
+        F: QueryFilter + 'static,
+        QueryState<Q, F>: Send,
+    {
+        let SystemBuilder { db, name, phase, after, before } = self;
+        let (world, schedule) = db.world_and_schedule();
+        let mut state = QueryState::<Q, F>::try_new(world)?;
+        let engine_access = state.access(world);
+        let access = Access {
+            reads: engine_access.reads().iter().copied().collect(),
+            writes: engine_access.writes().iter().copied().collect(),
+            writes_all: false,
+        };
+        let run: RunFn = Box::new(move |world, ctx| {
+            f(state.iter_mut(world), ctx);
+            Ok(0)
+        });
+        let function = RustSystemFn { run: Mutex::new(run), access: access.clone() };
+        if let Some(i) = schedule.find(&name) {
+            let system = &mut schedule.systems[i];
+            if !matches!(system.body, Body::Rust(None)) {
+                return Err(Error::new(ErrorKind::Constraint, format!("a system named '{name}' already exists")));
+            }
+            system.body = Body::Rust(Some(function));
+            system.access = access;
+            let _ = schedule.rebuild_batches();
+            return Ok(());
+        }
+        let span = Span::new(0, 0);
+        let placement = Placement {
+            name: &name,
+            name_span: span,
+            phase,
+            after: after.iter().map(|n| (n.clone(), span)).collect(),
+            before: before.iter().map(|n| (n.clone(), span)).collect(),
+        };
+        let no_span = |mut e: Error| {
+            e.span = None;
+            e
+        };
+        schedule.check_placement(&placement).map_err(no_span)?;
+        let system = System {
+            name: name.clone(),
+            phase,
+            after,
+            before,
+            body: Body::Rust(Some(function)),
+            access,
+            exclusive: true,
+            stats: Stats::default(),
+        };
+        schedule.insert(system, span).map_err(no_span)?;
+        db.sync_schedule_record();
+        Ok(())
+    }
+}
