@@ -127,6 +127,33 @@ impl<'a, T: FieldScalar> FieldColumn<'a, T> {
         }
     }
 
+    /// `f` of the values of rows `start..end` (clamped to the column), in row order, collected:
+    /// the gather of the query engine. The loop counts rows rather than walking an iterator, so
+    /// the collect writes into exact-size storage with no per-row capacity check and
+    /// vectorises where `f` does.
+    ///
+    /// ```
+    /// use ecsdb_engine::{Component, World};
+    /// #[derive(Component)] struct Hp { v: f32, max: f32 }
+    /// let mut world = World::new();
+    /// let e = world.spawn(Hp { v: 1.0, max: 9.0 });
+    /// world.spawn(Hp { v: 2.0, max: 9.0 });
+    /// let t = ecsdb_engine::storage::TableId(world.location(e).unwrap().table);
+    /// let col = world.table_field::<f32>(t, world.component_id("Hp").unwrap(), 0).unwrap();
+    /// assert_eq!(col.map_range(0, 5, |v| *v as f64 * 2.0), [2.0, 4.0]);
+    /// ```
+    #[inline]
+    pub fn map_range<R>(&self, start: usize, end: usize, mut f: impl FnMut(&'a T) -> R) -> Vec<R> {
+        let end = end.min(self.len);
+        let start = start.min(end);
+        (start..end)
+            .map(|row| {
+                // SAFETY: start <= row < end <= len, so the row holds a `T` (see `new`).
+                f(unsafe { &*(self.base.add(row * self.stride) as *const T) })
+            })
+            .collect()
+    }
+
     /// Every row's value, in row order.
     #[inline]
     pub fn iter(&self) -> FieldIter<'a, T> {

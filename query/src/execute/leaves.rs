@@ -3,6 +3,8 @@
 //! of rows is a strided walk with no bounds check per row); sparse components are joined by
 //! entity, with nulls where an entity lacks them.
 
+use std::borrow::Cow;
+
 use ecsdb_engine::storage::{FieldColumn, FieldScalar};
 use ecsdb_engine::{Entity, Value, World};
 
@@ -17,8 +19,10 @@ use ecsdb_engine::storage::FieldView;
 #[inline]
 fn as_range(rows: &[u32]) -> Option<(usize, usize)> {
     let (&first, &last) = (rows.first()?, rows.last()?);
+    // A fold over `row == first + i` with no early exit: it vectorises (the check runs on
+    // every batch of every leaf, so an element-by-element walk shows up in profiles).
     let consecutive = (last as usize).checked_sub(first as usize) == Some(rows.len() - 1)
-        && rows.windows(2).all(|w| w[1] == w[0].wrapping_add(1));
+        && rows.iter().zip(first..=last).fold(true, |ok, (&r, want)| ok & (r == want));
     consecutive.then_some((first as usize, last as usize + 1))
 }
 
@@ -26,7 +30,7 @@ fn as_range(rows: &[u32]) -> Option<(usize, usize)> {
 #[inline]
 fn gather<T: FieldScalar, R>(c: &FieldColumn<'_, T>, rows: &[u32], conv: impl Fn(&T) -> R) -> Vec<R> {
     match as_range(rows) {
-        Some((start, end)) => c.range(start, end).map(conv).collect(),
+        Some((start, end)) => c.map_range(start, end, conv),
         None => rows.iter().map(|&r| c.get(r as usize).map(&conv)).map(|v| v.expect("row in range")).collect(),
     }
 }
@@ -107,13 +111,13 @@ impl<'w> TableCtx<'w> {
             cols.push(self.field_leaf(e, slot, f, rows)?);
         }
         let n = rows.len();
-        let mut xs: Vec<Vec<f64>> = Vec::with_capacity(n_fields);
+        let mut xs: Vec<Cow<'_, [f64]>> = Vec::with_capacity(n_fields);
         let mut valid = None;
         for c in &cols {
             match c.f64s() {
                 Some((vals, v)) => {
                     valid = crate::expr::and_validity(&valid, v);
-                    xs.push(vals.into_owned());
+                    xs.push(vals);
                 }
                 // Every field absent (a null column) or of run-time type: per row.
                 None => {
@@ -127,14 +131,15 @@ impl<'w> TableCtx<'w> {
                             v => col.push(v.as_f64().unwrap_or(0.0)),
                         }
                     }
-                    xs.push(col);
+                    xs.push(Cow::Owned(col));
                 }
             }
         }
-        Ok(if n_fields == 2 {
-            Vector::Vec2(Prim { values: (0..n).map(|i| [xs[0][i], xs[1][i]]).collect(), valid })
+        Ok(if let [x, y] = &xs[..] {
+            Vector::Vec2(Prim { values: x[..n].iter().zip(&y[..n]).map(|(a, b)| [*a, *b]).collect(), valid })
         } else {
-            Vector::Vec3(Prim { values: (0..n).map(|i| [xs[0][i], xs[1][i], xs[2][i]]).collect(), valid })
+            let (x, y, z) = (&xs[0][..n], &xs[1][..n], &xs[2][..n]);
+            Vector::Vec3(Prim { values: x.iter().zip(y).zip(z).map(|((a, b), c)| [*a, *b, *c]).collect(), valid })
         })
     }
 

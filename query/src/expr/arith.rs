@@ -132,7 +132,7 @@ fn float_kernel(op: BinaryOp, a: Arg<'_, f64>, b: Arg<'_, f64>, n: usize) -> Res
                 if c == 0.0 {
                     valid = Some(vec![false; n]);
                 }
-            } else if (0..n).any(|i| b.at(i) == 0.0) {
+            } else if (0..n).fold(false, |seen, i| seen | (b.at(i) == 0.0)) {
                 let mask = valid.get_or_insert_with(|| vec![true; n]);
                 for (i, m) in mask.iter_mut().enumerate() {
                     *m &= b.at(i) != 0.0;

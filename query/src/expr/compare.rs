@@ -44,7 +44,8 @@ fn cmp_num<T: PartialOrd + Copy>(op: BinaryOp, a: Arg<'_, T>, b: Arg<'_, T>, n: 
 fn nan_is_null(a: Arg<'_, f64>, b: Arg<'_, f64>, n: usize, valid: &mut Validity) {
     let nan_at = |x: Arg<'_, f64>| match x {
         Arg::Const(c) => c.is_nan(),
-        Arg::Col(v, _) => v[..n].iter().any(|x| x.is_nan()),
+        // A fold rather than `any`: no early exit, so it vectorises (NaN is rare).
+        Arg::Col(v, _) => v[..n].iter().fold(false, |seen, x| seen | x.is_nan()),
     };
     if !(nan_at(a) || nan_at(b)) {
         return;

@@ -89,8 +89,11 @@ impl<'s, 'w, S: Leaves<'w> + ?Sized> Evaluator<'s, 'w, S> {
             return self.filter(right, &kept);
         }
         let v = self.eval(e, rows)?;
+        if let Vector::Bool(p) = &v {
+            return Ok(select(rows, &p.values, p.valid.as_deref()));
+        }
         let (t, _) = compare::truth(&v, rows.len()).map_err(|m| eval_error(e, m))?;
-        Ok(rows.iter().zip(&t).filter(|(_, k)| **k).map(|(r, _)| *r).collect())
+        Ok(select(rows, &t, None))
     }
 
     /// The expression's value for each row.
@@ -197,30 +200,84 @@ impl<'s, 'w, S: Leaves<'w> + ?Sized> Evaluator<'s, 'w, S> {
     /// not decide (false for `AND`, true for `OR`).
     fn logic(&self, op: BinaryOp, left: &Expr, right: &Expr, rows: &[u32]) -> Result<Vector<'w>, Error> {
         let n = rows.len();
-        let l = self.eval(left, rows)?;
-        let (lt, lvalid) = compare::truth(&l, n).map_err(|m| eval_error(left, m))?;
+        let (mut values, lvalid) = owned_truth(self.eval(left, rows)?, n).map_err(|m| eval_error(left, m))?;
+        let decides = op == BinaryOp::Or;
+        // The rows the left side leaves open, branch-free (see `select`).
+        let mut open = vec![0u32; n];
+        let mut k = 0;
+        for i in 0..n {
+            open[k] = i as u32;
+            let decided = values[i] == decides && lvalid.as_ref().is_none_or(|m| m[i]);
+            k += !decided as usize;
+        }
+        open.truncate(k);
+        if open.is_empty() {
+            return Ok(Vector::Bool(Prim { values, valid: lvalid }));
+        }
+        let sub: Vec<u32> = open.iter().map(|&i| rows[i as usize]).collect();
+        let (rt, rvalid) = owned_truth(self.eval(right, &sub)?, sub.len()).map_err(|m| eval_error(right, m))?;
+        if lvalid.is_none() && rvalid.is_none() {
+            // No nulls: an open row's left side is the neutral value, so the right decides.
+            for (&i, &r) in open.iter().zip(&rt) {
+                values[i as usize] = r;
+            }
+            return Ok(Vector::Bool(Prim { values, valid: None }));
+        }
         let is_valid = |v: &Validity, i: usize| v.as_ref().is_none_or(|m| m[i]);
-        let decided = |i: usize| is_valid(&lvalid, i) && lt[i] == (op == BinaryOp::Or);
-        let open: Vec<usize> = (0..n).filter(|&i| !decided(i)).collect();
-        let mut values = lt.clone();
         let mut valid = lvalid.clone();
-        if !open.is_empty() {
-            let sub: Vec<u32> = open.iter().map(|&i| rows[i]).collect();
-            let r = self.eval(right, &sub)?;
-            let (rt, rvalid) = compare::truth(&r, sub.len()).map_err(|m| eval_error(right, m))?;
-            for (k, &i) in open.iter().enumerate() {
-                let (a, b) = (is_valid(&lvalid, i).then_some(lt[i]), is_valid(&rvalid, k).then_some(rt[k]));
-                let out = three_valued(op, a, b);
-                values[i] = out.unwrap_or(false);
-                if out.is_none() {
-                    valid.get_or_insert_with(|| vec![true; n])[i] = false;
-                } else if let Some(m) = &mut valid {
-                    m[i] = true;
-                }
+        for (k, &i) in open.iter().enumerate() {
+            let i = i as usize;
+            let (a, b) = (is_valid(&lvalid, i).then_some(values[i]), is_valid(&rvalid, k).then_some(rt[k]));
+            let out = three_valued(op, a, b);
+            values[i] = out.unwrap_or(false);
+            if out.is_none() {
+                valid.get_or_insert_with(|| vec![true; n])[i] = false;
+            } else if let Some(m) = &mut valid {
+                m[i] = true;
             }
         }
         Ok(Vector::Bool(Prim { values, valid }))
     }
+}
+
+/// [`compare::truth`] of a vector the caller gives up: a bool vector's values are reused
+/// (null rows read false) instead of copied.
+fn owned_truth(v: Vector<'_>, n: usize) -> Result<(Vec<bool>, Validity), String> {
+    match v {
+        Vector::Bool(Prim { mut values, valid }) => {
+            if let Some(m) = &valid {
+                for (x, ok) in values.iter_mut().zip(m) {
+                    *x &= *ok;
+                }
+            }
+            Ok((values, valid))
+        }
+        other => compare::truth(&other, n),
+    }
+}
+
+/// The rows whose condition is true (and not null): a branch-free compaction, since a
+/// filter's outcome per row is as good as random to the branch predictor.
+fn select(rows: &[u32], truth: &[bool], valid: Option<&[bool]>) -> Vec<u32> {
+    let n = rows.len().min(truth.len());
+    let mut out = vec![0u32; n];
+    let mut k = 0;
+    match valid {
+        None => {
+            for (&r, &t) in rows[..n].iter().zip(&truth[..n]) {
+                out[k] = r;
+                k += t as usize;
+            }
+        }
+        Some(valid) => {
+            for ((&r, &t), &ok) in rows[..n].iter().zip(&truth[..n]).zip(valid) {
+                out[k] = r;
+                k += (t & ok) as usize;
+            }
+        }
+    }
+    out.truncate(k);
+    out
 }
 
 fn three_valued(op: BinaryOp, a: Option<bool>, b: Option<bool>) -> Option<bool> {
