@@ -208,7 +208,8 @@ impl World {
                 _ => return Err(EngineError::Invalid("the component is not stored that way".into())),
             };
         let len = column.len();
-        if rows.len() != values.len() || rows.iter().any(|&r| r as usize >= len) {
+        // A fold, not `any`: no early exit, so the check vectorises.
+        if rows.len() != values.len() || rows.iter().fold(false, |out, &r| out | (r as usize >= len)) {
             return Err(EngineError::Invalid("rows and values do not match the column".into()));
         }
         write_values(column, offset, &rows, values);

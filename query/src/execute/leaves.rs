@@ -22,7 +22,7 @@ fn as_range(rows: &[u32]) -> Option<(usize, usize)> {
     // A fold over `row == first + i` with no early exit: it vectorises (the check runs on
     // every batch of every leaf, so an element-by-element walk shows up in profiles).
     let consecutive = (last as usize).checked_sub(first as usize) == Some(rows.len() - 1)
-        && rows.iter().zip(first..=last).fold(true, |ok, (&r, want)| ok & (r == want));
+        && rows.iter().enumerate().fold(true, |ok, (i, &r)| ok & (r.wrapping_sub(first) == i as u32));
     consecutive.then_some((first as usize, last as usize + 1))
 }
 

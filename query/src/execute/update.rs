@@ -25,7 +25,7 @@ use crate::result::ResultSet;
 struct PendingBatch {
     /// Where the rows are: a table's rows, or the entities of a sparse component.
     at: PendingRows,
-    /// The entity of each row.
+    /// The entity of each row (empty for table rows when no reference field is written).
     entities: Vec<Entity>,
     /// Per assignment, the new values.
     values: Vec<TypedFieldValues>,
@@ -45,6 +45,8 @@ struct UpdateSink<'a> {
     params: &'a [Value],
     pending: Vec<PendingBatch>,
     targets: usize,
+    /// Whether an assigned field is a reference (its writes are checked per entity).
+    writes_references: bool,
 }
 
 impl<'w> Sink<'w> for UpdateSink<'_> {
@@ -58,13 +60,20 @@ impl<'w> Sink<'w> for UpdateSink<'_> {
                     .map_err(|e| Error::from(e).with_span(expr.span))?,
             );
         }
-        let entities: Vec<Entity> = rows.iter().filter_map(|&r| ctx.entities.get(r as usize).copied()).collect();
-        let at = match ctx.slots.get(self.slot) {
+        let entity_list =
+            || rows.iter().filter_map(|&r| ctx.entities.get(r as usize).copied()).collect::<Vec<Entity>>();
+        let (at, entities) = match ctx.slots.get(self.slot) {
             Some(SlotReader::Dense(_)) => {
                 let table = self.scan.tables.get(ctx.plan_index).map(|t| t.table);
-                PendingRows::Table(table.ok_or_else(|| Error::internal("matched table out of range"))?, rows.to_vec())
+                let table = table.ok_or_else(|| Error::internal("matched table out of range"))?;
+                // The entities are needed only to check reference fields.
+                let entities = if self.writes_references { entity_list() } else { Vec::new() };
+                (PendingRows::Table(table, rows.to_vec()), entities)
             }
-            _ => PendingRows::Sparse(entities.clone()),
+            _ => {
+                let entities = entity_list();
+                (PendingRows::Sparse(entities.clone()), entities)
+            }
         };
         self.targets += rows.len();
         self.pending.push(PendingBatch { at, entities, values });
@@ -142,6 +151,7 @@ pub(crate) fn stage_update(
         params,
         pending: Vec::new(),
         targets: 0,
+        writes_references: assignments.iter().any(|(i, _)| world.reference(component, *i).is_some()),
     };
     run_scan(scan, world, params, &mut sink)?;
     let (pending, targets) = (sink.pending, sink.targets);
@@ -210,10 +220,28 @@ fn f32_of(x: f64) -> Option<f32> {
 }
 
 /// Typed fast paths: a float or int vector without nulls converts without building values.
-fn numeric_fast<T>(v: &Vector<'_>, float: impl Fn(f64) -> Option<T>, int: impl Fn(i64) -> Option<T>) -> Option<Vec<T>> {
+/// The loops convert every value and remember whether any failed, with no early exit, so they
+/// write exact-size storage and vectorise; a failure is then reported by the row-by-row path.
+fn numeric_fast<T: Default>(
+    v: &Vector<'_>,
+    float: impl Fn(f64) -> Option<T>,
+    int: impl Fn(i64) -> Option<T>,
+) -> Option<Vec<T>> {
+    fn all<S: Copy, T: Default>(xs: &[S], f: impl Fn(S) -> Option<T>) -> Option<Vec<T>> {
+        let mut ok = true;
+        let out: Vec<T> = xs
+            .iter()
+            .map(|x| {
+                let r = f(*x);
+                ok &= r.is_some();
+                r.unwrap_or_default()
+            })
+            .collect();
+        ok.then_some(out)
+    }
     match v {
-        Vector::Float(p) if p.valid.is_none() => p.values.iter().map(|x| float(*x)).collect(),
-        Vector::Int(p) if p.valid.is_none() => p.values.iter().map(|x| int(*x)).collect(),
+        Vector::Float(p) if p.valid.is_none() => all(&p.values, float),
+        Vector::Int(p) if p.valid.is_none() => all(&p.values, int),
         _ => None,
     }
 }
