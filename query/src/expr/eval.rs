@@ -359,3 +359,27 @@ fn build_vector<'a>(cols: &[Vector<'_>], n: usize) -> Result<Vector<'a>, String>
         Vector::Vec3(Prim { values: (0..n).map(|i| [xs[0][i], xs[1][i], xs[2][i]]).collect(), valid })
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn select_keeps_true_rows_that_are_not_null() {
+        let rows = [3, 5, 8, 13, 21];
+        let truth = [true, false, true, true, false];
+        assert_eq!(select(&rows, &truth, None), [3, 8, 13]);
+        assert_eq!(select(&rows, &truth, Some(&[true, true, false, true, true])), [3, 13]);
+        assert_eq!(select(&[], &[], None), Vec::<u32>::new());
+        assert_eq!(select(&rows, &[false; 5], None), Vec::<u32>::new());
+    }
+
+    #[test]
+    fn owned_truth_reads_null_rows_as_false() {
+        let v = Vector::Bool(Prim { values: vec![true, true, false], valid: Some(vec![true, false, true]) });
+        let (t, valid) = owned_truth(v, 3).unwrap();
+        assert_eq!(t, [true, false, false]);
+        assert_eq!(valid, Some(vec![true, false, true]));
+        assert_eq!(owned_truth(Vector::Scalar(Value::Bool(true), 2), 2).unwrap(), (vec![true, true], None));
+    }
+}
