@@ -219,7 +219,7 @@ impl<'w> FieldView<'w> {
     /// Appends the values of `rows` as f64 (exact numeric fields only; `false` otherwise).
     /// One dispatch per call, then a tight loop over the column.
     pub fn read_f64_rows(&self, rows: &[u32], out: &mut Vec<f64>) -> bool {
-        fn go<T: Num>(c: &FieldColumn<'_, T>, rows: &[u32], out: &mut Vec<f64>) {
+        fn go<T: FieldNum>(c: &FieldColumn<'_, T>, rows: &[u32], out: &mut Vec<f64>) {
             out.extend(rows.iter().map(|&r| c.get(r as usize).map_or(f64::NAN, |v| v.to_f64())));
         }
         match self {
@@ -238,7 +238,7 @@ impl<'w> FieldView<'w> {
 
     /// Appends the values of `rows` as i64 (integer fields other than u64; `false` otherwise).
     pub fn read_i64_rows(&self, rows: &[u32], out: &mut Vec<i64>) -> bool {
-        fn go<T: Num>(c: &FieldColumn<'_, T>, rows: &[u32], out: &mut Vec<i64>) {
+        fn go<T: FieldNum>(c: &FieldColumn<'_, T>, rows: &[u32], out: &mut Vec<i64>) {
             out.extend(rows.iter().map(|&r| c.get(r as usize).map_or(0, |v| v.to_i64())));
         }
         match self {
@@ -299,8 +299,19 @@ impl<'w> FieldView<'w> {
     }
 }
 
-/// Numeric field types read as i64/f64 (the view's bulk reads).
-pub(crate) trait Num: FieldScalar + Copy {
+/// The numeric field types (every [`FieldScalar`] but bool, u64, string, entity and vectors),
+/// read as i64 or f64: what the engine's bulk reads and the query engine's column kernels
+/// compute with. Sealed, as [`FieldScalar`] is.
+///
+/// ```
+/// use ecsdb_engine::storage::FieldNum;
+/// fn widen<T: FieldNum>(x: T) -> f64 { x.to_f64() }
+/// assert_eq!(widen(3u8), 3.0);
+/// assert!(<i32 as FieldNum>::INT && !<f32 as FieldNum>::INT);
+/// ```
+pub trait FieldNum: FieldScalar + Copy {
+    /// Whether the type is an integer.
+    const INT: bool;
     /// The value as i64 (integers only; floats truncate).
     fn to_i64(self) -> i64;
     /// The value as f64.
@@ -308,7 +319,8 @@ pub(crate) trait Num: FieldScalar + Copy {
 }
 macro_rules! num {
     ($($t:ty => $int:expr),*) => {$(
-        impl Num for $t {
+        impl FieldNum for $t {
+            const INT: bool = $int;
             #[inline(always)]
             fn to_i64(self) -> i64 { self as i64 }
             #[inline(always)]

@@ -11,6 +11,6 @@ mod table;
 
 pub use column::Column;
 pub use field::{FieldColumn, FieldIter, FieldScalar};
-pub use field_view::{FieldPlace, FieldView};
+pub use field_view::{FieldNum, FieldPlace, FieldView};
 pub use sparse::SparseSet;
 pub use table::{ArchetypeTable, TableId};

@@ -1,7 +1,6 @@
 //! The execute stage: physical plans run over the world's archetype tables.
 //!
 //! - [`scan`]: column readers, selection vectors, column kernels, sparse joins, access paths;
-//! - [`field_reader`]: the numeric field types column kernels read;
 //! - [`leaves`]: expression leaves over a table's rows, read into typed vectors;
 //! - [`ops`]: the operators' semantics on single values;
 //! - [`relations`]: paths and hierarchy functions (following entities from a row);
@@ -13,7 +12,6 @@
 
 pub mod aggregate;
 pub mod catalog;
-pub mod field_reader;
 pub mod leaves;
 pub mod mutate;
 pub mod ops;

@@ -12,12 +12,13 @@ use std::collections::BTreeMap;
 use std::rc::Rc;
 
 use ecsdb_engine::index::IndexPredicate;
-use ecsdb_engine::storage::{ArchetypeTable, FieldColumn, FieldPlace, FieldScalar, FieldView, SparseSet, TableId};
+use ecsdb_engine::storage::{
+    ArchetypeTable, FieldColumn, FieldNum, FieldPlace, FieldScalar, FieldView, SparseSet, TableId,
+};
 use ecsdb_engine::{Entity, Value, World};
 use roaring::RoaringBitmap;
 
 use crate::error::{Error, ErrorKind};
-use crate::execute::field_reader::Num;
 use crate::expr::{eval_error, Evaluator};
 use crate::plan::logical::{BinaryOp, Expr};
 use crate::plan::physical::{Access, FilterStep, PhysicalSlot, RowCheck, ScanPlan, SlotSource, TableFilter};
@@ -322,7 +323,7 @@ fn compare_column<T: FieldScalar, K: PartialOrd + Copy, O: Cmp>(
     filter_column(col, sel, move |v| O::test(&conv(v), &c))
 }
 
-fn num_kernel<T: Num, O: Cmp>(col: FieldColumn<'_, T>, rhs: &Value, sel: &mut Selection) {
+fn num_kernel<T: FieldNum, O: Cmp>(col: FieldColumn<'_, T>, rhs: &Value, sel: &mut Selection) {
     match *rhs {
         Value::Int(c) if T::INT => compare_column::<T, i64, O>(col, sel, |v| v.to_i64(), c),
         Value::Int(c) => compare_column::<T, f64, O>(col, sel, |v| v.to_f64(), c as f64),

@@ -20,7 +20,6 @@ use ecsdb_engine::{Entity, Value, World};
 
 use crate::error::{Error, ErrorKind};
 use crate::execute::aggregate::{AggregateSink, GroupRows};
-use crate::execute::field_reader::Num;
 use crate::execute::ops::sort_cmp;
 use crate::execute::scan::{run_scan, FunctionSets, Sink, SlotReader, TableCtx};
 use crate::expr::eval_constant;
@@ -29,8 +28,8 @@ use crate::plan::logical::{DataType, Expr, ExprKind, SelectPlan};
 use crate::plan::physical::ScanPlan;
 use crate::plan::{PhysicalSelect, Strategy};
 use crate::result::ResultSet;
-use ecsdb_engine::storage::FieldColumn;
 use ecsdb_engine::storage::FieldView;
+use ecsdb_engine::storage::{FieldColumn, FieldNum};
 
 /// LIMIT and OFFSET as numbers.
 #[derive(Clone, Copy, Debug)]
@@ -394,7 +393,7 @@ enum FastKey<'p> {
 impl FastSortSink<'_> {
     /// Every row of a dense numeric column: 64 rows at a time, only those at least as good as
     /// the current worst kept row are looked at.
-    fn all_rows<T: Num>(&mut self, col: FieldColumn<'_, T>, ctx: &TableCtx<'_>, n: usize) {
+    fn all_rows<T: FieldNum>(&mut self, col: FieldColumn<'_, T>, ctx: &TableCtx<'_>, n: usize) {
         let table_plan = ctx.plan_index as u32;
         let n = n.min(col.len());
         let mut start = 0usize;

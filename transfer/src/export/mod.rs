@@ -7,7 +7,7 @@ use std::fs;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use ecsdb_engine::storage::{FieldColumn, FieldScalar, TableId};
+use ecsdb_engine::storage::{FieldPlace, FieldView, TableId};
 use ecsdb_engine::{ComponentId, ComponentInfo, Entity, FieldType, StorageKind, World};
 use rayon::prelude::*;
 
@@ -26,26 +26,6 @@ pub(crate) struct ComponentPlan<'w> {
     pub info: &'w ComponentInfo,
     pub segments: Vec<Segment<'w>>,
     pub rows: usize,
-}
-
-/// One field of one segment, typed.
-#[derive(Clone, Copy)]
-pub(crate) enum AnyColumn<'w> {
-    Bool(FieldColumn<'w, bool>),
-    I8(FieldColumn<'w, i8>),
-    I16(FieldColumn<'w, i16>),
-    I32(FieldColumn<'w, i32>),
-    I64(FieldColumn<'w, i64>),
-    U8(FieldColumn<'w, u8>),
-    U16(FieldColumn<'w, u16>),
-    U32(FieldColumn<'w, u32>),
-    U64(FieldColumn<'w, u64>),
-    F32(FieldColumn<'w, f32>),
-    F64(FieldColumn<'w, f64>),
-    Str(FieldColumn<'w, String>),
-    Entity(FieldColumn<'w, Entity>),
-    Vec2(FieldColumn<'w, [f32; 2]>),
-    Vec3(FieldColumn<'w, [f32; 3]>),
 }
 
 impl<'w> ComponentPlan<'w> {
@@ -73,38 +53,13 @@ impl<'w> ComponentPlan<'w> {
         self.info.id()
     }
 
-    /// Field `field` over the rows of `seg`.
-    pub fn column(&self, world: &'w World, seg: &Segment<'w>, field: usize) -> AnyColumn<'w> {
-        fn open<'w, T: FieldScalar>(
-            world: &'w World,
-            seg: &Segment<'w>,
-            id: ComponentId,
-            field: usize,
-        ) -> FieldColumn<'w, T> {
-            match seg.table {
-                Some(t) => world.table_field::<T>(t, id, field),
-                None => world.sparse_field::<T>(id, field),
-            }
-            .expect("the plan's segments store the component, and the field's type is the schema's")
-        }
-        let id = self.id();
-        match self.info.fields()[field].ty {
-            FieldType::Bool => AnyColumn::Bool(open(world, seg, id, field)),
-            FieldType::I8 => AnyColumn::I8(open(world, seg, id, field)),
-            FieldType::I16 => AnyColumn::I16(open(world, seg, id, field)),
-            FieldType::I32 => AnyColumn::I32(open(world, seg, id, field)),
-            FieldType::I64 => AnyColumn::I64(open(world, seg, id, field)),
-            FieldType::U8 => AnyColumn::U8(open(world, seg, id, field)),
-            FieldType::U16 => AnyColumn::U16(open(world, seg, id, field)),
-            FieldType::U32 => AnyColumn::U32(open(world, seg, id, field)),
-            FieldType::U64 => AnyColumn::U64(open(world, seg, id, field)),
-            FieldType::F32 => AnyColumn::F32(open(world, seg, id, field)),
-            FieldType::F64 => AnyColumn::F64(open(world, seg, id, field)),
-            FieldType::String => AnyColumn::Str(open(world, seg, id, field)),
-            FieldType::Entity => AnyColumn::Entity(open(world, seg, id, field)),
-            FieldType::Vec2 => AnyColumn::Vec2(open(world, seg, id, field)),
-            FieldType::Vec3 => AnyColumn::Vec3(open(world, seg, id, field)),
-        }
+    /// Field `field` over the rows of `seg`, in its type (the engine's [`FieldView`]).
+    pub fn column(&self, world: &'w World, seg: &Segment<'w>, field: usize) -> FieldView<'w> {
+        let place = match seg.table {
+            Some(t) => FieldPlace::Table(t),
+            None => FieldPlace::Sparse,
+        };
+        FieldView::new(world, place, self.id(), field)
     }
 
     /// Bytes of component data: every value's size plus the text of its strings.
@@ -113,7 +68,7 @@ impl<'w> ComponentPlan<'w> {
         for (i, f) in self.info.fields().iter().enumerate() {
             if f.ty == FieldType::String {
                 for seg in &self.segments {
-                    if let AnyColumn::Str(c) = self.column(world, seg, i) {
+                    if let FieldView::Str(c) = self.column(world, seg, i) {
                         bytes += c.iter().map(|s| s.len() as u64).sum::<u64>();
                     }
                 }

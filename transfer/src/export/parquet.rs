@@ -19,7 +19,9 @@ use parquet::basic::Compression;
 use parquet::file::properties::WriterProperties;
 use parquet::schema::types::ColumnPath;
 
-use super::{entity_text, AnyColumn, ComponentPlan};
+use ecsdb_engine::storage::FieldView;
+
+use super::{entity_text, ComponentPlan};
 use crate::error::{DataProblem, Place, TransferError};
 
 /// Field metadata key naming the ecsdb type of a column (so `entity` and `string` columns,
@@ -82,20 +84,20 @@ where
 }
 
 /// Rows `start..end` of one field as an Arrow array.
-fn array(col: AnyColumn<'_>, start: usize, end: usize) -> ArrayRef {
+fn array(col: FieldView<'_>, start: usize, end: usize) -> ArrayRef {
     match col {
-        AnyColumn::Bool(c) => Arc::new(BooleanArray::from_iter(c.range(start, end).map(|b| Some(*b)))),
-        AnyColumn::I8(c) => prim::<Int8Type>(&c, start, end),
-        AnyColumn::I16(c) => prim::<Int16Type>(&c, start, end),
-        AnyColumn::I32(c) => prim::<Int32Type>(&c, start, end),
-        AnyColumn::I64(c) => prim::<Int64Type>(&c, start, end),
-        AnyColumn::U8(c) => prim::<UInt8Type>(&c, start, end),
-        AnyColumn::U16(c) => prim::<UInt16Type>(&c, start, end),
-        AnyColumn::U32(c) => prim::<UInt32Type>(&c, start, end),
-        AnyColumn::U64(c) => prim::<UInt64Type>(&c, start, end),
-        AnyColumn::F32(c) => prim::<Float32Type>(&c, start, end),
-        AnyColumn::F64(c) => prim::<Float64Type>(&c, start, end),
-        AnyColumn::Str(c) => {
+        FieldView::Bool(c) => Arc::new(BooleanArray::from_iter(c.range(start, end).map(|b| Some(*b)))),
+        FieldView::I8(c) => prim::<Int8Type>(&c, start, end),
+        FieldView::I16(c) => prim::<Int16Type>(&c, start, end),
+        FieldView::I32(c) => prim::<Int32Type>(&c, start, end),
+        FieldView::I64(c) => prim::<Int64Type>(&c, start, end),
+        FieldView::U8(c) => prim::<UInt8Type>(&c, start, end),
+        FieldView::U16(c) => prim::<UInt16Type>(&c, start, end),
+        FieldView::U32(c) => prim::<UInt32Type>(&c, start, end),
+        FieldView::U64(c) => prim::<UInt64Type>(&c, start, end),
+        FieldView::F32(c) => prim::<Float32Type>(&c, start, end),
+        FieldView::F64(c) => prim::<Float64Type>(&c, start, end),
+        FieldView::Str(c) => {
             let bytes = c.range(start, end).map(|s| s.len()).sum();
             let mut b = StringBuilder::with_capacity(end - start, bytes);
             for s in c.range(start, end) {
@@ -103,7 +105,7 @@ fn array(col: AnyColumn<'_>, start: usize, end: usize) -> ArrayRef {
             }
             Arc::new(b.finish())
         }
-        AnyColumn::Entity(c) => {
+        FieldView::Entity(c) => {
             let mut b = StringBuilder::with_capacity(end - start, (end - start) * 10);
             let mut buf = [0u8; 24];
             for e in c.range(start, end) {
@@ -115,8 +117,10 @@ fn array(col: AnyColumn<'_>, start: usize, end: usize) -> ArrayRef {
             }
             Arc::new(b.finish())
         }
-        AnyColumn::Vec2(c) => vectors(&c, start, end),
-        AnyColumn::Vec3(c) => vectors(&c, start, end),
+        FieldView::Vec2(c) => vectors(&c, start, end),
+        FieldView::Vec3(c) => vectors(&c, start, end),
+        // A plan's segments store their component and the schema gives every field a type.
+        FieldView::Missing => unreachable!("an export plan's columns are always readable"),
     }
 }
 
@@ -152,7 +156,7 @@ pub(super) fn write(
     let mut writer = ArrowWriter::try_new(BufWriter::with_capacity(1 << 20, file), schema.clone(), Some(props.build()))
         .map_err(fail)?;
     for seg in &plan.segments {
-        let columns: Vec<AnyColumn<'_>> = (0..plan.info.fields().len()).map(|i| plan.column(world, seg, i)).collect();
+        let columns: Vec<FieldView<'_>> = (0..plan.info.fields().len()).map(|i| plan.column(world, seg, i)).collect();
         let mut start = 0;
         while start < seg.entities.len() {
             let end = (start + BATCH).min(seg.entities.len());

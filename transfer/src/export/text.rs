@@ -11,7 +11,9 @@ use std::path::Path;
 
 use ecsdb_engine::World;
 
-use super::{entity_text, AnyColumn, ComponentPlan};
+use ecsdb_engine::storage::FieldView;
+
+use super::{entity_text, ComponentPlan};
 use crate::error::TransferError;
 
 /// Which text format.
@@ -33,31 +35,31 @@ fn float(out: &mut Vec<u8>, x: impl std::fmt::Display + Copy, finite: bool, json
 }
 
 /// Appends row `row` of a column as text (CSV cells unquoted: the caller quotes).
-fn value(out: &mut Vec<u8>, col: &AnyColumn<'_>, row: usize, json: bool) {
+fn value(out: &mut Vec<u8>, col: &FieldView<'_>, row: usize, json: bool) {
     macro_rules! int {
         ($c:expr) => {
             write!(out, "{}", $c.get(row).expect("row in range")).expect("writing to a Vec")
         };
     }
     match col {
-        AnyColumn::Bool(c) => out.extend_from_slice(if *c.get(row).expect("row") { b"true" } else { b"false" }),
-        AnyColumn::I8(c) => int!(c),
-        AnyColumn::I16(c) => int!(c),
-        AnyColumn::I32(c) => int!(c),
-        AnyColumn::I64(c) => int!(c),
-        AnyColumn::U8(c) => int!(c),
-        AnyColumn::U16(c) => int!(c),
-        AnyColumn::U32(c) => int!(c),
-        AnyColumn::U64(c) => int!(c),
-        AnyColumn::F32(c) => {
+        FieldView::Bool(c) => out.extend_from_slice(if *c.get(row).expect("row") { b"true" } else { b"false" }),
+        FieldView::I8(c) => int!(c),
+        FieldView::I16(c) => int!(c),
+        FieldView::I32(c) => int!(c),
+        FieldView::I64(c) => int!(c),
+        FieldView::U8(c) => int!(c),
+        FieldView::U16(c) => int!(c),
+        FieldView::U32(c) => int!(c),
+        FieldView::U64(c) => int!(c),
+        FieldView::F32(c) => {
             let x = *c.get(row).expect("row");
             float(out, x, x.is_finite(), json)
         }
-        AnyColumn::F64(c) => {
+        FieldView::F64(c) => {
             let x = *c.get(row).expect("row");
             float(out, x, x.is_finite(), json)
         }
-        AnyColumn::Str(c) => {
+        FieldView::Str(c) => {
             let s = c.get(row).expect("row");
             if json {
                 serde_json::to_writer(&mut *out, s).expect("writing to a Vec");
@@ -65,7 +67,7 @@ fn value(out: &mut Vec<u8>, col: &AnyColumn<'_>, row: usize, json: bool) {
                 out.extend_from_slice(s.as_bytes());
             }
         }
-        AnyColumn::Entity(c) => {
+        FieldView::Entity(c) => {
             let e = *c.get(row).expect("row");
             if e.is_null() {
                 if json {
@@ -83,8 +85,10 @@ fn value(out: &mut Vec<u8>, col: &AnyColumn<'_>, row: usize, json: bool) {
                 }
             }
         }
-        AnyColumn::Vec2(c) => vector(out, c.get(row).expect("row"), json),
-        AnyColumn::Vec3(c) => vector(out, c.get(row).expect("row"), json),
+        FieldView::Vec2(c) => vector(out, c.get(row).expect("row"), json),
+        FieldView::Vec3(c) => vector(out, c.get(row).expect("row"), json),
+        // A plan's segments store their component and the schema gives every field a type.
+        FieldView::Missing => unreachable!("an export plan's columns are always readable"),
     }
 }
 
@@ -123,7 +127,7 @@ pub(super) fn write(
             }
             w.write_record(None::<&[u8]>).map_err(csv_err)?;
             for seg in &plan.segments {
-                let cols: Vec<AnyColumn<'_>> = (0..names.len()).map(|i| plan.column(world, seg, i)).collect();
+                let cols: Vec<FieldView<'_>> = (0..names.len()).map(|i| plan.column(world, seg, i)).collect();
                 let mut buf = [0u8; 24];
                 for (row, &e) in seg.entities.iter().enumerate() {
                     w.write_field(entity_text(e, &mut buf)).map_err(csv_err)?;
@@ -150,7 +154,7 @@ pub(super) fn write(
                 })
                 .collect();
             for seg in &plan.segments {
-                let cols: Vec<AnyColumn<'_>> = (0..names.len()).map(|i| plan.column(world, seg, i)).collect();
+                let cols: Vec<FieldView<'_>> = (0..names.len()).map(|i| plan.column(world, seg, i)).collect();
                 let mut buf = [0u8; 24];
                 for (row, &e) in seg.entities.iter().enumerate() {
                     cell.clear();
