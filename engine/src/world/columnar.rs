@@ -7,7 +7,7 @@
 use crate::component::{ComponentId, FieldType, StorageKind};
 use crate::entity::Entity;
 use crate::error::{EngineError, Result};
-use crate::storage::{Column, TableId};
+use crate::storage::{ArchetypeTable, Column, TableId};
 use crate::world::World;
 
 /// Values for one field of many rows, in the field's Rust type.
@@ -94,42 +94,55 @@ impl TypedFieldValues {
     }
 }
 
-/// Writes `values[i]` at `rows[i]` of `column`, at the field's `offset`.
+/// Which rows [`write_values`] writes.
+#[derive(Clone, Copy)]
+enum RowsAt<'a> {
+    /// These rows, in value order.
+    List(&'a [u32]),
+    /// The rows from this one on, one per value.
+    Run(usize),
+}
+
+/// Writes each value into its row of `column`, at the field's `offset`.
+///
+/// # Safety
+/// The field at `offset` must have `values`' type, and every row written must be
+/// `< column.len()`.
+unsafe fn write_values(column: &mut Column, offset: usize, rows: RowsAt<'_>, values: TypedFieldValues) {
+    macro_rules! each {
+        ($($variant:ident),*) => {
+            match values {
+                // SAFETY: the caller's contract, arm by arm.
+                $(TypedFieldValues::$variant(v) => unsafe { write_rows(column, offset, rows, v) },)*
+            }
+        };
+    }
+    each!(Bool, I8, I16, I32, I64, U8, U16, U32, U64, F32, F64, Str, Entity, Vec2, Vec3)
+}
+
+/// Writes `values[i]` at the `i`-th row of `rows` of `column`, at the field's `offset`.
 ///
 /// # Safety
 /// Every row of `column` must hold an initialised, aligned `T` at `offset` (the schema says
-/// the field has `T`'s type), and every row in `rows` must be `< column.len()`.
-unsafe fn write_rows<T>(column: &mut Column, offset: usize, rows: &[u32], values: Vec<T>) {
+/// the field has `T`'s type), and every row written must be `< column.len()`.
+unsafe fn write_rows<T>(column: &mut Column, offset: usize, rows: RowsAt<'_>, values: Vec<T>) {
     let stride = column.item_size();
     let base = column.data_ptr();
-    for (&r, v) in rows.iter().zip(values) {
-        // SAFETY: r < len (caller), so the field of row r lies inside the column's buffer and
-        // holds an initialised `T`; assignment drops the old value (strings) and moves the new.
-        unsafe { *(base.add(r as usize * stride + offset) as *mut T) = v };
-    }
-}
-
-fn write_values(column: &mut Column, offset: usize, rows: &[u32], values: TypedFieldValues) {
-    // SAFETY: for every arm, the caller (`World::write_field_rows`) checked that the field's
-    // schema type is `values`' type, that `offset` is that field's, and that every row is in
-    // range.
-    unsafe {
-        match values {
-            TypedFieldValues::Bool(v) => write_rows(column, offset, rows, v),
-            TypedFieldValues::I8(v) => write_rows(column, offset, rows, v),
-            TypedFieldValues::I16(v) => write_rows(column, offset, rows, v),
-            TypedFieldValues::I32(v) => write_rows(column, offset, rows, v),
-            TypedFieldValues::I64(v) => write_rows(column, offset, rows, v),
-            TypedFieldValues::U8(v) => write_rows(column, offset, rows, v),
-            TypedFieldValues::U16(v) => write_rows(column, offset, rows, v),
-            TypedFieldValues::U32(v) => write_rows(column, offset, rows, v),
-            TypedFieldValues::U64(v) => write_rows(column, offset, rows, v),
-            TypedFieldValues::F32(v) => write_rows(column, offset, rows, v),
-            TypedFieldValues::F64(v) => write_rows(column, offset, rows, v),
-            TypedFieldValues::Str(v) => write_rows(column, offset, rows, v),
-            TypedFieldValues::Entity(v) => write_rows(column, offset, rows, v),
-            TypedFieldValues::Vec2(v) => write_rows(column, offset, rows, v),
-            TypedFieldValues::Vec3(v) => write_rows(column, offset, rows, v),
+    match rows {
+        RowsAt::List(rows) => {
+            for (&r, v) in rows.iter().zip(values) {
+                // SAFETY: r < len (caller), so the field of row r lies inside the column's
+                // buffer and holds an initialised `T`; assignment drops the old value (strings)
+                // and moves the new.
+                unsafe { *(base.add(r as usize * stride + offset) as *mut T) = v };
+            }
+        }
+        RowsAt::Run(start) => {
+            let first = base.wrapping_add(start * stride + offset);
+            for (i, v) in values.into_iter().enumerate() {
+                // SAFETY: start + i < len (caller): as above.
+                unsafe { *(first.add(i * stride) as *mut T) = v };
+            }
         }
     }
 }
@@ -139,6 +152,16 @@ fn write_values(column: &mut Column, offset: usize, rows: &[u32], values: TypedF
 pub enum FieldRows<'a> {
     /// Rows of an archetype table that stores the component.
     Table(TableId, &'a [u32]),
+    /// The consecutive rows `start..end` of an archetype table that stores the component (a
+    /// whole batch of a scan): written as one strided run, ticks stamped as one fill.
+    TableRun {
+        /// The table.
+        table: TableId,
+        /// The first row.
+        start: u32,
+        /// One past the last row.
+        end: u32,
+    },
     /// Entities holding the (sparse) component.
     Sparse(&'a [Entity]),
 }
@@ -185,14 +208,29 @@ impl World {
             )));
         }
         let offset = f.offset;
+        fn table_column(tables: &mut [ArchetypeTable], table: TableId, id: ComponentId) -> Result<&mut Column> {
+            tables
+                .get_mut(table.index())
+                .and_then(|t| t.column_mut(id))
+                .ok_or_else(|| EngineError::Invalid(format!("table {} does not store this component", table.index())))
+        }
+        let mismatch = || EngineError::Invalid("rows and values do not match the column".into());
         let (column, rows): (&mut Column, std::borrow::Cow<'_, [u32]>) =
             match (at, info.storage()) {
+                (FieldRows::TableRun { table, start, end }, StorageKind::Table) => {
+                    let column = table_column(&mut self.storage.tables, table, id)?;
+                    let (start, end) = (start as usize, end as usize);
+                    if start > end || end > column.len() || end - start != values.len() {
+                        return Err(mismatch());
+                    }
+                    // SAFETY: the field's schema type is `values`' type (checked above), `offset` is
+                    // the field's, and rows `start..end` are in range (checked just now).
+                    unsafe { write_values(column, offset, RowsAt::Run(start), values) };
+                    column.changed_ticks_mut()[start..end].fill(tick);
+                    return Ok(());
+                }
                 (FieldRows::Table(table, rows), StorageKind::Table) => {
-                    let column =
-                        self.storage.tables.get_mut(table.index()).and_then(|t| t.column_mut(id)).ok_or_else(|| {
-                            EngineError::Invalid(format!("table {} does not store this component", table.index()))
-                        })?;
-                    (column, std::borrow::Cow::Borrowed(rows))
+                    (table_column(&mut self.storage.tables, table, id)?, std::borrow::Cow::Borrowed(rows))
                 }
                 (FieldRows::Sparse(entities), StorageKind::Sparse) => {
                     let set =
@@ -210,9 +248,10 @@ impl World {
         let len = column.len();
         // A fold, not `any`: no early exit, so the check vectorises.
         if rows.len() != values.len() || rows.iter().fold(false, |out, &r| out | (r as usize >= len)) {
-            return Err(EngineError::Invalid("rows and values do not match the column".into()));
+            return Err(mismatch());
         }
-        write_values(column, offset, &rows, values);
+        // SAFETY: as above, with every row of `rows` in range (checked just now).
+        unsafe { write_values(column, offset, RowsAt::List(&rows), values) };
         let ticks = column.changed_ticks_mut();
         for &r in rows.iter() {
             ticks[r as usize] = tick;
@@ -257,5 +296,28 @@ mod tests {
         assert_eq!(world.get_field(b, "N", "name").unwrap(), Value::Str("B".into()));
         let col = world.tables()[table.index()].column(id).unwrap();
         assert!(col.changed_ticks().iter().all(|t| *t > before));
+    }
+
+    #[test]
+    fn runs_of_rows_are_checked_then_written_with_ticks() {
+        let mut world = World::new();
+        let id = world.define_component(&ComponentDef::new("N", &[("v", FieldType::F32)])).unwrap();
+        let es: Vec<_> = (0..5).map(|_| world.spawn_values(&[("N", &[])]).unwrap()).collect();
+        let table = TableId(world.location(es[0]).unwrap().table);
+        let run = |start, end| FieldRows::TableRun { table, start, end };
+        let before = world.read_change_tick();
+        // Past the end, backwards, length mismatch, wrong type: nothing written.
+        assert!(world.write_field_rows(id, 0, run(4, 6), TypedFieldValues::F32(vec![1.0, 2.0])).is_err());
+        assert!(world.write_field_rows(id, 0, run(3, 1), TypedFieldValues::F32(vec![])).is_err());
+        assert!(world.write_field_rows(id, 0, run(1, 3), TypedFieldValues::F32(vec![1.0])).is_err());
+        assert!(world.write_field_rows(id, 0, run(1, 3), TypedFieldValues::F64(vec![1.0, 2.0])).is_err());
+        let col = world.tables()[table.index()].column(id).unwrap();
+        assert!(col.changed_ticks().iter().all(|t| *t <= before));
+        world.write_field_rows(id, 0, run(1, 4), TypedFieldValues::F32(vec![10.0, 20.0, 30.0])).unwrap();
+        let values: Vec<Value> = es.iter().map(|e| world.get_field(*e, "N", "v").unwrap()).collect();
+        assert_eq!(values, [0.0, 10.0, 20.0, 30.0, 0.0].map(Value::Float));
+        let col = world.tables()[table.index()].column(id).unwrap();
+        let stamped: Vec<bool> = col.changed_ticks().iter().map(|t| *t > before).collect();
+        assert_eq!(stamped, [false, true, true, true, false]);
     }
 }

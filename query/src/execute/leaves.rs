@@ -17,7 +17,7 @@ use ecsdb_engine::storage::FieldView;
 /// `rows` as a range `start..end` when they are consecutive and ascending (a scan's batch of
 /// every row), so a gather can walk the column without a bounds check per row.
 #[inline]
-fn as_range(rows: &[u32]) -> Option<(usize, usize)> {
+pub(crate) fn as_range(rows: &[u32]) -> Option<(usize, usize)> {
     let (&first, &last) = (rows.first()?, rows.last()?);
     // A fold over `row == first + i` with no early exit: it vectorises (the check runs on
     // every batch of every leaf, so an element-by-element walk shows up in profiles).

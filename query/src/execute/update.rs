@@ -14,6 +14,7 @@ use ecsdb_engine::{
 };
 
 use crate::error::Error;
+use crate::execute::leaves::as_range;
 use crate::execute::mutate::write_failed;
 use crate::execute::scan::{run_scan, Sink, SlotReader, TableCtx};
 use crate::expr::{Evaluator, Vector};
@@ -33,6 +34,8 @@ struct PendingBatch {
 
 enum PendingRows {
     Table(ecsdb_engine::storage::TableId, Vec<u32>),
+    /// Consecutive rows `start..end` of a table (a whole scan batch).
+    TableRun(ecsdb_engine::storage::TableId, u32, u32),
     Sparse(Vec<Entity>),
 }
 
@@ -68,7 +71,11 @@ impl<'w> Sink<'w> for UpdateSink<'_> {
                 let table = table.ok_or_else(|| Error::internal("matched table out of range"))?;
                 // The entities are needed only to check reference fields.
                 let entities = if self.writes_references { entity_list() } else { Vec::new() };
-                (PendingRows::Table(table, rows.to_vec()), entities)
+                let at = match as_range(rows) {
+                    Some((start, end)) => PendingRows::TableRun(table, start as u32, end as u32),
+                    None => PendingRows::Table(table, rows.to_vec()),
+                };
+                (at, entities)
             }
             _ => {
                 let entities = entity_list();
@@ -104,6 +111,9 @@ impl StagedUpdate {
             for (index, values) in self.fields.iter().zip(batch.values) {
                 let at = match &batch.at {
                     PendingRows::Table(t, rows) => FieldRows::Table(*t, rows),
+                    PendingRows::TableRun(table, start, end) => {
+                        FieldRows::TableRun { table: *table, start: *start, end: *end }
+                    }
                     PendingRows::Sparse(entities) => FieldRows::Sparse(entities),
                 };
                 world.write_field_rows(self.component, *index, at, values).map_err(write_failed)?;
