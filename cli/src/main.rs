@@ -127,6 +127,9 @@ pub struct RunArgs {
     /// Seconds each tick simulates (`$dt`).
     #[arg(long, default_value_t = 1.0 / 60.0, value_name = "S")]
     pub dt: f64,
+    /// How long to wait for another process writing WORLD (seconds, or e.g. 250ms).
+    #[arg(long, value_name = "T", default_value = "5", value_parser = world_file::parse_timeout)]
+    pub busy_timeout: Duration,
 }
 
 /// Arguments of `ecsdb query`.

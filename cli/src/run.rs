@@ -1,4 +1,5 @@
-//! `ecsdb run WORLD --ticks N [--dt S]`: runs a saved world's systems and saves it.
+//! `ecsdb run WORLD --ticks N [--dt S] [--busy-timeout T]`: runs a saved world's systems and
+//! saves it, holding the world file's lock from load to save.
 
 use std::time::Duration;
 
@@ -14,6 +15,9 @@ pub fn run(args: &RunArgs) -> Result<(), Failure> {
     if !(args.dt >= 0.0 && args.dt.is_finite()) {
         return Err(Failure::usage(format!("--dt must be 0 or more seconds, not {}", args.dt)));
     }
+    // Held from load to save, as `exec` holds it: another writer's save cannot fall in
+    // between and be lost.
+    let lock = world_file::lock(&args.world, args.busy_timeout)?;
     let world = world_file::load(&args.world)?;
     let mut db = Database::from_world(world);
     let bar = ProgressBar::new(args.ticks);
@@ -37,7 +41,7 @@ pub fn run(args: &RunArgs) -> Result<(), Failure> {
         bar.set_position(done);
     }
     bar.finish_and_clear();
-    let bytes = world_file::save(db.world(), &args.world)?;
+    let bytes = world_file::save_locked(db.world(), &lock)?;
     println!("{} ticks run ({} in all); saved {} ({bytes} bytes)", args.ticks, db.ticks_run(), args.world.display());
     println!("{:<24} {:>8} {:>12} {:>12} {:>12}", "system", "runs", "rows", "total_ms", "mean_ms");
     for (name, runs, rows, total) in db.system_stats() {

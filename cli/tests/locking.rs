@@ -100,8 +100,15 @@ fn a_writer_that_cannot_get_the_lock_gives_up_and_leaves_the_file_alone() {
     assert!(stderr(&o).contains(&expected), "{}", stderr(&o));
     assert_eq!(std::fs::read(&world).unwrap(), before);
 
+    // `run` is a writer too: it waits, gives up with exit code 2 and leaves the file alone.
+    let o = run_in(&dir, &["run", "w.ecsdb", "--ticks", "2", "--busy-timeout", "100ms"], None);
+    assert_exit(&o, 2);
+    assert!(stderr(&o).contains(&expected), "{}", stderr(&o));
+    assert_eq!(std::fs::read(&world).unwrap(), before);
+
     // Once the lock is released, the same command goes through.
     drop(held);
+    assert_exit(&run_in(&dir, &["run", "w.ecsdb", "--ticks", "2", "--busy-timeout", "0"], None), 0);
     assert_exit(&run_in(&dir, &["exec", "w.ecsdb", &script, "--busy-timeout", "0"], None), 0);
     assert_eq!(count(&world, "A"), 3);
     // A bad timeout is a usage error.
