@@ -62,7 +62,7 @@ pub use snapshot::{
     FileStamp, IndexDefinition, JsonOptions, LoadOptions, LoadStats, SaveOptions, SaveStats, SnapshotError, WorldLock,
     DEFAULT_BUSY_TIMEOUT,
 };
-pub use tick::{is_newer, Mut, Tick};
+pub use tick::{is_newer, ChangeWindow, Mut, Tick};
 pub use value::{convert_value, read_field, read_object, FieldValue, Value, ValueType};
 pub use world::{FieldRows, MemoryUsage, TypedFieldValues, World};
 

@@ -46,6 +46,48 @@ pub fn is_newer(tick: Tick, last_run: Tick, this_run: Tick) -> bool {
     tick_age(tick, this_run) < tick_age(last_run, this_run)
 }
 
+/// The rows a change-tracking reader counts as new on one run: those stamped after its
+/// previous run (the test `Changed<T>` and `Added<T>` make, for readers that are not typed
+/// queries, such as text statements). Get one from [`World::begin_change_run`].
+///
+/// ```
+/// use ecsdb_engine::{ChangeWindow, Component, World};
+/// #[derive(Component)] struct Hp { v: f32 }
+/// let mut world = World::new();
+/// let e = world.spawn(Hp { v: 1.0 });
+/// let (first, last_run) = world.begin_change_run(None);
+/// let tick = |w: &World| w.tables()[w.location(e).unwrap().table as usize]
+///     .column(w.component_id("Hp").unwrap()).unwrap().changed_ticks()[0];
+/// assert!(first.is_new(tick(&world)), "a reader's first run sees every row");
+/// let (second, last_run) = world.begin_change_run(Some(last_run));
+/// assert!(!second.is_new(tick(&world)), "nothing changed since");
+/// world.get_mut::<Hp>(e).unwrap().v = 2.0;
+/// let (third, _) = world.begin_change_run(Some(last_run));
+/// assert!(third.is_new(tick(&world)));
+/// assert!(ChangeWindow::EVERYTHING.is_new(tick(&world)));
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ChangeWindow {
+    this_run: Tick,
+    run_age: u32,
+}
+
+impl ChangeWindow {
+    /// Every row is new (a reader that never ran, or a one-off statement).
+    pub const EVERYTHING: ChangeWindow = ChangeWindow { this_run: 0, run_age: EVERYTHING_NEW };
+
+    /// The window of a run at world tick `this_run` (64-bit) after one at `last_run`.
+    pub(crate) fn since(last_run: Option<u64>, this_run: u64) -> ChangeWindow {
+        ChangeWindow { this_run: this_run as Tick, run_age: run_age(last_run, this_run) }
+    }
+
+    /// Whether a row stamped `tick` (an added or changed tick) is new in this run.
+    #[inline]
+    pub fn is_new(&self, tick: Tick) -> bool {
+        is_new(tick, self.this_run, self.run_age)
+    }
+}
+
 /// The age bound of a run at world tick `this_run` (a 64-bit count) for a query last run at
 /// `last_run`: rows younger than it are new. A query that never ran, whose last run is older
 /// than [`MAX_CHANGE_AGE`] or lies in the future (a world reloaded to an earlier tick) sees

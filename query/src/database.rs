@@ -720,7 +720,8 @@ impl Prepared {
             LogicalPlan::Schedule(ScheduleOp::ExplainSchedule) => vec!["plan".into()],
             LogicalPlan::Schedule(_) => Vec::new(),
         };
-        let exec = match plan {
+        let tracks_changes = plan.tracks_changes();
+        let mut exec = match plan {
             LogicalPlan::Select(s) => Executable::Select(PhysicalSelect::new(s, world, options)),
             LogicalPlan::Explain(s) => Executable::Explain(PhysicalSelect::new(s, world, options)),
             LogicalPlan::Spawn(v) => Executable::Spawn(v),
@@ -737,6 +738,16 @@ impl Prepared {
             LogicalPlan::Describe(id) => Executable::Describe(id),
             LogicalPlan::Schedule(op) => Executable::Schedule(op),
         };
+        if tracks_changes {
+            match &mut exec {
+                Executable::Select(p) | Executable::Explain(p) => p.scan.track_changes(),
+                Executable::Despawn(scan)
+                | Executable::Add(_, scan)
+                | Executable::Remove(_, scan)
+                | Executable::Update { scan, .. } => scan.track_changes(),
+                _ => {}
+            }
+        }
         Prepared { world_id: world.id(), exec, params, columns, span }
     }
 

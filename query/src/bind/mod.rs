@@ -467,16 +467,23 @@ impl<'a> Binder<'a> {
         if let Some(func) = HierarchyFunc::from_name(&lower) {
             return self.hierarchy(func, args, place, span);
         }
-        if lower == "has" {
+        if matches!(lower.as_str(), "has" | "changed" | "added") {
             let [arg] = args else {
-                return Err(type_err(format!("has() takes one component name, got {} arguments", args.len()), span));
+                return Err(type_err(
+                    format!("{lower}() takes one component name, got {} arguments", args.len()),
+                    span,
+                ));
             };
             let ast::ExprKind::Component(c) = &arg.kind else {
-                return Err(type_err("has() takes a component name, like has(Frozen)", arg.span));
+                return Err(type_err(format!("{lower}() takes a component name, like {lower}(Frozen)"), arg.span));
             };
             self.no_row_in_constant(place, span)?;
             let slot = self.slot(c)?;
-            return Ok(Expr { kind: ExprKind::Has(slot), ty: DataType::Bool, span });
+            let kind = match lower.as_str() {
+                "has" => ExprKind::Has(slot),
+                other => ExprKind::Changed { slot, added: other == "added" },
+            };
+            return Ok(Expr { kind, ty: DataType::Bool, span });
         }
         if let Some(func) = AggFunc::from_name(&lower) {
             let scalar_minmax = matches!(func, AggFunc::Min | AggFunc::Max) && args.len() >= 2;
@@ -1107,6 +1114,7 @@ fn over_groups(e: &Expr, group_by: &[Expr], name: &dyn Fn(&Expr) -> String) -> R
         | ExprKind::Component(_)
         | ExprKind::ComponentVector(_)
         | ExprKind::Has(_)
+        | ExprKind::Changed { .. }
         | ExprKind::IndexCall { .. } => {
             Err(type_err(format!("'{}' must appear in GROUP BY or be used in an aggregate function", name(e)), e.span))
         }

@@ -143,6 +143,31 @@ impl<'w> TableCtx<'w> {
         })
     }
 
+    /// `changed(C)` / `added(C)` over `rows`: whether the row's tick of the slot's component
+    /// is new in this run (false where the row lacks the component).
+    fn changed_leaf(&self, slot: usize, added: bool, rows: &[u32]) -> Vec<bool> {
+        let window = self.changes;
+        let id = self.meta.get(slot).map(|m| m.id);
+        match (self.slots.get(slot), id) {
+            (Some(SlotReader::Dense(_)), Some(id)) => match self.table.column(id) {
+                Some(col) => {
+                    let ticks = if added { col.added_ticks() } else { col.changed_ticks() };
+                    rows.iter().map(|&r| ticks.get(r as usize).is_some_and(|t| window.is_new(*t))).collect()
+                }
+                None => vec![false; rows.len()],
+            },
+            (Some(SlotReader::Sparse(set, _)), _) => rows
+                .iter()
+                .map(|&r| {
+                    let e = self.entities.get(r as usize).copied().unwrap_or(Entity::NULL);
+                    let tick = if added { set.added_tick(e) } else { set.changed_tick(e) };
+                    tick.is_some_and(|t| window.is_new(t))
+                })
+                .collect(),
+            _ => vec![false; rows.len()],
+        }
+    }
+
     /// A component as an object per row (null where absent).
     fn object_leaf(&self, e: &Expr, slot: usize, rows: &[u32]) -> Result<Vector<'w>, Error> {
         let meta = self.meta.get(slot);
@@ -179,6 +204,7 @@ impl<'w> Leaves<'w> for TableCtx<'w> {
             ExprKind::Component(slot) => self.object_leaf(e, *slot, rows)?,
             ExprKind::ComponentVector(slot) => self.vector_leaf(e, *slot, rows)?,
             ExprKind::Has(slot) => Vector::Bool(Prim::all(rows.iter().map(|&r| self.has(*slot, r)).collect())),
+            ExprKind::Changed { slot, added } => Vector::Bool(Prim::all(self.changed_leaf(*slot, *added, rows))),
             ExprKind::IndexCall { func, slot } => {
                 let set = self.function_sets.answer(func.name());
                 let mut out = Vec::with_capacity(n);

@@ -15,7 +15,7 @@ use ecsdb_engine::index::IndexPredicate;
 use ecsdb_engine::storage::{
     ArchetypeTable, FieldColumn, FieldNum, FieldPlace, FieldScalar, FieldView, SparseSet, TableId,
 };
-use ecsdb_engine::{Entity, Value, World};
+use ecsdb_engine::{ChangeWindow, Entity, Value, World};
 use roaring::RoaringBitmap;
 
 use crate::error::{Error, ErrorKind};
@@ -52,6 +52,8 @@ pub struct TableCtx<'w> {
     pub world: &'w World,
     /// The answers of the function indexes the statement calls.
     pub function_sets: Rc<FunctionSets<'w>>,
+    /// The rows `changed(C)` and `added(C)` count as new in this run.
+    pub changes: ChangeWindow,
 }
 
 /// The maintained answers of function indexes (`visible(Position)`), fetched once per
@@ -122,6 +124,7 @@ impl<'w> TableCtx<'w> {
             plan_index,
             world,
             function_sets: function_sets.clone(),
+            changes: plan.change_window(),
         })
     }
 

@@ -108,6 +108,7 @@ impl<'s, 'w, S: Leaves<'w> + ?Sized> Evaluator<'s, 'w, S> {
             | ExprKind::Component(_)
             | ExprKind::ComponentVector(_)
             | ExprKind::Has(_)
+            | ExprKind::Changed { .. }
             | ExprKind::IndexCall { .. }
             | ExprKind::GroupKey(_)
             | ExprKind::Aggregate(_) => self.source.leaf(e, rows)?,

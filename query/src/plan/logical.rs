@@ -376,6 +376,15 @@ pub enum ExprKind {
     ComponentVector(Slot),
     /// `has(C)`.
     Has(Slot),
+    /// `changed(C)` (`added` false) or `added(C)` (`added` true): the row holds `C` and its
+    /// changed (added) tick is newer than the statement's previous run (every row counts on a
+    /// first run).
+    Changed {
+        /// The component's slot (not required by the expression, as with `has`).
+        slot: Slot,
+        /// `added(C)` rather than `changed(C)`.
+        added: bool,
+    },
     /// `C.f.D.g…`: the entity in `base` (an entity field of the row), then for each step the
     /// component `D` on the entity reached and its field `g` (the whole component as an object
     /// when `None`, only as the last step). Null at a null or dead entity or a missing
@@ -571,6 +580,7 @@ impl Expr {
                     | ExprKind::Component(_)
                     | ExprKind::ComponentVector(_)
                     | ExprKind::Has(_)
+                    | ExprKind::Changed { .. }
                     | ExprKind::Hierarchy { .. }
                     | ExprKind::IndexCall { .. }
                     | ExprKind::GroupKey(_)
@@ -689,6 +699,9 @@ impl fmt::Display for ExprDisplay<'_> {
             }
             ExprKind::Component(slot) | ExprKind::ComponentVector(slot) => f.write_str(self.slot_name(*slot)),
             ExprKind::Has(slot) => write!(f, "has({})", self.slot_name(*slot)),
+            ExprKind::Changed { slot, added } => {
+                write!(f, "{}({})", if *added { "added" } else { "changed" }, self.slot_name(*slot))
+            }
             ExprKind::Path { base, steps } => {
                 write!(f, "{}", self.child(base))?;
                 steps.iter().try_for_each(|s| f.write_str(&s.text))
@@ -968,6 +981,50 @@ impl LogicalPlan {
                 | LogicalPlan::Describe(_)
                 | LogicalPlan::Schedule(ScheduleOp::ExplainSchedule)
         )
+    }
+
+    /// Calls `f` on each top-level expression of the statement: its filter, items, keys,
+    /// aggregate arguments, assigned and spawned values (not on their sub-expressions; see
+    /// [`Expr::walk`]).
+    pub fn for_each_expr<'a>(&'a self, f: &mut impl FnMut(&'a Expr)) {
+        let source = |s: &'a Source, f: &mut dyn FnMut(&'a Expr)| {
+            if let Some(filter) = &s.filter {
+                f(filter);
+            }
+        };
+        match self {
+            LogicalPlan::Select(s) | LogicalPlan::Explain(s) => {
+                source(&s.source, f);
+                s.items.iter().for_each(|i| f(&i.expr));
+                s.group_by.iter().for_each(&mut *f);
+                s.order_by.iter().for_each(|k| f(&k.expr));
+                s.aggregates.iter().filter_map(|a| a.arg.as_ref()).for_each(&mut *f);
+                s.limit.iter().chain(&s.offset).for_each(&mut *f);
+            }
+            LogicalPlan::Spawn(values) => values.iter().flat_map(|v| &v.fields).for_each(|(_, e)| f(e)),
+            LogicalPlan::Add(values, s) => {
+                source(s, f);
+                values.iter().flat_map(|v| &v.fields).for_each(|(_, e)| f(e));
+            }
+            LogicalPlan::Despawn(s) | LogicalPlan::Remove(_, s) => source(s, f),
+            LogicalPlan::Update { source: s, assignments, .. } => {
+                source(s, f);
+                assignments.iter().for_each(|(_, e)| f(e));
+            }
+            LogicalPlan::CreateComponent(..)
+            | LogicalPlan::CreateIndex { .. }
+            | LogicalPlan::DropIndex(..)
+            | LogicalPlan::Show(_)
+            | LogicalPlan::Describe(_)
+            | LogicalPlan::Schedule(_) => {}
+        }
+    }
+
+    /// Whether it uses `changed(C)` or `added(C)` (and so tracks its runs).
+    pub fn tracks_changes(&self) -> bool {
+        let mut found = false;
+        self.for_each_expr(&mut |e| found |= e.any(&mut |x| matches!(x.kind, ExprKind::Changed { .. })));
+        found
     }
 }
 

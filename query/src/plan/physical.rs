@@ -21,7 +21,7 @@
 use std::sync::Arc;
 
 use ecsdb_engine::storage::TableId;
-use ecsdb_engine::{ComponentId, FieldInfo, FieldType, StorageKind, Value, World};
+use ecsdb_engine::{ChangeWindow, ComponentId, FieldInfo, FieldType, StorageKind, Value, World};
 use roaring::RoaringBitmap;
 
 use crate::error::Error;
@@ -229,6 +229,15 @@ pub struct ScanPlan {
     tables_seen: usize,
     /// Pushed-down predicates by slot sources, computed once per distinct layout.
     filters: Vec<(Vec<SlotSource>, Arc<TableFilter>)>,
+    /// The change run of a statement that tracks changes ([`ScanPlan::track_changes`]).
+    changes: Option<ChangeRun>,
+}
+
+/// Where a change-tracking statement is: its previous run and the current run's window.
+#[derive(Clone, Copy, Debug)]
+struct ChangeRun {
+    last_run: Option<u64>,
+    window: ChangeWindow,
 }
 
 impl ScanPlan {
@@ -286,8 +295,9 @@ impl ScanPlan {
             tables: Vec::new(),
             tables_seen: 0,
             filters: Vec::new(),
+            changes: None,
         };
-        plan.refresh(world);
+        plan.rematch(world);
         // After matching: an index must beat a scan of the matched tables, not of the world.
         plan.access = choose_access(source, world, plan.matched_rows(world), options);
         plan
@@ -298,9 +308,32 @@ impl ScanPlan {
         self.world_id == world.id()
     }
 
-    /// Matches the tables created since the last call (tables are append-only), and chooses
-    /// the access path again if an index was created or dropped since it was chosen.
+    /// Readies the plan for a run; called once at the start of every run. Matches the tables
+    /// created since the last run (tables are append-only), chooses the access path again if
+    /// an index was created or dropped since it was chosen, and for a statement that tracks
+    /// changes (`changed(C)`, `added(C)`) starts its change run, as a typed query does.
     pub fn refresh(&mut self, world: &World) {
+        self.rematch(world);
+        if let Some(run) = &mut self.changes {
+            let (window, this_run) = world.begin_change_run(run.last_run);
+            run.window = window;
+            run.last_run = Some(this_run);
+        }
+    }
+
+    /// Makes the statement track changes: `changed(C)` and `added(C)` then count rows changed
+    /// since its previous run (every row on its first).
+    pub fn track_changes(&mut self) {
+        self.changes.get_or_insert(ChangeRun { last_run: None, window: ChangeWindow::EVERYTHING });
+    }
+
+    /// The rows `changed(C)` and `added(C)` count as new in this run.
+    pub fn change_window(&self) -> ChangeWindow {
+        self.changes.as_ref().map_or(ChangeWindow::EVERYTHING, |c| c.window)
+    }
+
+    /// Matches new tables and chooses the access path again after index changes.
+    fn rematch(&mut self, world: &World) {
         let tables = world.tables();
         if self.tables_seen < tables.len() {
             for t in &tables[self.tables_seen..] {
@@ -430,6 +463,7 @@ fn push_down(filter: &Expr, sources: &[SlotSource], slots: &[PhysicalSlot]) -> T
         | ExprKind::ComponentVector(slot)
         | ExprKind::IndexCall { slot, .. } => source(slot) == SlotSource::Absent,
         ExprKind::Has(slot) => source(slot) != SlotSource::Sparse,
+        ExprKind::Changed { slot, .. } => source(slot) == SlotSource::Absent,
         _ => false,
     });
     let specialised;
@@ -481,6 +515,10 @@ pub fn specialise(e: &Expr, sources: &[SlotSource]) -> Expr {
         }
         ExprKind::Has(slot) if source(*slot) != SlotSource::Sparse => {
             Expr { kind: ExprKind::Literal(Value::Bool(source(*slot) == SlotSource::Column)), ty: e.ty, span: e.span }
+        }
+        // A row without the component has not changed it.
+        ExprKind::Changed { slot, .. } if source(*slot) == SlotSource::Absent => {
+            Expr { kind: ExprKind::Literal(Value::Bool(false)), ty: e.ty, span: e.span }
         }
         _ => e.map_children(&mut |c| specialise(c, sources)),
     }

@@ -4,7 +4,7 @@ use std::collections::BTreeSet;
 
 use ecsdb_engine::{ComponentId, World};
 
-use crate::plan::logical::{ComponentValue, Expr, ExprKind, LogicalPlan, Source};
+use crate::plan::logical::{ExprKind, LogicalPlan, Source};
 
 /// The components a system reads and writes.
 ///
@@ -25,39 +25,24 @@ pub struct Access {
 impl Access {
     /// Adds what one bound statement reads and writes.
     pub(crate) fn add_plan(&mut self, plan: &LogicalPlan) {
-        let reads = |a: &mut Access, source: &Source| {
-            a.reads.extend(source.slots.iter().map(|s| s.id));
-            if let Some(filter) = &source.filter {
-                a.add_path_reads(filter);
-            }
-        };
+        let reads = |a: &mut Access, source: &Source| a.reads.extend(source.slots.iter().map(|s| s.id));
         match plan {
-            LogicalPlan::Select(s) | LogicalPlan::Explain(s) => {
-                reads(self, &s.source);
-                let exprs =
-                    s.items.iter().map(|i| &i.expr).chain(&s.group_by).chain(s.order_by.iter().map(|k| &k.expr));
-                for e in exprs.chain(s.aggregates.iter().filter_map(|a| a.arg.as_ref())) {
-                    self.add_path_reads(e);
-                }
-            }
-            LogicalPlan::Spawn(values) => self.add_values(values),
+            LogicalPlan::Select(s) | LogicalPlan::Explain(s) => reads(self, &s.source),
+            LogicalPlan::Spawn(values) => self.writes.extend(values.iter().map(|v| v.id)),
             LogicalPlan::Despawn(source) => {
                 reads(self, source);
                 self.writes_all = true;
             }
             LogicalPlan::Add(values, source) => {
                 reads(self, source);
-                self.add_values(values);
+                self.writes.extend(values.iter().map(|v| v.id));
             }
             LogicalPlan::Remove(components, source) => {
                 reads(self, source);
                 self.writes.extend(components.iter().map(|(id, _)| *id));
             }
-            LogicalPlan::Update { component, source, assignments, .. } => {
+            LogicalPlan::Update { component, source, .. } => {
                 reads(self, source);
-                for (_, e) in assignments {
-                    self.add_path_reads(e);
-                }
                 self.writes.insert(*component);
             }
             LogicalPlan::CreateComponent(..)
@@ -67,25 +52,14 @@ impl Access {
             | LogicalPlan::Describe(_)
             | LogicalPlan::Schedule(_) => {}
         }
-    }
-
-    /// Components written by SPAWN or ADD, and those their values read through paths.
-    fn add_values(&mut self, values: &[ComponentValue]) {
-        for v in values {
-            self.writes.insert(v.id);
-            for (_, e) in &v.fields {
-                self.add_path_reads(e);
-            }
-        }
-    }
-
-    /// The components a path (`C.f.D.g`) reads on the entities it reaches: not slots of the
-    /// statement, so not in its source.
-    fn add_path_reads(&mut self, expr: &Expr) {
-        expr.walk(&mut |e| {
-            if let ExprKind::Path { steps, .. } = &e.kind {
-                self.reads.extend(steps.iter().map(|hop| hop.component));
-            }
+        // Paths (`C.f.D.g`) read components of the entities they reach: not slots of the
+        // statement, so not in its source.
+        plan.for_each_expr(&mut |e| {
+            e.walk(&mut |x| {
+                if let ExprKind::Path { steps, .. } = &x.kind {
+                    self.reads.extend(steps.iter().map(|hop| hop.component));
+                }
+            })
         });
     }
 
