@@ -20,6 +20,7 @@ mod live;
 mod query;
 mod snapshot;
 mod spatial;
+mod systems;
 mod transfer;
 
 use std::path::PathBuf;
@@ -49,6 +50,7 @@ const SUITES: &[(&str, SuiteFn)] = &[
     ("snapshot", snapshot::run),
     ("transfer", transfer::run),
     ("live", live::run),
+    ("systems", systems::run),
 ];
 
 const USAGE: &str = "usage: ecsdb-bench <suite|all> [--json FILE] [--time SECS] [--filter WORKLOAD]
