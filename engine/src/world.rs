@@ -360,6 +360,12 @@ impl World {
         &self.schedule
     }
 
+    /// The world's schedule record, to update in place (a running schedule keeps its clock
+    /// here every tick without rebuilding the systems' records).
+    pub fn schedule_record_mut(&mut self) -> &mut crate::ScheduleRecord {
+        &mut self.schedule
+    }
+
     /// Replaces the world's schedule record.
     pub fn set_schedule_record(&mut self, record: crate::ScheduleRecord) {
         self.schedule = record;

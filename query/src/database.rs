@@ -142,7 +142,11 @@ impl Database {
     fn run_ticks(&mut self, count: u64, dt_ns: u64) -> Result<Vec<TickFailure>, Error> {
         let parallel = rayon::current_num_threads() > 1;
         let failures = self.schedule.run_ticks(&mut self.world, count, dt_ns, parallel);
-        self.sync_schedule_record();
+        // Ticks change only the clock: the systems' records stay as they are.
+        let record = self.world.schedule_record_mut();
+        record.tick = self.schedule.tick;
+        record.time_ns = self.schedule.time_ns;
+        record.accumulator_ns = self.schedule.accumulator_ns;
         failures
     }
 
