@@ -503,10 +503,31 @@ impl IndexLookup for EngineLookup {
 /// The cheapest combination of index answers for a scan's WHERE clause and terms, if visiting
 /// its rows is cheaper than scanning `scan_rows`.
 pub fn choose_index(source: &Source, world: &World, scan_rows: usize, options: PlanOptions) -> Option<IndexScan> {
-    let planned = best_index_plan(source, world, scan_rows, options.prefer_indexes)?;
+    choose_index_or_why(source, world, scan_rows, options).ok()
+}
+
+/// [`choose_index`], or why a scan was chosen: no index answers the WHERE clause, or the best
+/// combination that does would visit more than a scan (EXPLAIN says which).
+pub fn choose_index_or_why(
+    source: &Source,
+    world: &World,
+    scan_rows: usize,
+    options: PlanOptions,
+) -> Result<IndexScan, String> {
+    let Some(planned) = index_plan_with(source, world, options.prefer_indexes) else {
+        let none = if world.index_definitions().is_empty() { "no index exists" } else { "no index applies" };
+        return Err(none.to_string());
+    };
+    if !(options.prefer_indexes || planned.rows * ROW_VISIT + planned.cost < scan_rows as f64) {
+        return Err(format!(
+            "{} would cost more than scanning (index est. {} rows)",
+            planned.tree.describe(true),
+            planned.rows.round() as usize
+        ));
+    }
     let mut indexes = Vec::new();
     planned.tree.indexes(&mut indexes);
-    Some(IndexScan {
+    Ok(IndexScan {
         indexes,
         description: format!(
             "{} {}",
@@ -519,6 +540,13 @@ pub fn choose_index(source: &Source, world: &World, scan_rows: usize, options: P
 }
 
 fn best_index_plan(source: &Source, world: &World, scan_rows: usize, prefer: bool) -> Option<Planned> {
+    let planned = index_plan_with(source, world, prefer)?;
+    (prefer || planned.rows * ROW_VISIT + planned.cost < scan_rows as f64).then_some(planned)
+}
+
+/// The cheapest combination of index answers for the WHERE clause and terms, whatever a scan
+/// would cost (`prefer`: take every answer that narrows, as `PlanOptions::prefer_indexes`).
+fn index_plan_with(source: &Source, world: &World, prefer: bool) -> Option<Planned> {
     if world.index_definitions().is_empty() {
         return None;
     }
@@ -536,8 +564,7 @@ fn best_index_plan(source: &Source, world: &World, scan_rows: usize, prefer: boo
             parts.push(p);
         }
     }
-    let planned = chooser.combine(parts)?;
-    (prefer || planned.rows * ROW_VISIT + planned.cost < scan_rows as f64).then_some(planned)
+    chooser.combine(parts)
 }
 
 /// The WHERE clause's estimated selectivity: from index estimates where a conjunct has one,

@@ -425,11 +425,10 @@ fn choose_access(source: &Source, world: &World, scan_rows: usize, options: crat
             }
         }
     }
-    if let Some(ix) = crate::plan::index_choice::choose_index(source, world, scan_rows, options) {
-        return Access::Index(ix);
+    match crate::plan::index_choice::choose_index_or_why(source, world, scan_rows, options) {
+        Ok(ix) => Access::Index(ix),
+        Err(reason) => Access::Scan { reason },
     }
-    let reason = if world.index_definitions().is_empty() { "no index exists" } else { "no index applies" };
-    Access::Scan { reason: reason.to_string() }
 }
 
 /// `entity = X`, `X = entity` or `entity IN (X, …)` with constant X: the entities to fetch.
