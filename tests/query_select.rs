@@ -491,3 +491,22 @@ fn indexes_are_chosen_and_never_change_answers() {
     let scanned: Vec<_> = queries.iter().map(|q| sorted(&mut db, q)).collect();
     assert_eq!(indexed, scanned);
 }
+
+#[test]
+fn parameter_arithmetic_is_computed_once_per_batch_with_the_row_rules() {
+    let mut db = ecsdb::query::Database::new();
+    db.execute("CREATE COMPONENT H (hp i64)").unwrap();
+    db.execute_script(&(0..3000).map(|i| format!("SPAWN H {{hp: {i}}};")).collect::<String>()).unwrap();
+    let p = |v: i64| ecsdb::query::Params::positional([v]);
+    let count = |db: &mut ecsdb::query::Database, text: &str, v: i64| db.execute_with(text, &p(v)).map(|r| r.rows);
+    assert_eq!(count(&mut db, "SELECT count(*) WHERE H.hp < $1 * 2 + 1", 1000).unwrap(), [[Value::Int(2001)]]);
+    assert_eq!(
+        count(&mut db, "SELECT count(*) WHERE within([H.hp, 0], [$1 * 1.5, abs(-$1) - $1], 10)", 100).unwrap(),
+        [[Value::Int(21)]]
+    );
+    // An error of the parameter part is the error of every row.
+    let e = count(&mut db, "SELECT count(*) WHERE H.hp < $1 + 9223372036854775807", 1).unwrap_err();
+    assert!(e.to_string().contains("overflow"), "{e}");
+    // Division by zero is null, so nothing compares true.
+    assert_eq!(count(&mut db, "SELECT count(*) WHERE H.hp < 10 / ($1 - 1)", 1).unwrap(), [[Value::Int(0)]]);
+}

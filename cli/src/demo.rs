@@ -2,7 +2,8 @@
 //!
 //! Builds a sample game world whose components are defined at run time by `CREATE COMPONENT`
 //! (so the saved file needs no Rust types), runs ticks of systems written in the query language
-//! (UPDATE, REMOVE, DESPAWN and a prepared SPAWN with parameters), tours the language with
+//! (`CREATE SYSTEM`: UPDATEs and a REMOVE, scheduled and saved with the world, so
+//! `ecsdb run demo.ecsdb` carries on), tours the language with
 //! queries, their first rows, row counts, timings and EXPLAIN plans with and without an index,
 //! and saves a snapshot that `ecsdb query` and `ecsdb shell` open.
 
@@ -34,25 +35,36 @@ const TEAMS: [&str; 4] = ["red", "blue", "green", "gold"];
 /// Half the side of the square arena, centred on the origin.
 const ARENA: f64 = 1000.0;
 
-/// The systems run each tick, in order: a name and a statement. `$zone` is the centre of the
-/// moving hazard (a vec3).
+/// The centre of the moving hazard: it sweeps the arena as the ticks pass (`$tick`).
+const ZONE: &str = "[abs(($tick * 97) % 2400 - 1200) - 600, abs(($tick * 61 + 600) % 2400 - 1200) - 600, 5]";
+
+/// The systems, created with `CREATE SYSTEM` in this order (all in phase OnUpdate, so they run
+/// in this order, independent ones together) and saved with the world, so `ecsdb run` carries
+/// on the simulation. `{zone}` stands for [`ZONE`]. The dead are respawned in place: moved to
+/// a spot drawn from their old one and the tick, then healed.
 const SYSTEMS: &[(&str, &str)] = &[
     (
         "movement",
         "UPDATE Position SET x = Position.x + Velocity.x, y = Position.y + Velocity.y FROM Position, Velocity, !Frozen",
     ),
-    ("bounce-x", "UPDATE Velocity SET x = -Velocity.x WHERE abs(Position.x) > 1000 AND Position.x * Velocity.x > 0"),
-    ("bounce-y", "UPDATE Velocity SET y = -Velocity.y WHERE abs(Position.y) > 1000 AND Position.y * Velocity.y > 0"),
-    ("hazard", "UPDATE Health SET hp = Health.hp - 40 WHERE within(Position, $zone, 200)"),
-    ("thaw", "REMOVE Frozen WHERE within(Position, $zone, 200)"),
+    ("bounce_x", "UPDATE Velocity SET x = -Velocity.x WHERE abs(Position.x) > 1000 AND Position.x * Velocity.x > 0"),
+    ("bounce_y", "UPDATE Velocity SET y = -Velocity.y WHERE abs(Position.y) > 1000 AND Position.y * Velocity.y > 0"),
+    ("hazard", "UPDATE Health SET hp = Health.hp - 40 WHERE within(Position, {zone}, 200)"),
+    ("thaw", "REMOVE Frozen WHERE within(Position, {zone}, 200)"),
     ("regen", "UPDATE Health SET hp = min(Health.max, Health.hp + 5) FROM Health, Player"),
-    ("level-up", "UPDATE Level SET value = Level.value + 1 FROM Level, Player WHERE Health.hp >= Health.max"),
-    ("death", "DESPAWN WHERE Health.hp <= 0"),
+    ("level_up", "UPDATE Level SET value = Level.value + 1 FROM Level, Player WHERE Health.hp >= Health.max"),
+    (
+        "respawn",
+        "UPDATE Position SET x = abs(Position.x * 31 + $tick * 97) % 2000 - 1000, \
+         y = abs(Position.y * 17 + $tick * 61) % 2000 - 1000 FROM Position, Health WHERE Health.hp <= 0",
+    ),
+    ("revive", "UPDATE Health SET hp = Health.max WHERE Health.hp <= 0"),
 ];
 
-/// The respawn system: one prepared SPAWN per entity that died this tick.
-const RESPAWN: &str = "SPAWN Position {x: $1, y: $2, z: $3}, Velocity {x: $4, y: $5, z: 0}, \
-                       Health {hp: 100, max: 100}, Team {name: $6}, Level {value: 1}, Monster";
+/// A system's statement with the hazard's centre filled in.
+fn system_text(text: &str) -> String {
+    text.replace("{zone}", ZONE)
+}
 
 /// What a tour step shows about a query.
 struct TourStep {
@@ -240,12 +252,15 @@ pub fn run(args: &DemoArgs) -> Result<(), Failure> {
 
     // 3. Ticks.
     out.line("")?;
-    out.line(&format!("[3/5] {} ticks of systems (each a statement; a moving hazard at $zone)", args.ticks))?;
+    out.line(&format!(
+        "[3/5] {} ticks of systems (CREATE SYSTEM, saved with the world; the hazard sweeps around {{zone}} = {ZONE})",
+        args.ticks
+    ))?;
     for (name, text) in SYSTEMS {
-        out.line(&format!("  {name:<9} {text}"))?;
+        out.line(&format!("  CREATE SYSTEM {name} AS {text}"))?;
     }
-    out.line(&format!("  {:<9} {RESPAWN}  -- prepared once, run per death", "respawn"))?;
     out.flush()?;
+    create_systems(&mut db)?;
     run_ticks(&mut db, args.ticks, &mut out)?;
 
     // 4. Tour.
@@ -380,67 +395,47 @@ fn spawn_world(db: &mut Database, n: u32, out: &Out) -> Result<(), Failure> {
     Ok(())
 }
 
-/// The `count` (or first) column of a one-row result, as a number.
-fn affected(rs: &ResultSet) -> u64 {
-    let col = rs.column_index("count").unwrap_or(0);
-    match rs.rows.first().and_then(|r| r.get(col)) {
-        Some(Value::Int(n)) => (*n).max(0) as u64,
-        _ => rs.len() as u64,
+/// Creates the demo's systems (saved with the world).
+fn create_systems(db: &mut Database) -> Result<(), Failure> {
+    for (name, text) in SYSTEMS {
+        let create = format!("CREATE SYSTEM {name} AS {}", system_text(text));
+        statement(db, &create, &Params::new())?;
     }
+    Ok(())
+}
+
+/// Rows and time of every system so far, by system, in [`SYSTEMS`] order.
+fn system_totals(db: &Database) -> Vec<(u64, Duration)> {
+    let stats = db.system_stats();
+    SYSTEMS
+        .iter()
+        .map(|(name, _)| {
+            stats.iter().find(|s| s.0 == *name).map_or((0, Duration::ZERO), |(_, _, rows, total)| (*rows, *total))
+        })
+        .collect()
 }
 
 fn run_ticks(db: &mut Database, ticks: u32, out: &mut Out) -> Result<(), Failure> {
-    let mut respawn = db.prepare(RESPAWN).map_err(|e| {
-        format::eprint_line(&format::render_error(RESPAWN, &e, Some("ecsdb demo")));
-        Failure::Statement
-    })?;
-    let mut rng = Rng(0x7EC4);
-    let mut spent = vec![Duration::ZERO; SYSTEMS.len() + 1];
-    let mut rows = vec![0u64; SYSTEMS.len() + 1];
+    let start = system_totals(db);
     let bar = out.bar(Some(ticks as u64), "  [{bar:40}] tick {pos}/{len} {elapsed}");
     for tick in 0..ticks {
+        let before = system_totals(db);
         let t0 = Instant::now();
-        let angle = tick as f64 * 0.7;
-        let zone = Value::Vec3([600.0 * angle.cos(), 600.0 * angle.sin(), 5.0]);
-        let params = Params::new().set("zone", zone);
-        let mut counts = vec![0u64; SYSTEMS.len() + 1];
-        for (i, (_, text)) in SYSTEMS.iter().enumerate() {
-            let t = Instant::now();
-            let rs = match db.execute_with(text, &params) {
-                Ok(rs) => rs,
-                Err(e) => {
-                    bar.finish_and_clear();
-                    format::eprint_line(&format::render_error(text, &e, Some("ecsdb demo")));
-                    return Err(Failure::Statement);
-                }
-            };
-            spent[i] += t.elapsed();
-            counts[i] = affected(&rs);
+        let failures = db.tick(1, 1.0).map_err(|e| {
+            bar.finish_and_clear();
+            format::eprint_line(&format!("ecsdb demo: {e}"));
+            Failure::Statement
+        })?;
+        let spent = t0.elapsed();
+        if let Some(f) = failures.first() {
+            bar.finish_and_clear();
+            format::eprint_line(&format!("ecsdb demo: system {} failed: {}", f.system, f.error));
+            return Err(Failure::Statement);
         }
-        let deaths = counts[SYSTEMS.len() - 1];
-        let t = Instant::now();
-        for _ in 0..deaths {
-            let p = Params::positional([
-                Value::Float(rng.range(-ARENA, ARENA)),
-                Value::Float(rng.range(-ARENA, ARENA)),
-                Value::Float(rng.range(0.0, 10.0)),
-                Value::Float(rng.range(-5.0, 5.0)),
-                Value::Float(rng.range(-5.0, 5.0)),
-                Value::Str(TEAMS[rng.below(4) as usize].to_string()),
-            ]);
-            if let Err(e) = respawn.execute(db, &p) {
-                bar.finish_and_clear();
-                format::eprint_line(&format::render_error(RESPAWN, &e, Some("ecsdb demo")));
-                return Err(Failure::Statement);
-            }
-        }
-        spent[SYSTEMS.len()] += t.elapsed();
-        counts[SYSTEMS.len()] = deaths;
-        for (r, c) in rows.iter_mut().zip(&counts) {
-            *r += c;
-        }
+        let after = system_totals(db);
+        let counts: Vec<u64> = after.iter().zip(&before).map(|(a, b)| a.0 - b.0).collect();
         let line = format!(
-            "  tick {:>2}: moved {}, bounced {}, hit {}, thawed {}, healed {}, levelled {}, {} died, {} respawned  ({})",
+            "  tick {:>2}: moved {}, bounced {}, hit {}, thawed {}, healed {}, levelled {}, {} died and respawned  ({})",
             tick + 1,
             thousands(counts[0]),
             thousands(counts[1] + counts[2]),
@@ -449,22 +444,22 @@ fn run_ticks(db: &mut Database, ticks: u32, out: &mut Out) -> Result<(), Failure
             thousands(counts[5]),
             thousands(counts[6]),
             thousands(counts[7]),
-            thousands(counts[8]),
-            millis(t0.elapsed())
+            millis(spent)
         );
         bar.suspend(|| out.line(&line).and_then(|()| out.flush()))?;
         bar.inc(1);
     }
     bar.finish_and_clear();
     if ticks > 0 {
-        out.line("  time per system over all ticks (rows affected in all):")?;
-        let names = SYSTEMS.iter().map(|(n, _)| *n).chain(["respawn"]);
-        for ((name, d), r) in names.zip(&spent).zip(&rows) {
+        out.line("  time per system over all ticks (rows affected in all; SHOW SYSTEMS has them too):")?;
+        let end = system_totals(db);
+        for (((name, _), (rows1, t1)), (rows0, t0)) in SYSTEMS.iter().zip(&end).zip(&start) {
+            let d = *t1 - *t0;
             out.line(&format!(
                 "    {name:<9} {:>10}  {:>9} per tick  {:>10} rows",
-                millis(*d),
-                millis(*d / ticks),
-                thousands(*r)
+                millis(d),
+                millis(d / ticks),
+                thousands(rows1 - rows0)
             ))?;
         }
     }

@@ -296,6 +296,16 @@ fn the_demo_runs_with_a_small_world_and_saves_a_snapshot_that_query_opens() {
     let o = run_in(&dir, &["query", "small.ecsdb", "SELECT count(*) FROM Position", "--format", "csv"], None);
     assert_exit(&o, 0);
     assert_eq!(stdout(&o), "count(*)\r\n2000\r\n");
+    // The systems are saved with the world: `ecsdb run` carries on the simulation.
+    let o = run_in(&dir, &["run", "small.ecsdb", "--ticks", "2"], None);
+    assert_exit(&o, 0);
+    let out = stdout(&o);
+    assert!(out.contains("2 ticks run (5 in all)"), "{out}");
+    for system in ["movement", "hazard", "thaw", "respawn", "revive"] {
+        assert!(out.lines().any(|l| l.starts_with(system) && l.contains(" 2 ")), "{system} ran twice:\n{out}");
+    }
+    let o = run_in(&dir, &["query", "small.ecsdb", "SELECT count(*) FROM Position", "--format", "csv"], None);
+    assert_eq!(stdout(&o), "count(*)\r\n2000\r\n");
     let o =
         run_in(&dir, &["query", "small.ecsdb", "SELECT count(*) FROM Player, Name, Level", "--format", "json"], None);
     assert_exit(&o, 0);

@@ -99,6 +99,13 @@ impl<'s, 'w, S: Leaves<'w> + ?Sized> Evaluator<'s, 'w, S> {
     /// The expression's value for each row.
     pub fn eval(&self, e: &Expr, rows: &[u32]) -> Result<Vector<'w>, Error> {
         let n = rows.len();
+        // A part that reads no row (parameters and what is computed from them, such as
+        // `[$x * 2, $y, 0]`) has one value for the whole batch: computed once, on one row, by
+        // the same kernels, rather than once per row.
+        if n > 1 && !matches!(e.kind, ExprKind::Literal(_) | ExprKind::Param(_)) && !e.reads_row() {
+            let one = self.eval(e, &rows[..1])?;
+            return Ok(Vector::Scalar(if one.is_empty() { Value::Null } else { one.value(0) }, n));
+        }
         let at = |m: String| eval_error(e, m);
         Ok(match &e.kind {
             ExprKind::Literal(v) => Vector::Scalar(v.clone(), n),
