@@ -66,3 +66,32 @@ pub fn entity_name(i: usize) -> String {
     let len = 2 + (rng.next() % 6) as usize;
     (0..len).map(|_| (b'a' + (rng.next() % 26) as u8) as char).collect()
 }
+
+/// The game world's components as Rust types, for the suites that run typed loops and systems
+/// beside the text (one definition: every suite's world has the same layout).
+pub mod typed {
+    use ecsdb::Component;
+
+    /// Where an entity is.
+    #[derive(Component, Clone, Copy, Debug)]
+    pub struct Position {
+        pub x: f32,
+        pub y: f32,
+        pub z: f32,
+    }
+
+    /// How it moves each tick.
+    #[derive(Component, Clone, Copy, Debug)]
+    pub struct Velocity {
+        pub x: f32,
+        pub y: f32,
+        pub z: f32,
+    }
+
+    /// Its health.
+    #[derive(Component, Clone, Copy, Debug)]
+    pub struct Health {
+        pub hp: f32,
+        pub max: f32,
+    }
+}

@@ -33,32 +33,13 @@ use ecsdb::{Component, Entity, QueryState, Value, With, Without, World};
 
 use rusqlite::Connection;
 
+use crate::data::typed::{Health, Position, Velocity};
 use crate::data::{entity_name, game_world, Row, TEAMS};
 use crate::harness::{batched, iter, reset_each, Suite};
 
 const N: usize = 1_000_000;
 /// Statements in the `spawn_script` script.
 const SPAWNS: usize = 100_000;
-
-#[derive(Component, Clone, Copy)]
-struct Position {
-    x: f32,
-    y: f32,
-    z: f32,
-}
-
-#[derive(Component, Clone, Copy)]
-struct Velocity {
-    x: f32,
-    y: f32,
-    z: f32,
-}
-
-#[derive(Component, Clone, Copy)]
-struct Health {
-    hp: f32,
-    max: f32,
-}
 
 #[derive(Component, Clone)]
 struct Team {

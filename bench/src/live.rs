@@ -14,29 +14,11 @@ use std::time::{Duration, Instant};
 use ecsdb::live::client::{Endpoint, HttpClient, WsClient};
 use ecsdb::live::{serve, Publisher, ServeOptions};
 use ecsdb::query::Database;
-use ecsdb::Component;
 use serde_json::json;
 
 use crate::data::game_world;
+use crate::data::typed::{Health, Position, Velocity};
 use crate::harness::{iter, Suite};
-
-#[derive(Component)]
-struct Position {
-    x: f32,
-    y: f32,
-    z: f32,
-}
-#[derive(Component)]
-struct Velocity {
-    x: f32,
-    y: f32,
-    z: f32,
-}
-#[derive(Component)]
-struct Health {
-    hp: f32,
-    max: f32,
-}
 
 /// Entities of the interference run (the requirement's 1M; less in debug builds).
 const N: usize = if cfg!(debug_assertions) { 20_000 } else { 1_000_000 };

@@ -31,30 +31,11 @@ use ecsdb::{Component, Entity, QueryState, Value, World};
 
 use rusqlite::Connection;
 
+use crate::data::typed::{Health, Position, Velocity};
 use crate::data::{game_world, Row, TEAMS};
 use crate::harness::{iter, Suite};
 
 const N: usize = 1_000_000;
-
-#[derive(Component, Clone, Copy)]
-struct Position {
-    x: f32,
-    y: f32,
-    z: f32,
-}
-
-#[derive(Component, Clone, Copy)]
-struct Velocity {
-    x: f32,
-    y: f32,
-    z: f32,
-}
-
-#[derive(Component, Clone, Copy)]
-struct Health {
-    hp: f32,
-    max: f32,
-}
 
 #[derive(Component, Clone)]
 struct Team {

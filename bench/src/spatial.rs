@@ -27,9 +27,10 @@ use std::collections::BinaryHeap;
 use std::time::Instant;
 
 use ecsdb::index::{distance, IndexDef, IndexKind, IndexPredicate, RtreeUpdate};
-use ecsdb::{Component, Entity, World};
+use ecsdb::{Entity, World};
 use rusqlite::{params, Connection, Statement};
 
+use crate::data::typed::{Position, Velocity};
 use crate::data::Rng;
 use crate::harness::{human, human_bytes, iter, Suite};
 
@@ -43,20 +44,6 @@ const HALF_BOX: f64 = 23.2;
 const K: usize = 10;
 /// Queries cycle through this many random points.
 const QUERIES: usize = 1024;
-
-#[derive(Component, Clone, Copy, Debug)]
-struct Position {
-    x: f32,
-    y: f32,
-    z: f32,
-}
-
-#[derive(Component, Clone, Copy, Debug)]
-struct Velocity {
-    x: f32,
-    y: f32,
-    z: f32,
-}
 
 /// A uniform point in the cube of side [`SIDE`].
 fn point(r: &mut Rng) -> [f32; 3] {

@@ -15,6 +15,7 @@ use ecsdb::query::Database;
 use ecsdb::{Component, Without};
 
 use crate::data::game_world;
+use crate::data::typed::{Position, Velocity};
 use crate::harness::{iter, Suite};
 
 /// Entities of the `parallel` and `movement` worlds (fewer in debug builds).
@@ -32,18 +33,6 @@ macro_rules! points {
 }
 points!(P0, P1, P2, P3, P4, P5, P6, P7);
 
-#[derive(Component)]
-struct Position {
-    x: f32,
-    y: f32,
-    z: f32,
-}
-#[derive(Component)]
-struct Velocity {
-    x: f32,
-    y: f32,
-    z: f32,
-}
 #[derive(Component)]
 struct Frozen;
 
