@@ -7,7 +7,9 @@
 //! - `movement`: the demo's movement as a text system (`ecsdb-text`) and as the same Rust
 //!   system (`ecsdb-rust`), one tick over 1M entities.
 //!
-//! Not here yet: `schedule` against a bevy_ecs `Schedule` (see the issue note).
+//! - `schedule`: 8 Rust systems, each over a component of its own, in one tick of an ecsdb
+//!   schedule (`ecsdb-rust`) and of a bevy_ecs `Schedule` with the multi-threaded executor
+//!   (`bevy_ecs`), same data.
 
 use ecsdb::engine::query::QueryIter;
 use ecsdb::query::schedule::SystemContext;
@@ -104,6 +106,91 @@ fn movement_world(text: bool) -> Database {
     db
 }
 
+/// Entities of the `schedule` world.
+const SCHEDULE_N: usize = if cfg!(debug_assertions) { 5_000 } else { 200_000 };
+
+/// The step each `schedule` system applies to its component.
+#[inline(always)]
+fn step(x: &mut f32, y: &mut f32, z: f32) {
+    *x = *x * 0.999 + (*y * *y + z * z).sqrt() * 0.0001;
+    *y = *y * 0.999 - x.abs().sqrt() * 0.0001;
+}
+
+mod bevy_side {
+    use bevy_ecs::prelude::{Component, Query};
+
+    macro_rules! points {
+        ($($name:ident => $sys:ident),*) => {$(
+            #[derive(Component, Clone, Copy)]
+            pub struct $name {
+                pub x: f32,
+                pub y: f32,
+                pub z: f32,
+            }
+            pub fn $sys(mut q: Query<&mut $name>) {
+                for mut p in &mut q {
+                    let p = &mut *p;
+                    super::step(&mut p.x, &mut p.y, p.z);
+                }
+            }
+        )*};
+    }
+    points!(B0 => s0, B1 => s1, B2 => s2, B3 => s3, B4 => s4, B5 => s5, B6 => s6, B7 => s7);
+}
+
+fn ecsdb_schedule() -> Database {
+    let mut db = Database::new();
+    db.world_mut().spawn_batch((0..SCHEDULE_N).map(|i| {
+        let v = i as f32;
+        (
+            P0 { x: v, y: 1.0, z: 2.0 },
+            P1 { x: v, y: 1.0, z: 2.0 },
+            P2 { x: v, y: 1.0, z: 2.0 },
+            P3 { x: v, y: 1.0, z: 2.0 },
+            P4 { x: v, y: 1.0, z: 2.0 },
+            P5 { x: v, y: 1.0, z: 2.0 },
+            P6 { x: v, y: 1.0, z: 2.0 },
+            P7 { x: v, y: 1.0, z: 2.0 },
+        )
+    }));
+    macro_rules! add {
+        ($($t:ident),*) => {$(
+            db.add_system(concat!("rust_", stringify!($t)))
+                .run(|q: QueryIter<&mut $t, ()>, _ctx: &SystemContext| {
+                    q.for_each(|mut p| {
+                        let p = &mut *p;
+                        step(&mut p.x, &mut p.y, p.z);
+                    })
+                })
+                .expect("add system");
+        )*};
+    }
+    add!(P0, P1, P2, P3, P4, P5, P6, P7);
+    db
+}
+
+fn bevy_schedule() -> (bevy_ecs::world::World, bevy_ecs::schedule::Schedule) {
+    use bevy_side::*;
+    let mut world = bevy_ecs::world::World::new();
+    world.spawn_batch((0..SCHEDULE_N).map(|i| {
+        let v = i as f32;
+        (
+            B0 { x: v, y: 1.0, z: 2.0 },
+            B1 { x: v, y: 1.0, z: 2.0 },
+            B2 { x: v, y: 1.0, z: 2.0 },
+            B3 { x: v, y: 1.0, z: 2.0 },
+            B4 { x: v, y: 1.0, z: 2.0 },
+            B5 { x: v, y: 1.0, z: 2.0 },
+            B6 { x: v, y: 1.0, z: 2.0 },
+            B7 { x: v, y: 1.0, z: 2.0 },
+        )
+    }));
+    let mut schedule = bevy_ecs::schedule::Schedule::default();
+    schedule.set_executor(bevy_ecs::schedule::MultiThreadedExecutor::new());
+    schedule.add_systems((s0, s1, s2, s3, s4, s5, s6, s7));
+    (world, schedule)
+}
+
 pub fn run(s: &mut Suite) {
     const DT: f64 = 1.0 / 60.0;
     s.workload("parallel", |w| {
@@ -127,12 +214,25 @@ pub fn run(s: &mut Suite) {
         let mut rust = movement_world(false);
         w.lib("ecsdb-rust", iter(move || rust.tick(1, DT).expect("tick")));
     });
+    s.workload("schedule", |w| {
+        let mut db = ecsdb_schedule();
+        w.lib("ecsdb-rust", iter(move || db.tick(1, DT).expect("tick")));
+        // bevy's multi-threaded executor runs on its ComputeTaskPool, which an App would create.
+        bevy_tasks::ComputeTaskPool::get_or_init(bevy_tasks::TaskPool::default);
+        let (mut world, mut schedule) = bevy_schedule();
+        w.lib("bevy_ecs", iter(move || schedule.run(&mut world)));
+    });
     s.note(format!(
         "parallel: 8 text systems, each an UPDATE of its own 3-float component with distance/sqrt/min over {N} \
          entities, one tick; ecsdb on the rayon pool ({} threads), ecsdb-sequential in a 1-thread pool",
         rayon::current_num_threads()
     ));
     s.note("overhead: one tick of 100 systems (UPDATEs of a component no entity has)");
+    s.note(format!(
+        "schedule: 8 Rust systems, each updating its own 3-float component of {SCHEDULE_N} entities; ecsdb-rust: one \
+         tick of the ecsdb schedule (Rust systems run one batch each), bevy_ecs: Schedule::run with the \
+         multi-threaded executor"
+    ));
     s.note(format!(
         "movement: `UPDATE Position SET x = Position.x + Velocity.x * $dt, y = … FROM Position, Velocity, !Frozen` \
          against the same Rust system (QueryIter<(&mut Position, &Velocity), Without<Frozen>>), {N} entities"
