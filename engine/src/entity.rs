@@ -351,6 +351,12 @@ impl Entities {
         (gens, live)
     }
 
+    /// The generation index `index` has now (or will be reissued with); `u32::MAX` for an
+    /// index never issued.
+    pub(crate) fn generation_of(&self, index: u32) -> u32 {
+        self.meta.get(index as usize).map_or(u32::MAX, |m| m.generation)
+    }
+
     /// The free list, reused last first.
     pub(crate) fn free_list(&self) -> &[u32] {
         &self.free

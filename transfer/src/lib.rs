@@ -10,7 +10,8 @@
 //! signedness, `BOOLEAN`, strings and entities as UTF-8 (a null entity as null), vec2 and
 //! vec3 as fixed-size lists of float. A tag's file holds only `entity`.
 //!
-//! Import keeps the entity ids (the allocator is rebuilt from them), checks every file
+//! Import keeps the entity ids (and, from `schema.json`, entities without components and the
+//! allocator's free list, so the same ids are issued next), checks every file
 //! before anything is built, and reports a problem with the file, row and column: a value
 //! that does not fit its field's type, an entity listed twice in one component, an unknown
 //! column, a bad entity string. On error the world is unchanged.

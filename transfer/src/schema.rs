@@ -3,27 +3,36 @@
 //! ```text
 //! {
 //!   "format": "ecsdb-export",
-//!   "version": 1,
+//!   "version": 2,
 //!   "data_format": "parquet",
 //!   "components": [
 //!     {"name": "Position", "storage": "table", "file": "Position.parquet", "rows": 2,
 //!      "fields": [{"name": "x", "type": "f32"}, {"name": "y", "type": "f32"}]},
 //!     {"name": "Player", "storage": "table", "file": "Player.parquet", "rows": 1, "fields": []}
 //!   ],
+//!   "entities": {"issued": 5, "free": ["4v1", "2v3"], "without_components": ["3v0"]},
 //!   "indexes": [{"name": "Position_rtree", "kind": "rtree", "component": "Position", "fields": ["x", "y"]}],
 //!   "references": [],
 //!   "systems": []
 //! }
 //! ```
 //!
-//! `references` and `systems` are reserved in version 1: always written empty, and an import
-//! that finds them non-empty refuses the directory rather than drop what it cannot rebuild.
-//! A later version that fills them bumps `version`; this build refuses versions it does not
-//! know.
+//! `entities` (version 2) is what the component files cannot say about the entities: live
+//! entities with no exported component, and the allocator's dead indices (how many indices
+//! were ever issued; the free list, each index with the generation it will be reissued
+//! with, reused last first; any other dead index is retired). With it, an imported world
+//! issues the same ids the original would have. A full export writes it; an export of some
+//! components leaves it out (the other entities are not dead), and import then rebuilds the
+//! allocator from the ids in the files.
+//!
+//! `references` and `systems` are reserved: always written empty, and an import that finds
+//! them non-empty refuses the directory rather than drop what it cannot rebuild. This build
+//! reads versions 1 and 2 and refuses others.
 
 use std::path::Path;
 
-use ecsdb_engine::{ComponentDef, FieldType, IndexDefinition, StorageKind};
+use ecsdb_engine::snapshot::DeadIndices;
+use ecsdb_engine::{ComponentDef, Entity, FieldType, IndexDefinition, StorageKind, World};
 use serde::{Deserialize, Serialize};
 
 use crate::error::TransferError;
@@ -31,8 +40,10 @@ use crate::Format;
 
 /// The `format` value of `schema.json`.
 pub const SCHEMA_FORMAT: &str = "ecsdb-export";
-/// The `version` this build writes and reads.
-pub const SCHEMA_VERSION: u32 = 1;
+/// The `version` this build writes.
+pub const SCHEMA_VERSION: u32 = 2;
+/// The versions this build reads.
+pub const SCHEMA_VERSIONS_READ: [u32; 2] = [1, 2];
 /// The schema's file name in an export directory.
 pub const SCHEMA_FILE: &str = "schema.json";
 
@@ -48,6 +59,9 @@ pub struct ExportSchema {
     pub data_format: String,
     /// The exported components, one file each.
     pub components: Vec<ComponentEntry>,
+    /// Entities without components and the allocator's dead indices (full exports only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub entities: Option<EntitiesEntry>,
     /// Secondary index definitions.
     #[serde(default)]
     pub indexes: Vec<IndexEntry>,
@@ -57,6 +71,51 @@ pub struct ExportSchema {
     /// Reserved (version 1: empty).
     #[serde(default)]
     pub systems: Vec<serde_json::Value>,
+}
+
+/// The `entities` section: what the component files cannot say about the entities.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EntitiesEntry {
+    /// Indices the allocator has issued (live, free and retired).
+    pub issued: u32,
+    /// The free list: dead ids as `12v3`, with the generation each will be reissued with,
+    /// in the order the allocator keeps them (reused last first).
+    #[serde(default)]
+    pub free: Vec<String>,
+    /// Live entities that have no exported component, as `12v0`.
+    #[serde(default)]
+    pub without_components: Vec<String>,
+}
+
+impl EntitiesEntry {
+    /// The section for `world`: its allocator's dead indices, and `bare`.
+    pub fn new(world: &World, bare: &[Entity]) -> EntitiesEntry {
+        let dead = DeadIndices::of(world);
+        EntitiesEntry {
+            issued: dead.issued,
+            free: dead.free.iter().map(Entity::to_string).collect(),
+            without_components: bare.iter().map(Entity::to_string).collect(),
+        }
+    }
+
+    /// The entities and dead indices it describes; a bad id is an error naming its place.
+    pub fn parse(&self, path: &Path) -> Result<(Vec<Entity>, DeadIndices), TransferError> {
+        let ids = |list: &[String], what: &str| -> Result<Vec<Entity>, TransferError> {
+            list.iter()
+                .enumerate()
+                .map(|(i, t)| {
+                    crate::import::parse_entity(t).ok_or_else(|| TransferError::Schema {
+                        path: path.to_path_buf(),
+                        message: format!("entities.{what}[{i}]: {t:?} is not an entity id (like 12v0)"),
+                    })
+                })
+                .collect()
+        };
+        let bare = ids(&self.without_components, "without_components")?;
+        let free = ids(&self.free, "free")?;
+        Ok((bare, DeadIndices { issued: self.issued, free }))
+    }
 }
 
 /// One component of the schema.
@@ -141,6 +200,7 @@ impl ExportSchema {
             version: SCHEMA_VERSION,
             data_format: format.extension().to_string(),
             components: Vec::new(),
+            entities: None,
             indexes: Vec::new(),
             references: Vec::new(),
             systems: Vec::new(),
@@ -155,9 +215,9 @@ impl ExportSchema {
         if schema.format != SCHEMA_FORMAT {
             return Err(bad(format!("\"format\" is {:?}, not {SCHEMA_FORMAT:?}", schema.format)));
         }
-        if schema.version != SCHEMA_VERSION {
+        if !SCHEMA_VERSIONS_READ.contains(&schema.version) {
             return Err(bad(format!(
-                "unsupported schema version {} (this build reads {SCHEMA_VERSION})",
+                "unsupported schema version {} (this build reads {SCHEMA_VERSIONS_READ:?})",
                 schema.version
             )));
         }

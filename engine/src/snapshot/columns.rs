@@ -8,6 +8,7 @@
 //! lists each component's entities as the input did. The build then goes through the same
 //! validation and construction as a binary snapshot: on any error the world is unchanged.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 
 use crate::component::{ComponentDef, FieldType, StorageKind};
@@ -48,7 +49,8 @@ pub struct ComponentColumns {
     pub fields: Vec<FieldValues>,
 }
 
-/// A whole world as columns: components and index definitions.
+/// A whole world as columns: components, index definitions, and what the components cannot
+/// say about the entities.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct ColumnarWorld {
     /// Every component, with its rows.
@@ -56,25 +58,74 @@ pub struct ColumnarWorld {
     /// Indexes to build once the data is in place (function indexes are returned in
     /// [`LoadStats::index_definitions`] for the program to register again).
     pub indexes: Vec<IndexDefinition>,
+    /// Live entities that have no component (no component's rows list them).
+    pub bare_entities: Vec<Entity>,
+    /// The allocator's dead indices. Without it, every index no entity uses is free with
+    /// generation 0, reused lowest first.
+    pub dead: Option<DeadIndices>,
 }
+
+/// The dead part of an entity allocator, so that a rebuilt world issues the ids the original
+/// would have: an export keeps it in its `schema.json`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct DeadIndices {
+    /// Indices ever issued: every index below it that no live entity holds is dead.
+    pub issued: u32,
+    /// The free list: each dead index with the generation it will be reissued with, in the
+    /// order of [`EntitiesState::free`](crate::EntitiesState::free) (reused last first).
+    /// Dead indices not listed are retired (their generations are used up).
+    pub free: Vec<Entity>,
+}
+
+impl DeadIndices {
+    /// The dead indices of `world`'s allocator.
+    pub fn of(world: &World) -> DeadIndices {
+        let entities = world.entities();
+        let free = entities.free_list();
+        DeadIndices {
+            issued: entities.capacity_used() as u32,
+            free: free.iter().map(|&i| Entity::from_parts(i, entities.generation_of(i))).collect(),
+        }
+    }
+}
+
+/// An import may name indices up to this many times its rows (dead indices included)...
+const INDICES_PER_ROW: usize = 64;
+/// ... or up to this many, whichever is more.
+const MIN_INDEX_LIMIT: usize = 1 << 24;
+
+/// What errors about the allocator and component-less entities name in place of a component.
+const ALLOCATOR: &str = "(allocator)";
+const BARE: &str = "(entities without components)";
 
 fn invalid(component: &str, row: Option<usize>, reason: impl Into<String>) -> SnapshotError {
     SnapshotError::Columns { component: component.to_string(), row, reason: reason.into() }
 }
 
-/// Per entity index: its generation and, for each table component it has, its row in that
-/// component's columns.
+/// Per entity index: its generation, which components it has, and its row in each.
 struct Slots {
     /// `u32::MAX` for indices no component names.
     generation: Vec<u32>,
-    /// `rows[slot * width + c]`: the row of the slot's entity in component `c`, or `u32::MAX`.
+    /// Bit `c % 64` of `present[slot * words + c / 64]`: the slot's entity has component `c`.
+    present: Vec<u64>,
+    words: usize,
+    /// `rows[c * slots + slot]`: the row of the slot's entity in component `c`, where
+    /// `present` says it has it. Component-major, so claiming one component's entities walks
+    /// one region in order.
     rows: Vec<u32>,
-    width: usize,
+    slots: usize,
 }
 
 impl Slots {
-    fn new(n: usize, width: usize) -> Slots {
-        Slots { generation: vec![u32::MAX; n], rows: vec![u32::MAX; n * width], width }
+    fn new(slots: usize, components: usize) -> Slots {
+        let words = components.div_ceil(64).max(1);
+        Slots {
+            generation: vec![u32::MAX; slots],
+            present: vec![0; slots * words],
+            words,
+            rows: vec![0; slots * components],
+            slots,
+        }
     }
 
     /// Records that entity `e` is at `row` of component `k`; an entity twice in one component
@@ -88,13 +139,35 @@ impl Slots {
             let other = Entity::from_parts(e.index(), *g);
             return Err(invalid(&c.def.name, Some(row), format!("entity {e} and entity {other} share an index")));
         }
-        let r = &mut self.rows[i * self.width + k];
-        if *r != u32::MAX {
+        let bits = &mut self.present[i * self.words + k / 64];
+        let bit = 1u64 << (k % 64);
+        if *bits & bit != 0 {
             return Err(SnapshotError::DuplicateEntity { component: c.def.name.clone(), row, entity: e });
         }
-        *r = row as u32;
+        *bits |= bit;
+        self.rows[k * self.slots + i] = row as u32;
         Ok(())
     }
+
+    /// The components of `slot`, as bits.
+    fn components(&self, slot: usize) -> &[u64] {
+        &self.present[slot * self.words..(slot + 1) * self.words]
+    }
+
+    /// The row of `slot`'s entity in component `k` (which it has).
+    fn row(&self, k: usize, slot: u32) -> u32 {
+        self.rows[k * self.slots + slot as usize]
+    }
+}
+
+/// Up to this many distinct tables, a slot's table is found by comparing sets, not hashing.
+const SCANNED_SETS: usize = 32;
+
+/// The components whose bits are set in `set`, in order.
+fn set_members(set: &[u64]) -> impl Iterator<Item = usize> + '_ {
+    set.iter()
+        .enumerate()
+        .flat_map(|(w, &bits)| (0..64).filter(move |b| bits & (1u64 << b) != 0).map(move |b| w * 64 + b))
 }
 
 /// Checks a component's columns against its definition: lengths, row counts, string text.
@@ -127,12 +200,20 @@ fn check_component(c: &ComponentColumns) -> Result<(), SnapshotError> {
     Ok(())
 }
 
-/// Copies rows `rows` (in order) of a component's field runs into a column record,
-/// extending runs of consecutive source rows in one copy.
-fn gather(c: &ComponentColumns, rows: &[u32]) -> ColumnRecord<'static> {
+/// Rows `rows` (in order) of a component's field runs as a column record: borrowed when the
+/// rows are one consecutive run (the usual case: an export lists a component's rows table by
+/// table), otherwise copied, extending runs of consecutive source rows in one copy.
+fn gather<'a>(c: &'a ComponentColumns, rows: &[u32]) -> ColumnRecord<'a> {
     if c.def.fields.is_empty() {
         return ColumnRecord { data: ColumnData::Empty, ticks: None };
     }
+    let one_run = match (rows.first(), rows.last()) {
+        (Some(&first), Some(&last)) => {
+            let (first, last) = (first as usize, last as usize);
+            (last - first + 1 == rows.len() && rows.windows(2).all(|w| w[1] == w[0] + 1)).then_some(first)
+        }
+        _ => Some(0),
+    };
     let runs = c
         .def
         .fields
@@ -141,25 +222,29 @@ fn gather(c: &ComponentColumns, rows: &[u32]) -> ColumnRecord<'static> {
         .map(|((_, ty), values)| match values {
             FieldValues::Plain(bytes) => {
                 let w = wire_size(*ty);
+                if let Some(first) = one_run {
+                    return FieldRun::Plain(Bytes::Mem(Cow::Borrowed(&bytes[first * w..(first + rows.len()) * w])));
+                }
                 let mut out = Vec::with_capacity(rows.len() * w);
                 for_each_run(rows, |start, len| out.extend_from_slice(&bytes[start * w..(start + len) * w]));
                 FieldRun::Plain(Bytes::owned(out))
             }
             FieldValues::Strings { lengths, text } => {
-                // Start offsets, only when the rows are not taken in one piece.
-                let whole = rows.len() == lengths.len() && rows.iter().enumerate().all(|(i, &r)| r as usize == i);
-                if whole {
-                    let lens = lengths.iter().flat_map(|l| l.to_le_bytes()).collect();
-                    return FieldRun::Strings { lens: Bytes::owned(lens), data: Bytes::owned(text.clone()) };
-                }
                 let mut starts = Vec::with_capacity(lengths.len() + 1);
                 let mut at = 0usize;
-                for &l in lengths {
-                    starts.push(at);
-                    at += l as usize;
-                }
                 starts.push(at);
+                for &l in lengths {
+                    at += l as usize;
+                    starts.push(at);
+                }
                 let mut lens = Vec::with_capacity(rows.len() * 4);
+                if let Some(first) = one_run {
+                    for l in &lengths[first..first + rows.len()] {
+                        lens.extend_from_slice(&l.to_le_bytes());
+                    }
+                    let data = &text[starts[first]..starts[first + rows.len()]];
+                    return FieldRun::Strings { lens: Bytes::owned(lens), data: Bytes::Mem(Cow::Borrowed(data)) };
+                }
                 let mut data = Vec::new();
                 for_each_run(rows, |start, len| {
                     for l in &lengths[start..start + len] {
@@ -225,7 +310,7 @@ fn table_order(count: usize, edges: &[(usize, usize)]) -> Vec<usize> {
     order
 }
 
-fn columns_to_body(data: &ColumnarWorld) -> Result<Body<'static>, SnapshotError> {
+fn columns_to_body(data: &ColumnarWorld) -> Result<Body<'_>, SnapshotError> {
     let mut seen = HashMap::with_capacity(data.components.len());
     for c in &data.components {
         if seen.insert(c.def.name.as_str(), ()).is_some() {
@@ -261,65 +346,121 @@ fn columns_to_body(data: &ColumnarWorld) -> Result<Body<'static>, SnapshotError>
         .collect();
 
     // Which entity is where.
-    let table_comps: Vec<usize> =
-        (0..data.components.len()).filter(|&i| data.components[i].def.storage == StorageKind::Table).collect();
-    let slots_needed =
-        data.components.iter().flat_map(|c| c.entities.iter()).map(|e| e.index() as usize + 1).max().unwrap_or(0);
-    let width = data.components.len();
-    let mut slots = Slots::new(slots_needed, width);
+    if let Some(row) = data.bare_entities.iter().position(|e| e.is_null()) {
+        return Err(invalid(BARE, Some(row), "the null entity is never alive"));
+    }
+    let live_needed = data
+        .components
+        .iter()
+        .flat_map(|c| c.entities.iter())
+        .chain(&data.bare_entities)
+        .map(|e| e.index() as usize + 1)
+        .max()
+        .unwrap_or(0);
+    let slots_needed = match &data.dead {
+        Some(dead) if (dead.issued as usize) < live_needed => {
+            return Err(invalid(
+                ALLOCATOR,
+                None,
+                format!("{} indices issued, but an entity has index {}", dead.issued, live_needed - 1),
+            ))
+        }
+        Some(dead) => dead.issued as usize,
+        None => live_needed,
+    };
+    // The build takes memory per index, not per entity: a stray huge id in a hand-made file
+    // must not ask for gigabytes.
+    let given = data.components.iter().map(|c| c.entities.len()).sum::<usize>() + data.bare_entities.len();
+    let limit = given.saturating_mul(INDICES_PER_ROW).max(MIN_INDEX_LIMIT);
+    if slots_needed > limit {
+        return Err(invalid(
+            ALLOCATOR,
+            None,
+            format!("index {} is far past the {given} rows given (at most {limit} indices)", slots_needed - 1),
+        ));
+    }
+    let mut slots = Slots::new(slots_needed, data.components.len());
     for (ci, c) in data.components.iter().enumerate() {
         for (row, &e) in c.entities.iter().enumerate() {
             slots.claim(c, ci, row, e)?;
         }
     }
+    for (row, &e) in data.bare_entities.iter().enumerate() {
+        let g = &mut slots.generation[e.index() as usize];
+        if *g != u32::MAX {
+            return Err(invalid(BARE, Some(row), format!("entity {e} is listed twice, or also has components")));
+        }
+        *g = e.generation();
+    }
 
-    // Tables: one per distinct set of table components, keyed by the entity's row pattern.
-    let mut table_of_set: HashMap<Vec<bool>, usize> = HashMap::new();
-    let mut table_sets: Vec<Vec<bool>> = Vec::new();
+    // Tables: one per distinct set of table components.
+    let mut table_mask = vec![0u64; slots.words];
+    for (ci, c) in data.components.iter().enumerate() {
+        if c.def.storage == StorageKind::Table {
+            table_mask[ci / 64] |= 1 << (ci % 64);
+        }
+    }
+    let mut table_of_set: HashMap<Vec<u64>, u32> = HashMap::new();
+    let mut table_sets: Vec<Vec<u64>> = Vec::new();
     let mut table_of_slot = vec![u32::MAX; slots_needed];
-    let mut key = vec![false; table_comps.len()];
-    for (slot, (table, rows)) in table_of_slot.iter_mut().zip(slots.rows.chunks_exact(width.max(1))).enumerate() {
+    let mut key = vec![0u64; slots.words];
+    let mut last: Option<u32> = None;
+    for (slot, table) in table_of_slot.iter_mut().enumerate() {
         if slots.generation[slot] == u32::MAX {
             continue;
         }
-        for (k, &ci) in key.iter_mut().zip(&table_comps) {
-            *k = rows[ci] != u32::MAX;
+        let mut same = last.is_some();
+        for ((k, &bits), &mask) in key.iter_mut().zip(slots.components(slot)).zip(&table_mask) {
+            same &= *k == bits & mask;
+            *k = bits & mask;
         }
-        let t = match table_of_set.get(&key) {
-            Some(&t) => t,
-            None => {
-                table_sets.push(key.clone());
-                table_of_set.insert(key.clone(), table_sets.len() - 1);
-                table_sets.len() - 1
+        // Neighbouring ids often share a table, and tables are few: the last set, then a
+        // scan of the sets, and a hash only when there are many.
+        let t = match last {
+            Some(t) if same => t,
+            _ => {
+                let found = if table_sets.len() <= SCANNED_SETS {
+                    table_sets.iter().position(|s| *s == key).map(|t| t as u32)
+                } else {
+                    table_of_set.get(&key[..]).copied()
+                };
+                found.unwrap_or_else(|| {
+                    table_sets.push(key.clone());
+                    table_of_set.insert(key.clone(), table_sets.len() as u32 - 1);
+                    table_sets.len() as u32 - 1
+                })
             }
         };
-        *table = t as u32;
+        last = Some(t);
+        *table = t;
     }
     // Row order within each table: the order of its first component's rows (every component
     // lists a table's entities in the same order when the input came from an export), and
-    // entities with only sparse components in index order.
+    // entities with only sparse components in index order. One pass per first component.
+    let first_of: Vec<Option<usize>> = table_sets.iter().map(|set| set_members(set).next()).collect();
     let mut members: Vec<Vec<u32>> = vec![Vec::new(); table_sets.len()];
-    let mut edges = Vec::new();
-    for (t, set) in table_sets.iter().enumerate() {
-        match set.iter().position(|&b| b) {
-            Some(k) => {
-                let c = &data.components[table_comps[k]];
-                members[t] = c
-                    .entities
-                    .iter()
-                    .filter(|e| table_of_slot[e.index() as usize] == t as u32)
-                    .map(|e| e.index())
-                    .collect();
-            }
-            None => {
-                members[t] =
-                    (0..slots_needed as u32).filter(|&s| table_of_slot[s as usize] == t as u32).collect::<Vec<_>>();
+    let mut firsts: Vec<usize> = first_of.iter().flatten().copied().collect();
+    firsts.sort_unstable();
+    firsts.dedup();
+    for ci in firsts {
+        for e in &data.components[ci].entities {
+            let t = table_of_slot[e.index() as usize] as usize;
+            if first_of[t] == Some(ci) {
+                members[t].push(e.index());
             }
         }
     }
-    for &ci in &table_comps {
+    if first_of.contains(&None) {
+        for (s, &t) in table_of_slot.iter().enumerate() {
+            if t != u32::MAX && first_of[t as usize].is_none() {
+                members[t as usize].push(s as u32);
+            }
+        }
+    }
+    let mut edges = Vec::new();
+    for c in data.components.iter().filter(|c| c.def.storage == StorageKind::Table) {
         let mut prev = u32::MAX;
-        for e in &data.components[ci].entities {
+        for e in &c.entities {
             let t = table_of_slot[e.index() as usize];
             if prev != u32::MAX && prev != t {
                 edges.push((prev as usize, t as usize));
@@ -329,26 +470,19 @@ fn columns_to_body(data: &ColumnarWorld) -> Result<Body<'static>, SnapshotError>
     }
     let order = table_order(table_sets.len(), &edges);
 
-    let tables = order
-        .iter()
-        .map(|&t| {
-            let set = &table_sets[t];
-            let slots_of = &members[t];
-            let mut components = Vec::new();
-            let mut columns = Vec::new();
-            for (k, &present) in set.iter().enumerate() {
-                if !present {
-                    continue;
-                }
-                let ci = table_comps[k];
-                let rows: Vec<u32> = slots_of.iter().map(|&s| slots.rows[s as usize * width + ci]).collect();
-                components.push(ci as u32);
-                columns.push(gather(&data.components[ci], &rows));
-            }
-            let entities = entity_bytes(slots_of.iter().map(|&s| Entity::from_parts(s, slots.generation[s as usize])));
-            TableRecord { components, entities: Bytes::owned(entities), columns }
-        })
-        .collect();
+    // Each table's columns, gathered in parallel.
+    let tables = crate::par::map(order, |t| {
+        let slots_of = &members[t];
+        let mut components = Vec::new();
+        let mut columns = Vec::new();
+        for ci in set_members(&table_sets[t]) {
+            let rows: Vec<u32> = slots_of.iter().map(|&s| slots.row(ci, s)).collect();
+            components.push(ci as u32);
+            columns.push(gather(&data.components[ci], &rows));
+        }
+        let entities = entity_bytes(slots_of.iter().map(|&s| Entity::from_parts(s, slots.generation[s as usize])));
+        TableRecord { components, entities: Bytes::owned(entities), columns }
+    });
     let sparse = data
         .components
         .iter()
@@ -364,20 +498,44 @@ fn columns_to_body(data: &ColumnarWorld) -> Result<Body<'static>, SnapshotError>
         })
         .collect();
 
-    // The allocator, rebuilt from the ids.
+    // The allocator: the live ids, and the dead indices as given (or every unused index
+    // free with generation 0, lowest reused first).
     let mut generations = Vec::with_capacity(slots_needed * 4);
     let mut live = vec![0u8; slots_needed.div_ceil(8)];
-    for (i, &g) in slots.generation.iter().enumerate() {
-        generations.extend_from_slice(&(if g == u32::MAX { 0 } else { g }).to_le_bytes());
-        if g != u32::MAX {
-            live[i / 8] |= 1 << (i % 8);
+    // Per dead index given: its next generation, or `u32::MAX` (retired) when not free.
+    let mut free_generation = Vec::new();
+    if let Some(dead) = &data.dead {
+        free_generation = vec![u32::MAX; slots_needed];
+        for (row, e) in dead.free.iter().enumerate() {
+            let i = e.index() as usize;
+            if i >= slots_needed || slots.generation[i] != u32::MAX || free_generation[i] != u32::MAX {
+                return Err(invalid(
+                    ALLOCATOR,
+                    Some(row),
+                    format!("free index {} is out of range, alive, or listed twice", e.index()),
+                ));
+            }
+            free_generation[i] = e.generation();
         }
     }
-    let free: Vec<u8> = (0..slots_needed as u32)
-        .rev()
-        .filter(|&i| slots.generation[i as usize] == u32::MAX)
-        .flat_map(|i| i.to_le_bytes())
-        .collect();
+    for (i, &g) in slots.generation.iter().enumerate() {
+        let value = match g {
+            u32::MAX => free_generation.get(i).copied().unwrap_or(0),
+            g => {
+                live[i / 8] |= 1 << (i % 8);
+                g
+            }
+        };
+        generations.extend_from_slice(&value.to_le_bytes());
+    }
+    let free: Vec<u8> = match &data.dead {
+        Some(dead) => dead.free.iter().flat_map(|e| e.index().to_le_bytes()).collect(),
+        None => (0..slots_needed as u32)
+            .rev()
+            .filter(|&i| slots.generation[i as usize] == u32::MAX)
+            .flat_map(|i| i.to_le_bytes())
+            .collect(),
+    };
     Ok(Body {
         world_tick: 1,
         catalog,
@@ -422,7 +580,7 @@ impl World {
     ///     fields: vec![FieldValues::Plain(25.0f32.to_le_bytes().to_vec())],
     /// };
     /// let mut world = World::new();
-    /// world.import_columns(&ColumnarWorld { components: vec![health], indexes: vec![] }).unwrap();
+    /// world.import_columns(&ColumnarWorld { components: vec![health], ..Default::default() }).unwrap();
     /// assert_eq!(world.get_field(e, "Health", "hp").unwrap(), Value::Float(25.0));
     /// ```
     pub fn import_columns(&mut self, data: &ColumnarWorld) -> Result<LoadStats, SnapshotError> {
@@ -467,7 +625,7 @@ mod tests {
         );
         let tag = comp("Tag", &[], &[e(3)], vec![]);
         let mut w = World::new();
-        w.import_columns(&ColumnarWorld { components: vec![a, b, tag], indexes: vec![] }).unwrap();
+        w.import_columns(&ColumnarWorld { components: vec![a, b, tag], ..Default::default() }).unwrap();
         assert_eq!(w.len(), 3);
         assert_eq!(w.get_field(e(1), "B", "s").unwrap(), Value::Str("one".into()));
         assert_eq!(w.get_field(e(3), "A", "x").unwrap(), Value::Float(3.0));
@@ -480,18 +638,68 @@ mod tests {
     }
 
     #[test]
+    fn the_allocator_and_bare_entities_come_back() {
+        let e = Entity::from_parts;
+        let a = comp("A", &[], &[e(0, 0), e(2, 5)], vec![]);
+        let dead = DeadIndices { issued: 6, free: vec![e(1, 4), e(5, 2)] };
+        let data = ColumnarWorld {
+            components: vec![a],
+            bare_entities: vec![e(3, 1)],
+            dead: Some(dead.clone()),
+            ..Default::default()
+        };
+        let mut w = World::new();
+        w.import_columns(&data).unwrap();
+        assert_eq!(w.len(), 3);
+        assert!(w.is_alive(e(3, 1)) && w.components_of(e(3, 1)).unwrap().is_empty());
+        assert_eq!(DeadIndices::of(&w), dead);
+        // Index 4 is retired: never reissued. The free list is reused last first.
+        assert_eq!(w.entities().retired(), 1);
+        let spawned: Vec<Entity> = (0..3).map(|_| w.spawn_values(&[]).unwrap()).collect();
+        assert_eq!(spawned, [e(5, 2), e(1, 4), e(6, 0)]);
+    }
+
+    #[test]
+    fn a_bad_allocator_or_bare_list_is_an_error() {
+        let e = Entity::from_parts;
+        let a = || comp("A", &[], &[e(0, 0), e(2, 5)], vec![]);
+        let with = |bare: Vec<Entity>, dead: Option<DeadIndices>| ColumnarWorld {
+            components: vec![a()],
+            bare_entities: bare,
+            dead,
+            ..Default::default()
+        };
+        let cases = [
+            with(vec![], Some(DeadIndices { issued: 2, free: vec![] })),
+            with(vec![], Some(DeadIndices { issued: 4, free: vec![e(2, 6)] })),
+            with(vec![], Some(DeadIndices { issued: 4, free: vec![e(1, 0), e(1, 0)] })),
+            with(vec![], Some(DeadIndices { issued: 4, free: vec![e(9, 0)] })),
+            with(vec![e(2, 5)], None),
+            with(vec![e(3, 0), e(3, 0)], None),
+            with(vec![Entity::NULL], None),
+            with(vec![e(4_000_000_000, 0)], None),
+        ];
+        for data in cases {
+            let mut w = World::new();
+            let err = w.import_columns(&data).unwrap_err();
+            assert!(matches!(err, SnapshotError::Columns { .. }), "{err}");
+            assert!(w.is_empty() && w.components().is_empty());
+        }
+    }
+
+    #[test]
     fn bad_columns_are_errors_and_change_nothing() {
         let e = Entity::from_parts(1, 0);
         let mut w = World::new();
         let twice = comp("A", &[("x", FieldType::F32)], &[e, e], vec![f32s(&[1.0, 2.0])]);
-        let err = w.import_columns(&ColumnarWorld { components: vec![twice], indexes: vec![] }).unwrap_err();
+        let err = w.import_columns(&ColumnarWorld { components: vec![twice], ..Default::default() }).unwrap_err();
         assert!(matches!(err, SnapshotError::DuplicateEntity { row: 1, .. }), "{err}");
         let short = comp("A", &[("x", FieldType::F32)], &[e], vec![f32s(&[])]);
-        assert!(w.import_columns(&ColumnarWorld { components: vec![short], indexes: vec![] }).is_err());
+        assert!(w.import_columns(&ColumnarWorld { components: vec![short], ..Default::default() }).is_err());
         let gens = vec![comp("A", &[], &[e], vec![]), comp("B", &[], &[Entity::from_parts(1, 1)], vec![])];
-        assert!(w.import_columns(&ColumnarWorld { components: gens, indexes: vec![] }).is_err());
+        assert!(w.import_columns(&ColumnarWorld { components: gens, ..Default::default() }).is_err());
         let bad_bool = comp("A", &[("b", FieldType::Bool)], &[e], vec![FieldValues::Plain(vec![7])]);
-        assert!(w.import_columns(&ColumnarWorld { components: vec![bad_bool], indexes: vec![] }).is_err());
+        assert!(w.import_columns(&ColumnarWorld { components: vec![bad_bool], ..Default::default() }).is_err());
         assert!(w.is_empty() && w.components().is_empty());
     }
 }

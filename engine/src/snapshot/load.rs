@@ -1198,11 +1198,31 @@ unsafe fn write_fields(fields: &[FieldSource<'_>], n: usize, size: usize, dst: *
         match *f {
             FieldSource::Plain { ty, dst: off, run, stride, at } => {
                 let w = wire_size(ty);
+                if n > 0
+                    && (n - 1).checked_mul(stride).and_then(|l| l.checked_add(at + w)).is_none_or(|l| l > run.len())
+                {
+                    return Err(short());
+                }
+                if cfg!(target_endian = "little") {
+                    // SAFETY: the run holds rows `0..n` (checked above); the rows lie within
+                    // the caller's region and the field within each row; the bytes are valid
+                    // values of the plain type (bools were checked).
+                    unsafe {
+                        match w {
+                            1 => scatter::<1>(run, stride, at, n, dst.add(off), size),
+                            2 => scatter::<2>(run, stride, at, n, dst.add(off), size),
+                            4 => scatter::<4>(run, stride, at, n, dst.add(off), size),
+                            8 => scatter::<8>(run, stride, at, n, dst.add(off), size),
+                            12 => scatter::<12>(run, stride, at, n, dst.add(off), size),
+                            _ => scatter_bytes(run, stride, at, w, n, dst.add(off), size),
+                        }
+                    }
+                    continue;
+                }
                 for i in 0..n {
                     let start = i * stride + at;
-                    let src = run.get(start..start + w).ok_or_else(short)?;
                     let mut buf = [0u8; 12];
-                    crate::snapshot::format::copy_le(ty, src, &mut buf[..w]);
+                    crate::snapshot::format::copy_le(ty, &run[start..start + w], &mut buf[..w]);
                     // SAFETY: row `i < n` lies within the caller's region, the field within the
                     // row; `w` bytes of a plain type, valid for it (bools were checked).
                     unsafe { std::ptr::copy_nonoverlapping(buf.as_ptr(), dst.add(i * size + off), w) };
@@ -1222,6 +1242,35 @@ unsafe fn write_fields(fields: &[FieldSource<'_>], n: usize, size: usize, dst: *
         }
     }
     Ok(())
+}
+
+/// Copies `n` values of `W` bytes, the `i`th from `run[i * stride + at..]`, to
+/// `dst + i * size`: a field run scattered into rows, one fixed-size copy per row.
+///
+/// # Safety
+///
+/// `run` holds `(n - 1) * stride + at + W` bytes or more, and `dst + i * size` is valid for
+/// writes of `W` bytes for every `i < n`.
+#[inline]
+unsafe fn scatter<const W: usize>(run: &[u8], stride: usize, at: usize, n: usize, dst: *mut u8, size: usize) {
+    for i in 0..n {
+        let start = i * stride + at;
+        // SAFETY: the caller guarantees the source bytes exist and the destination is writable.
+        unsafe { std::ptr::copy_nonoverlapping(run.as_ptr().add(start), dst.add(i * size), W) };
+    }
+}
+
+/// [`scatter`] for a width known only at run time.
+///
+/// # Safety
+///
+/// As for [`scatter`], with `w` for `W`.
+unsafe fn scatter_bytes(run: &[u8], stride: usize, at: usize, w: usize, n: usize, dst: *mut u8, size: usize) {
+    for i in 0..n {
+        let start = i * stride + at;
+        // SAFETY: the caller guarantees the source bytes exist and the destination is writable.
+        unsafe { std::ptr::copy_nonoverlapping(run.as_ptr().add(start), dst.add(i * size), w) };
+    }
 }
 
 /// Writes row `i` of every field source into the value at `p`.

@@ -111,7 +111,7 @@ use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
-pub use columns::{ColumnarWorld, ComponentColumns, FieldValues};
+pub use columns::{ColumnarWorld, ComponentColumns, DeadIndices, FieldValues};
 pub use format::{FORMAT_VERSION, HEADER_LEN, MAGIC};
 pub use json::JsonOptions;
 pub use lock::{FileStamp, WorldLock, DEFAULT_BUSY_TIMEOUT};

@@ -10,18 +10,21 @@ use arrow_array::builder::StringBuilder;
 use arrow_array::types::{
     Float32Type, Float64Type, Int16Type, Int32Type, Int64Type, Int8Type, UInt16Type, UInt32Type, UInt64Type, UInt8Type,
 };
-use arrow_array::{ArrayRef, BooleanArray, FixedSizeListArray, Float32Array, PrimitiveArray, RecordBatch};
+use arrow_array::{
+    Array, ArrayRef, BooleanArray, FixedSizeListArray, Float32Array, PrimitiveArray, RecordBatch, StringArray,
+};
+use arrow_buffer::{Buffer, NullBuffer, OffsetBuffer, ScalarBuffer};
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
 use ecsdb_engine::storage::FieldColumn;
-use ecsdb_engine::{FieldType, World};
+use ecsdb_engine::{Entity, FieldType, World};
 use parquet::arrow::ArrowWriter;
-use parquet::basic::Compression;
-use parquet::file::properties::WriterProperties;
+use parquet::basic::{Compression, Encoding};
+use parquet::file::properties::{EnabledStatistics, WriterProperties};
 use parquet::schema::types::ColumnPath;
 
 use ecsdb_engine::storage::FieldView;
 
-use super::{entity_text, ComponentPlan};
+use super::{push_entity_text, ComponentPlan};
 use crate::error::{DataProblem, Place, TransferError};
 
 /// Field metadata key naming the ecsdb type of a column (so `entity` and `string` columns,
@@ -105,18 +108,7 @@ fn array(col: FieldView<'_>, start: usize, end: usize) -> ArrayRef {
             }
             Arc::new(b.finish())
         }
-        FieldView::Entity(c) => {
-            let mut b = StringBuilder::with_capacity(end - start, (end - start) * 10);
-            let mut buf = [0u8; 24];
-            for e in c.range(start, end) {
-                if e.is_null() {
-                    b.append_null();
-                } else {
-                    b.append_value(entity_text(*e, &mut buf));
-                }
-            }
-            Arc::new(b.finish())
-        }
+        FieldView::Entity(c) => entity_strings(c.range(start, end).copied()),
         FieldView::Vec2(c) => vectors(&c, start, end),
         FieldView::Vec3(c) => vectors(&c, start, end),
         // A plan's segments store their component and the schema gives every field a type.
@@ -124,13 +116,102 @@ fn array(col: FieldView<'_>, start: usize, end: usize) -> ArrayRef {
     }
 }
 
-fn entity_array(entities: &[ecsdb_engine::Entity]) -> ArrayRef {
-    let mut b = StringBuilder::with_capacity(entities.len(), entities.len() * 10);
-    let mut buf = [0u8; 24];
-    for &e in entities {
-        b.append_value(entity_text(e, &mut buf));
+/// Entities as a UTF-8 array of `12v0` texts, the null entity as null. Built in one buffer
+/// and checked as UTF-8 once, not per value.
+fn entity_strings(entities: impl ExactSizeIterator<Item = Entity>) -> ArrayRef {
+    let mut offsets: Vec<i32> = Vec::with_capacity(entities.len() + 1);
+    let mut text: Vec<u8> = Vec::with_capacity(entities.len() * 10);
+    let mut nulls: Option<Vec<bool>> = None;
+    offsets.push(0);
+    for (i, e) in entities.enumerate() {
+        if e.is_null() {
+            nulls.get_or_insert_with(|| vec![true; i]).push(false);
+        } else {
+            push_entity_text(e, &mut text);
+            if let Some(n) = nulls.as_mut() {
+                n.push(true);
+            }
+        }
+        offsets.push(i32::try_from(text.len()).expect("a batch of entity texts under 2 GiB"));
     }
-    Arc::new(b.finish())
+    let array = StringArray::try_new(
+        OffsetBuffer::new(ScalarBuffer::from(offsets)),
+        Buffer::from_vec(text),
+        nulls.map(NullBuffer::from),
+    )
+    .expect("entity texts are ASCII with increasing offsets");
+    Arc::new(array)
+}
+
+/// Rows sampled from the start of a component to choose each column's encoding.
+const SAMPLE_ROWS: usize = 4096;
+
+/// Compression that keeps more than this share of a sample's bytes is not worth its time:
+/// the column is written uncompressed (random measurements, mostly).
+const WORTH_COMPRESSING: f64 = 0.9;
+
+/// The bytes a column's values take in Arrow memory (what Parquet's plain encoding writes).
+fn array_bytes(data: &arrow_data::ArrayData, out: &mut Vec<u8>) {
+    for b in data.buffers() {
+        out.extend_from_slice(b.as_slice());
+    }
+    for child in data.child_data() {
+        array_bytes(child, out);
+    }
+}
+
+/// Whether Snappy shrinks `array` enough to pay for compressing it.
+fn compresses(array: &ArrayRef) -> bool {
+    let mut raw = Vec::new();
+    array_bytes(&array.to_data(), &mut raw);
+    if raw.is_empty() {
+        return true;
+    }
+    let packed = snap::raw::Encoder::new().compress_vec(&raw).map_or(raw.len(), |c| c.len());
+    (packed as f64) < raw.len() as f64 * WORTH_COMPRESSING
+}
+
+/// Whether a string column repeats its values enough for a dictionary (team names), judged
+/// on a sample: unique names would only pay for interning.
+fn repeats(array: &ArrayRef) -> bool {
+    let strings = array.as_any().downcast_ref::<StringArray>().expect("a string field's array");
+    let distinct: std::collections::HashSet<&str> = strings.iter().flatten().collect();
+    distinct.len() * 2 <= Array::len(strings)
+}
+
+/// The writer's settings for one component, chosen per column from a sample of its first
+/// rows: Snappy where it shrinks the data, a dictionary where strings repeat.
+///
+/// The entity column is delta-encoded (`DELTA_BYTE_ARRAY`: neighbouring ids share their
+/// leading digits), which makes it as small as Snappy did on plain text at a fraction of the
+/// time, and is left uncompressed. It has no statistics: ids sort as text (`10v0` < `9v0`),
+/// so a row group's min and max span nearly every id and would never let a reader skip it,
+/// while computing them costs a comparison per row. DuckDB, DataFusion and Spark (3.3 and
+/// later) read the encoding.
+fn writer_properties(world: &World, plan: &ComponentPlan<'_>) -> WriterProperties {
+    let entity = ColumnPath::from("entity");
+    let mut props = WriterProperties::builder()
+        .set_compression(Compression::SNAPPY)
+        .set_dictionary_enabled(false)
+        .set_column_encoding(entity.clone(), Encoding::DELTA_BYTE_ARRAY)
+        .set_column_compression(entity.clone(), Compression::UNCOMPRESSED)
+        .set_column_statistics_enabled(entity, EnabledStatistics::None);
+    let Some(seg) = plan.segments.first() else {
+        return props.build();
+    };
+    let n = seg.entities.len().min(SAMPLE_ROWS);
+    let samples =
+        plan.info.fields().iter().enumerate().map(|(i, f)| (&f.name, f.ty, array(plan.column(world, seg, i), 0, n)));
+    for (name, ty, sample) in samples {
+        let column = ColumnPath::from(name.as_str());
+        if !compresses(&sample) {
+            props = props.set_column_compression(column.clone(), Compression::UNCOMPRESSED);
+        }
+        if ty == FieldType::String && repeats(&sample) {
+            props = props.set_column_dictionary_enabled(column, true);
+        }
+    }
+    props.build()
 }
 
 /// Writes one component's Parquet file; returns its size in bytes.
@@ -141,27 +222,20 @@ pub(super) fn write(
     progress: &(dyn Fn(u64) + Sync),
 ) -> Result<u64, TransferError> {
     let schema = arrow_schema(plan);
-    // Dictionaries pay off for repeated text (team names), not for measurements: floats and
-    // ids are written plain.
-    let mut props = WriterProperties::builder().set_compression(Compression::SNAPPY).set_dictionary_enabled(false);
-    for f in plan.info.fields() {
-        if f.ty == FieldType::String {
-            props = props.set_column_dictionary_enabled(ColumnPath::from(f.name.as_str()), true);
-        }
-    }
+    let props = writer_properties(world, plan);
     let fail = |e: parquet::errors::ParquetError| {
         TransferError::data(path, Place::default(), DataProblem::Malformed(format!("writing Parquet: {e}")))
     };
     let file = File::create(path).map_err(|e| TransferError::io(path, e))?;
-    let mut writer = ArrowWriter::try_new(BufWriter::with_capacity(1 << 20, file), schema.clone(), Some(props.build()))
-        .map_err(fail)?;
+    let mut writer =
+        ArrowWriter::try_new(BufWriter::with_capacity(1 << 20, file), schema.clone(), Some(props)).map_err(fail)?;
     for seg in &plan.segments {
         let columns: Vec<FieldView<'_>> = (0..plan.info.fields().len()).map(|i| plan.column(world, seg, i)).collect();
         let mut start = 0;
         while start < seg.entities.len() {
             let end = (start + BATCH).min(seg.entities.len());
             let mut arrays = Vec::with_capacity(columns.len() + 1);
-            arrays.push(entity_array(&seg.entities[start..end]));
+            arrays.push(entity_strings(seg.entities[start..end].iter().copied()));
             arrays.extend(columns.iter().map(|c| array(*c, start, end)));
             let batch = RecordBatch::try_new(schema.clone(), arrays)
                 .map_err(|e| fail(parquet::errors::ParquetError::General(e.to_string())))?;

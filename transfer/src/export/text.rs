@@ -13,7 +13,7 @@ use ecsdb_engine::World;
 
 use ecsdb_engine::storage::FieldView;
 
-use super::{entity_text, ComponentPlan};
+use super::{push_entity_text, ComponentPlan};
 use crate::error::TransferError;
 
 /// Which text format.
@@ -74,12 +74,10 @@ fn value(out: &mut Vec<u8>, col: &FieldView<'_>, row: usize, json: bool) {
                     out.extend_from_slice(b"null");
                 }
             } else {
-                let mut buf = [0u8; 24];
-                let t = entity_text(e, &mut buf);
                 if json {
                     out.push(b'"');
                 }
-                out.extend_from_slice(t.as_bytes());
+                push_entity_text(e, out);
                 if json {
                     out.push(b'"');
                 }
@@ -128,9 +126,10 @@ pub(super) fn write(
             w.write_record(None::<&[u8]>).map_err(csv_err)?;
             for seg in &plan.segments {
                 let cols: Vec<FieldView<'_>> = (0..names.len()).map(|i| plan.column(world, seg, i)).collect();
-                let mut buf = [0u8; 24];
                 for (row, &e) in seg.entities.iter().enumerate() {
-                    w.write_field(entity_text(e, &mut buf)).map_err(csv_err)?;
+                    cell.clear();
+                    push_entity_text(e, &mut cell);
+                    w.write_field(&cell).map_err(csv_err)?;
                     for c in &cols {
                         cell.clear();
                         value(&mut cell, c, row, false);
@@ -155,11 +154,10 @@ pub(super) fn write(
                 .collect();
             for seg in &plan.segments {
                 let cols: Vec<FieldView<'_>> = (0..names.len()).map(|i| plan.column(world, seg, i)).collect();
-                let mut buf = [0u8; 24];
                 for (row, &e) in seg.entities.iter().enumerate() {
                     cell.clear();
                     cell.extend_from_slice(b"{\"entity\":\"");
-                    cell.extend_from_slice(entity_text(e, &mut buf).as_bytes());
+                    push_entity_text(e, &mut cell);
                     cell.push(b'"');
                     for (k, c) in keys.iter().zip(&cols) {
                         cell.extend_from_slice(k);

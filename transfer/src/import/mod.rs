@@ -4,6 +4,8 @@ mod parquet;
 mod text;
 mod values;
 
+pub(crate) use values::parse_entity;
+
 use std::fs;
 use std::path::{Path, PathBuf};
 
@@ -92,8 +94,15 @@ pub fn read_dir(dir: &Path, opts: &ImportOptions) -> Result<ColumnarWorld, Trans
         })
         .collect();
     let components = read.into_iter().collect::<Result<Vec<_>, _>>()?;
-    let indexes = schema.map(|s| s.index_definitions()).unwrap_or_default();
-    Ok(ColumnarWorld { components, indexes })
+    let indexes = schema.as_ref().map(|s| s.index_definitions()).unwrap_or_default();
+    let (bare_entities, dead) = match schema.as_ref().and_then(|s| s.entities.as_ref()) {
+        Some(entities) => {
+            let (bare, dead) = entities.parse(&dir.join(SCHEMA_FILE))?;
+            (bare, Some(dead))
+        }
+        None => (Vec::new(), None),
+    };
+    Ok(ColumnarWorld { components, indexes, bare_entities, dead })
 }
 
 /// Imports the export (or files) in `dir` into `world`, which must have no live entities:
@@ -113,6 +122,14 @@ pub fn import(world: &mut World, dir: &Path, opts: &ImportOptions) -> Result<Imp
             Place::cell(row + 1, "entity"),
             DataProblem::DuplicateEntity(entity.to_string()),
         ),
+        // The allocator and the entities without components come from `schema.json`.
+        SnapshotError::Columns { component, row, reason } if file_of(&component).is_none() => TransferError::Schema {
+            path: dir.join(SCHEMA_FILE),
+            message: match row {
+                Some(r) => format!("{component}, item {r}: {reason}"),
+                None => format!("{component}: {reason}"),
+            },
+        },
         SnapshotError::Columns { component, row, reason } => TransferError::data(
             file_of(&component).unwrap_or_default(),
             row.map_or_else(Place::default, |r| Place::cell(r + 1, "entity")),

@@ -13,7 +13,7 @@ use ecsdb_engine::snapshot::ComponentColumns;
 use ecsdb_engine::{ComponentDef, Entity, FieldType, StorageKind};
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 
-use super::values::{parse_entity, plain_size, Builder};
+use super::values::{parse_entity_bytes, plain_size, Builder};
 use crate::error::{DataProblem, Place, TransferError};
 
 /// Field metadata key naming the ecsdb type of a column (see the export).
@@ -288,12 +288,19 @@ fn push_ids<O: OffsetSizeTrait>(
     s: &GenericStringArray<O>,
     out: &mut Vec<Entity>,
 ) -> Result<(), TransferError> {
-    for (i, v) in s.iter().enumerate() {
-        let t = v.unwrap_or("null");
-        let e = parse_entity(t).ok_or_else(|| {
-            TransferError::data(path, Place::cell(first_row + i, "entity"), DataProblem::BadEntity(t.to_string()))
-        })?;
-        out.push(e);
+    let bad = |i: usize, t: &str| {
+        TransferError::data(path, Place::cell(first_row + i, "entity"), DataProblem::BadEntity(t.to_string()))
+    };
+    if s.null_count() > 0 {
+        let i = (0..s.len()).find(|&i| s.is_null(i)).unwrap_or(0);
+        return Err(bad(i, "null"));
+    }
+    // Straight from the offsets and the text: no per-value `Option<&str>`.
+    let (offsets, text) = (s.value_offsets(), s.value_data());
+    out.reserve(s.len());
+    for (i, w) in offsets.windows(2).enumerate() {
+        let t = &text[w[0].as_usize()..w[1].as_usize()];
+        out.push(parse_entity_bytes(t).ok_or_else(|| bad(i, &String::from_utf8_lossy(t)))?);
     }
     Ok(())
 }

@@ -15,25 +15,28 @@ pub(crate) enum Builder {
 /// Parses `12v0` without the standard library's general integer parser (ids are most of
 /// what an import parses); same answers as `Entity::from_str`.
 pub(crate) fn parse_entity(s: &str) -> Option<Entity> {
-    fn number(b: &[u8]) -> Option<u32> {
-        if b.is_empty() || b.len() > 10 {
-            return None;
-        }
+    parse_entity_bytes(s.as_bytes())
+}
+
+/// [`parse_entity`] on the text's bytes: one pass, digits then `v` then digits.
+pub(crate) fn parse_entity_bytes(b: &[u8]) -> Option<Entity> {
+    /// The number at the start of `b` (at most 10 digits, at least one) and the bytes after it.
+    fn number(b: &[u8]) -> Option<(u32, &[u8])> {
         let mut v: u64 = 0;
-        for &c in b {
-            let d = c.wrapping_sub(b'0');
-            if d > 9 {
+        let mut n = 0;
+        while let Some(d) = b.get(n).map(|c| c.wrapping_sub(b'0')).filter(|&d| d <= 9) {
+            v = v * 10 + d as u64;
+            n += 1;
+            if n > 10 {
                 return None;
             }
-            v = v * 10 + d as u64;
         }
-        u32::try_from(v).ok()
+        (n > 0).then_some(())?;
+        Some((u32::try_from(v).ok()?, &b[n..]))
     }
-    let b = s.as_bytes();
-    let v = b.iter().position(|&c| c == b'v')?;
-    let index = number(&b[..v])?;
-    let generation = number(&b[v + 1..])?;
-    (index != u32::MAX).then(|| Entity::from_parts(index, generation))
+    let (index, rest) = number(b)?;
+    let (generation, rest) = number(rest.strip_prefix(b"v")?)?;
+    (rest.is_empty() && index != u32::MAX).then(|| Entity::from_parts(index, generation))
 }
 
 fn mismatch(ty: FieldType, found: &str) -> DataProblem {
