@@ -162,6 +162,9 @@ impl Harness {
         ok(world.create_index(IndexDef::new("Marked", &["n"], IndexKind::Btree)));
         ok(world.create_index(IndexDef::new("Link", &["target"], IndexKind::Btree)));
         ok(world.create_index(IndexDef::new("Link", &["target"], IndexKind::Bitmap)));
+        for (component, field) in [("Team", "id"), ("Health", "hp"), ("Name", "value"), ("Link", "target")] {
+            ok(world.create_index(IndexDef::new(component, &[field], IndexKind::Skip)));
+        }
         ok(world.create_function_index("east", "Pos", |v: &Value| match v {
             Value::Object(f) => f[0].1.as_f64().is_some_and(|x| x > 0.0),
             _ => false,
@@ -434,6 +437,17 @@ fn answer_of(w: &World, name: &str, p: &IndexPredicate) -> Option<Vec<u32>> {
     Some(out)
 }
 
+/// `=`, `IN`, `!=`, presence or a range, on values of `kind`.
+fn rand_predicate(r: &mut Rng, kind: &str) -> IndexPredicate {
+    match r.below(5) {
+        0 => IndexPredicate::Eq(rand_value(r, kind)),
+        1 => IndexPredicate::In((0..r.below(4)).map(|_| rand_value(r, kind)).collect()),
+        2 => IndexPredicate::NotEq(rand_value(r, kind)),
+        3 => IndexPredicate::Present,
+        _ => IndexPredicate::Range { low: rand_bound(r, kind), high: rand_bound(r, kind) },
+    }
+}
+
 fn rand_value(r: &mut Rng, kind: &str) -> Value {
     match kind {
         "hp" => match r.below(5) {
@@ -482,13 +496,7 @@ fn check_keyed(w: &World, r: &mut Rng, component: &str, field: &str, kind: &str,
     let rows = scan(w, component, &[field]);
     let has_nan = rows.iter().any(|(_, v)| matches!(v[0], Value::Float(x) if x.is_nan()));
     for _ in 0..6 {
-        let p = match r.below(5) {
-            0 => IndexPredicate::Eq(rand_value(r, kind)),
-            1 => IndexPredicate::In((0..r.below(4)).map(|_| rand_value(r, kind)).collect()),
-            2 => IndexPredicate::NotEq(rand_value(r, kind)),
-            3 => IndexPredicate::Present,
-            _ => IndexPredicate::Range { low: rand_bound(r, kind), high: rand_bound(r, kind) },
-        };
+        let p = rand_predicate(r, kind);
         let want: Vec<u32> = rows.iter().filter(|(_, v)| holds(&v[0], &p)).map(|(e, _)| *e).collect();
         for &(name, ranges) in indexes {
             let got = answer_of(w, name, &p);
@@ -524,6 +532,29 @@ fn check_keyed(w: &World, r: &mut Rng, component: &str, field: &str, kind: &str,
             let got: Vec<u32> = got.unwrap().into_iter().take(limit.unwrap_or(usize::MAX)).collect();
             assert_eq!(got, want, "{name} {p:?}");
         }
+    }
+}
+
+/// A skip index answers a superset: every matching row, and only rows that have the
+/// component; it declines presence and the unbounded range (which nulls match).
+fn check_skip(w: &World, r: &mut Rng, component: &str, field: &str, kind: &str) {
+    let name = format!("{component}_{field}_skip");
+    let rows = scan(w, component, &[field]);
+    let all: Vec<u32> = rows.iter().map(|(e, _)| *e).collect();
+    for _ in 0..8 {
+        let p = rand_predicate(r, kind);
+        let got = answer_of(w, &name, &p);
+        let declines = matches!(&p, IndexPredicate::Present)
+            || matches!(&p, IndexPredicate::Range { low: Bound::Unbounded, high: Bound::Unbounded });
+        if declines {
+            assert!(got.is_none(), "{name} {p:?} must decline");
+            continue;
+        }
+        let got = got.unwrap_or_else(|| panic!("{name} {p:?}: declined"));
+        for (e, v) in &rows {
+            assert!(!holds(&v[0], &p) || got.contains(e), "{name} {p:?}: missed {e}");
+        }
+        assert!(got.iter().all(|e| all.contains(e)), "{name} {p:?}: a row without the component");
     }
 }
 
@@ -594,6 +625,9 @@ fn check_all(w: &World, seed: u64) {
     check_keyed(w, &mut r, "Health", "hp", "hp", &[("Health_hp_bitmap", false), ("Health_hp_btree", true)]);
     check_keyed(w, &mut r, "Name", "value", "name", &[("Name_value_bitmap", false), ("Name_value_btree", true)]);
     check_keyed(w, &mut r, "Marked", "n", "marked", &[("Marked_n_btree", true)]);
+    check_skip(w, &mut r, "Team", "id", "team");
+    check_skip(w, &mut r, "Health", "hp", "hp");
+    check_skip(w, &mut r, "Name", "value", "name");
 
     // Entity field with nulls: equality, !=, ordered with nulls first/last.
     let links = scan(w, "Link", &["target"]);
@@ -604,6 +638,10 @@ fn check_all(w: &World, seed: u64) {
             let want: Vec<u32> = links.iter().filter(|(_, x)| holds(&x[0], &p)).map(|(e, _)| *e).collect();
             assert_eq!(answer_of(w, "Link_target_btree", &p).as_ref(), Some(&want), "{p:?}");
             assert_eq!(answer_of(w, "Link_target_bitmap", &p).as_ref(), Some(&want), "{p:?}");
+            match answer_of(w, "Link_target_skip", &p) {
+                None => assert!(matches!(p, IndexPredicate::Present), "skip declined {p:?}"),
+                Some(got) => assert!(want.iter().all(|e| got.contains(e)), "skip {p:?}: a superset"),
+            }
         }
         let descending = r.below(2) == 0;
         let mut sel: Vec<(u32, Value)> = links.iter().map(|(e, v)| (*e, v[0].clone())).collect();

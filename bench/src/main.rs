@@ -18,6 +18,7 @@ mod harness;
 mod index;
 mod live;
 mod query;
+mod skip;
 mod snapshot;
 mod spatial;
 mod systems;
@@ -47,6 +48,7 @@ const SUITES: &[(&str, SuiteFn)] = &[
     ("expr", expr::run),
     ("spatial", spatial::run),
     ("index", index::run),
+    ("skip", skip::run),
     ("snapshot", snapshot::run),
     ("transfer", transfer::run),
     ("live", live::run),

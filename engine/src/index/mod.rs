@@ -1,9 +1,11 @@
 //! Secondary indexes: plug-ins behind one small trait, kept exactly in step with the data,
 //! asked by the query planner to answer predicates with sets of entities.
 //!
-//! An index never changes an answer, only its speed: every answer is exactly what a full scan
-//! of the component would return for the same predicate, under the comparison rules of the
-//! text language (see [Semantics](#semantics)). When an index cannot guarantee that for some
+//! An index never changes an answer, only its speed: every answer holds every entity a full
+//! scan of the component would return for the same predicate, under the comparison rules of
+//! the text language (see [Semantics](#semantics)). Every kind but `skip` answers exactly
+//! those; `skip` answers whole blocks, a superset, and the executor tests the predicate on
+//! every row it visits either way. When an index cannot guarantee that for some
 //! predicate, it declines it ([`SecondaryIndex::estimate`] returns `None`) and the planner
 //! scans.
 //!
@@ -16,6 +18,7 @@
 //! | [`IndexKind::Btree`] | `BTreeMap<key, entity set>` | one orderable field (as for bitmap) | [`Eq`], [`In`], [`NotEq`], [`Range`], [`Ordered`] (ordered), [`Present`] |
 //! | [`IndexKind::Function`] | roaring | a Rust predicate over one component, registered by name | [`Function`], [`Present`] |
 //! | [`IndexKind::Relation`] | roaring, as bitmap | one `entity` field: target → referrers | [`Eq`], [`In`]; hierarchy walks through [`IndexReader::descendants`] |
+//! | [`IndexKind::Skip`] | per block of 1024 entity ids: min/max and a Bloom filter (fastbloom) | one orderable field (as for bitmap) | [`Eq`], [`In`], [`NotEq`], [`Range`], as the blocks that may match (a superset) |
 //!
 //! [`WithinRadius`]: IndexPredicate::WithinRadius
 //! [`InsideBox`]: IndexPredicate::InsideBox
@@ -159,6 +162,7 @@ pub mod keys;
 mod registry;
 mod relation;
 mod rtree;
+mod skip;
 
 use std::fmt;
 use std::ops::Bound;
@@ -199,6 +203,17 @@ pub trait SecondaryIndex: Send + Sync {
 
     /// Applies buffered work. Called after every batch of `update`/`remove` calls.
     fn flush(&mut self) {}
+
+    /// Whether the index has drifted far enough from the data (summaries widened by writes)
+    /// that the registry should rebuild it from the current rows. Asked after each flush.
+    fn wants_rebuild(&self) -> bool {
+        false
+    }
+
+    /// What EXPLAIN adds about answering `pred` (a skip index: blocks kept of the total).
+    fn explain(&self, _pred: &IndexPredicate) -> Option<String> {
+        None
+    }
 
     /// Forgets every entry (a full rebuild follows).
     fn clear(&mut self);
@@ -295,7 +310,8 @@ impl IndexPredicate {
 
 /// An index's answer.
 pub enum IndexAnswer<'a> {
-    /// Exactly the entities (by index) that have the component and satisfy the predicate.
+    /// The entities (by index) that have the component and satisfy the predicate (a skip
+    /// index: every entity of the blocks that may hold matches).
     Set(RoaringBitmap),
     /// Such entities in the predicate's order, lazily.
     Ordered(Box<dyn Iterator<Item = u32> + 'a>),
@@ -371,14 +387,24 @@ pub enum IndexKind {
     Function,
     /// Target → referrers of an `entity` field: `=`, `IN`, walks down hierarchies.
     Relation,
+    /// Per block of entity ids, min/max and a Bloom filter of one field: the blocks that may
+    /// hold matches.
+    Skip,
 }
 
 impl IndexKind {
     /// Every kind.
-    pub const ALL: [IndexKind; 5] =
-        [IndexKind::Rtree, IndexKind::Bitmap, IndexKind::Btree, IndexKind::Function, IndexKind::Relation];
+    pub const ALL: [IndexKind; 6] = [
+        IndexKind::Rtree,
+        IndexKind::Bitmap,
+        IndexKind::Btree,
+        IndexKind::Function,
+        IndexKind::Relation,
+        IndexKind::Skip,
+    ];
 
-    /// The name used in the language (`rtree`, `bitmap`, `btree`, `function`, `relation`).
+    /// The name used in the language (`rtree`, `bitmap`, `btree`, `function`, `relation`,
+    /// `skip`).
     pub fn name(self) -> &'static str {
         match self {
             IndexKind::Rtree => "rtree",
@@ -386,6 +412,7 @@ impl IndexKind {
             IndexKind::Btree => "btree",
             IndexKind::Function => "function",
             IndexKind::Relation => "relation",
+            IndexKind::Skip => "skip",
         }
     }
 
@@ -495,4 +522,6 @@ pub(crate) mod cost {
     pub const BITMAP_BIT: f64 = 1.0 / 32.0;
     /// Testing one R-tree candidate against its exact position.
     pub const CANDIDATE: f64 = 12.0;
+    /// Testing one skip-index block summary (bounds, maybe a filter probe).
+    pub const BLOCK_TEST: f64 = 2.0;
 }

@@ -20,9 +20,10 @@ use roaring::RoaringBitmap;
 use super::bitmap::{BitmapIndex, PresenceIndex};
 use super::btree::BtreeIndex;
 use super::function::FunctionIndex;
-use super::keys::{KeyType, OrdF64};
+use super::keys::{KeyClass, KeyType, OrdF64};
 use super::relation::RelationIndex;
 use super::rtree::RtreeIndex;
+use super::skip::SkipIndex;
 use super::{Estimate, IndexAnswer, IndexDef, IndexInfo, IndexKind, IndexPredicate, RtreeUpdate, SecondaryIndex};
 use crate::component::{is_identifier, Component, ComponentId, ComponentInfo, FieldType, StorageKind};
 use crate::entity::Entity;
@@ -196,8 +197,8 @@ impl Slot {
             self.feed(world, Some((this as Tick, age)));
             self.index.flush();
             // A path that took components away without the removal hook (World::clear)
-            // leaves entries behind: the count tells.
-            if self.entries() != world.component_count(self.component) as u64 {
+            // leaves entries behind: the count tells. A summary index may also ask.
+            if self.entries() != world.component_count(self.component) as u64 || self.index.wants_rebuild() {
                 self.rebuild(world);
             }
         }
@@ -366,8 +367,16 @@ impl<'w> IndexReader<'w> {
         self.set.find(name)?.estimate(pred)
     }
 
-    /// Index `name`'s exact answer to `pred`; `None` exactly when [`IndexReader::estimate`]
-    /// is `None`.
+    /// What EXPLAIN shows of index `name` answering `pred` (a skip index: blocks kept of the
+    /// total); `None` when the index has nothing to add or does not answer.
+    pub fn explain(&self, name: &str, pred: &IndexPredicate) -> Option<String> {
+        let slot = self.set.find(name)?;
+        slot.estimate(pred)?;
+        slot.index.explain(pred)
+    }
+
+    /// Index `name`'s answer to `pred`; `None` exactly when [`IndexReader::estimate`] is
+    /// `None`.
     pub fn answer(&self, name: &str, pred: &IndexPredicate) -> Option<IndexAnswer<'_>> {
         if let IndexPredicate::DescendantOf { ancestor, max_depth } = pred {
             // Walking down needs the allocator (a child's generation), so the reader walks.
@@ -517,8 +526,7 @@ fn resolve(
         idx.push(j);
     }
     let ty = |j: usize| info.fields()[j].ty;
-    let keyed = |j: usize, bitmap: bool| -> Result<Box<dyn SecondaryIndex>> {
-        let kind = if bitmap { "bitmap" } else { "btree" };
+    let keyed = |j: usize, kind: IndexKind| -> Result<Box<dyn SecondaryIndex>> {
         let key = KeyType::of(ty(j)).ok_or_else(|| {
             invalid(format!(
                 "a {kind} index cannot order field '{comp}.{}' of type {}: use rtree for vectors",
@@ -526,17 +534,19 @@ fn resolve(
                 ty(j)
             ))
         })?;
-        Ok(match (key, bitmap) {
-            (KeyType::Bool, true) => Box::new(BitmapIndex::<bool>::default()),
-            (KeyType::Int, true) => Box::new(BitmapIndex::<i64>::default()),
-            (KeyType::Float, true) => Box::new(BitmapIndex::<OrdF64>::default()),
-            (KeyType::Str, true) => Box::new(BitmapIndex::<Box<str>>::default()),
-            (KeyType::Entity, true) => Box::new(BitmapIndex::<Entity>::default()),
-            (KeyType::Bool, false) => Box::new(BtreeIndex::<bool>::default()),
-            (KeyType::Int, false) => Box::new(BtreeIndex::<i64>::default()),
-            (KeyType::Float, false) => Box::new(BtreeIndex::<OrdF64>::default()),
-            (KeyType::Str, false) => Box::new(BtreeIndex::<Box<str>>::default()),
-            (KeyType::Entity, false) => Box::new(BtreeIndex::<Entity>::default()),
+        fn of<K: KeyClass + std::hash::Hash>(kind: IndexKind) -> Box<dyn SecondaryIndex> {
+            match kind {
+                IndexKind::Bitmap => Box::new(BitmapIndex::<K>::default()),
+                IndexKind::Skip => Box::new(SkipIndex::<K>::default()),
+                _ => Box::new(BtreeIndex::<K>::default()),
+            }
+        }
+        Ok(match key {
+            KeyType::Bool => of::<bool>(kind),
+            KeyType::Int => of::<i64>(kind),
+            KeyType::Float => of::<OrdF64>(kind),
+            KeyType::Str => of::<Box<str>>(kind),
+            KeyType::Entity => of::<Entity>(kind),
         })
     };
     let names = |idx: &[usize]| idx.iter().map(|&j| info.fields()[j].name.clone()).collect::<Vec<_>>();
@@ -577,16 +587,16 @@ fn resolve(
         }
         IndexKind::Bitmap => match idx.as_slice() {
             [] => Ok((Vec::new(), Source::Presence, Box::new(PresenceIndex::default()))),
-            [j] => Ok((names(&idx), Source::Fields(vec![*j]), keyed(*j, true)?)),
+            [j] => Ok((names(&idx), Source::Fields(vec![*j]), keyed(*j, IndexKind::Bitmap)?)),
             _ => Err(invalid(format!("a bitmap index covers one field (or none, for presence); got {:?}", def.fields))),
         },
-        IndexKind::Btree => {
+        IndexKind::Btree | IndexKind::Skip => {
             if idx.is_empty() && info.fields().len() == 1 && !info.is_opaque() {
                 idx = vec![0];
             }
             match idx.as_slice() {
-                [j] => Ok((names(&idx), Source::Fields(vec![*j]), keyed(*j, false)?)),
-                _ => Err(invalid(format!("a btree index orders one field of '{comp}'; got {:?}", def.fields))),
+                [j] => Ok((names(&idx), Source::Fields(vec![*j]), keyed(*j, def.kind)?)),
+                _ => Err(invalid(format!("a {} index covers one field of '{comp}'; got {:?}", def.kind, def.fields))),
             }
         }
         IndexKind::Relation => match idx.as_slice() {

@@ -44,8 +44,10 @@ pub fn bind_statement(stmt: &ast::Statement, world: &World, functions: &Function
     Ok(Bound { plan, params: b.params })
 }
 
-/// Index kinds the language names (implemented by the index layer).
-pub const INDEX_KINDS: [&str; 5] = ["rtree", "bitmap", "btree", "function", "relation"];
+/// Index kinds the language names: the index layer's.
+fn index_kinds() -> Vec<&'static str> {
+    ecsdb_engine::index::IndexKind::ALL.iter().map(|k| k.name()).collect()
+}
 
 /// A mutation's target: its FROM terms, its WHERE condition, or its entity.
 type TargetParts = (Vec<Term>, Option<Expr>, Option<EntityRef>);
@@ -881,23 +883,18 @@ impl<'a> Binder<'a> {
             }
             field_names.push(f.name.clone());
         }
-        let kind = c.kind.name.to_ascii_lowercase();
-        if !INDEX_KINDS.contains(&kind.as_str()) {
+        let Some(kind) = ecsdb_engine::index::IndexKind::from_name(&c.kind.name) else {
+            let kinds = index_kinds();
             let mut e = err(
                 ErrorKind::Unsupported,
-                format!(
-                    "unknown index kind '{}' (the kinds are rtree, bitmap, btree, function and relation)",
-                    c.kind.name
-                ),
+                format!("unknown index kind '{}' (the kinds are {})", c.kind.name, kinds.join(", ")),
                 c.kind.span,
             );
-            if let Some(s) = suggest(&c.kind.name, INDEX_KINDS) {
+            if let Some(s) = suggest(&c.kind.name, kinds) {
                 e = e.with_suggestion(s);
             }
             return Err(e);
-        }
-        let kind = ecsdb_engine::index::IndexKind::from_name(&kind)
-            .ok_or_else(|| err(ErrorKind::Unsupported, format!("unknown index kind '{}'", c.kind.name), c.kind.span))?;
+        };
         let def = ecsdb_engine::index::IndexDef {
             name: c.name.as_ref().map(|n| n.name.clone()),
             component: info.name().to_string(),
