@@ -164,7 +164,9 @@ impl Slot {
                 match r.read(world, row, e, &mut values) {
                     Some(()) => {
                         self.index.update(e.index(), &values);
-                        self.unreadable.remove(e.index());
+                        if !self.unreadable.is_empty() {
+                            self.unreadable.remove(e.index());
+                        }
                     }
                     None => {
                         self.index.remove(e.index());
