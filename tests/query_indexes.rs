@@ -441,3 +441,22 @@ fn skip_index_prunes_clustered_blocks_and_never_changes_an_answer() {
     let plan = explain(&reloaded, "SELECT count(*) WHERE Zone.id = 17");
     assert!(plan.contains("Zone_id_skip (skip)"), "{plan}");
 }
+
+#[test]
+fn prepared_parameters_use_an_index_when_the_bound_value_is_selective() {
+    let mut db = zones(100_000);
+    let plain = zones(100_000);
+    db.execute("CREATE INDEX ON Zone (id) USING bitmap").unwrap();
+    for text in ["SELECT count(*) WHERE Zone.id = $1", "SELECT count(*) WHERE Zone.id != $1"] {
+        let mut p = db.prepare(text).unwrap();
+        let plan = p.explain(&db).unwrap().join("\n");
+        assert!(plan.contains("USING INDEX Zone_id_bitmap"), "planned for a selective value: {plan}");
+        // Selective (`= 17`: 1,000 rows) or not (`!= 17`: 99,000 rows, scanned): same answers.
+        for v in [Value::Int(17), Value::Int(99), Value::Float(2.5), Value::Null] {
+            let params = Params::new().bind(v.clone());
+            let got = p.query(&db, &params).unwrap().rows;
+            let want = plain.query_with(text, &params).unwrap().rows;
+            assert_eq!(got, want, "{text} with {v:?}");
+        }
+    }
+}

@@ -164,7 +164,10 @@ fn the_relation_index_answers_children_and_explain_shows_it() {
     db.execute_script(&format!("SPAWN ChildOf {{parent: {other}}};").repeat(2000)).unwrap();
     let plan = run(&mut db, &format!("EXPLAIN SELECT entity WHERE ChildOf.parent = {root}"));
     let text: Vec<String> = plan.iter().map(|r| r[0].to_string()).collect();
-    assert!(text.iter().any(|l| l.contains("ChildOf_parent_relation")), "{text:#?}");
+    assert!(
+        text.iter().any(|l| l.contains("ChildOf_parent_relation (relation) FOR = on ChildOf(parent) [2 referrers]")),
+        "{text:#?}"
+    );
     assert_eq!(run(&mut db, &format!("SELECT count(*) WHERE ChildOf.parent = {root}")), [vec![Value::Int(2)]]);
     assert_eq!(
         run(&mut db, &format!("SELECT count(*) WHERE ChildOf.parent IN ({root}, {other})")),

@@ -18,6 +18,7 @@ mod harness;
 mod index;
 mod live;
 mod query;
+mod relations;
 mod skip;
 mod snapshot;
 mod spatial;
@@ -49,6 +50,7 @@ const SUITES: &[(&str, SuiteFn)] = &[
     ("spatial", spatial::run),
     ("index", index::run),
     ("skip", skip::run),
+    ("relations", relations::run),
     ("snapshot", snapshot::run),
     ("transfer", transfer::run),
     ("live", live::run),

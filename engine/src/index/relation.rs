@@ -44,6 +44,18 @@ impl SecondaryIndex for RelationIndex {
         }
     }
 
+    fn explain(&self, pred: &IndexPredicate) -> Option<String> {
+        let referrers = |v: &Value| self.by_target.estimate(&IndexPredicate::Eq(v.clone())).map_or(0, |e| e.rows);
+        Some(match pred {
+            IndexPredicate::Eq(v) => format!("{} referrers", referrers(v)),
+            IndexPredicate::In(vs) => format!("{} referrers", vs.iter().map(referrers).sum::<u64>()),
+            IndexPredicate::DescendantOf { ancestor, .. } => {
+                format!("{} children, subtree walked at run time", referrers(ancestor))
+            }
+            _ => return None,
+        })
+    }
+
     fn update(&mut self, entity: u32, values: &[Value]) {
         self.by_target.update(entity, values)
     }

@@ -42,6 +42,10 @@ use crate::plan::PlanOptions;
 /// saves that many visits.
 const ROW_VISIT: f64 = 30.0;
 
+/// Rows a predicate on a parameter is assumed to match when planning without its value (the
+/// executor checks the bound value: see [`IndexLookup::worth_it`]).
+const PARAM_ROWS: f64 = 16.0;
+
 /// A predicate shape with its constants still unresolved (parameters bind at run time).
 #[derive(Clone, Debug)]
 enum Shape {
@@ -337,6 +341,33 @@ impl IndexTree {
         }
     }
 
+    /// Estimated rows and cost of [`answer`](Self::answer) with these parameter values;
+    /// `None` when it would answer every entity.
+    fn estimate(&self, r: &IndexReader<'_>, params: &[Value]) -> Option<(f64, f64)> {
+        match self {
+            IndexTree::Leaf(leaf) => {
+                r.estimate(&leaf.index, &leaf.shape.resolve(params)?).map(|e| (e.rows as f64, e.cost))
+            }
+            IndexTree::And(children) => {
+                let parts: Vec<(f64, f64)> = children.iter().filter_map(|c| c.estimate(r, params)).collect();
+                let rows = parts.iter().map(|p| p.0).reduce(f64::min)?;
+                Some((rows, parts.iter().map(|p| p.1).sum()))
+            }
+            IndexTree::Or(children) => children.iter().try_fold((0.0, 0.0), |(rows, cost), c| {
+                let (r2, c2) = c.estimate(r, params)?;
+                Some((rows + r2, cost + c2))
+            }),
+        }
+    }
+
+    /// Whether a leaf takes a parameter (the plan assumed a selective value).
+    fn has_param(&self) -> bool {
+        match self {
+            IndexTree::Leaf(leaf) => leaf.shape.has_param(),
+            IndexTree::And(cs) | IndexTree::Or(cs) => cs.iter().any(|c| c.has_param()),
+        }
+    }
+
     fn indexes(&self, out: &mut Vec<String>) {
         match self {
             IndexTree::Leaf(l) => {
@@ -391,8 +422,9 @@ impl Chooser<'_, '_> {
                     Some(e) => (e.rows as f64, e.cost, self.reader.explain(&ix.name, &pred)),
                     None => continue,
                 },
-                // With parameters the values are unknown at plan time: assume a selective lookup.
-                _ => (self.total_rows / 10.0, self.total_rows / 10.0 * 0.1, None),
+                // With parameters the values are unknown at plan time: assume a selective
+                // value; the executor checks the bound values and scans when they are not.
+                _ => (PARAM_ROWS, PARAM_ROWS * 10.0, None),
             };
             if best.as_ref().is_none_or(|b| rows * ROW_VISIT + cost < b.rows * ROW_VISIT + b.cost) {
                 let fields = if want.is_empty() { String::new() } else { format!("({})", want.join(", ")) };
@@ -492,6 +524,14 @@ struct EngineLookup {
 }
 
 impl IndexLookup for EngineLookup {
+    fn worth_it(&self, world: &World, params: &[Value], scan_rows: usize) -> bool {
+        if !self.tree.has_param() {
+            return true;
+        }
+        let reader = world.index_reader();
+        self.tree.estimate(&reader, params).is_some_and(|(rows, cost)| rows * ROW_VISIT + cost < scan_rows as f64)
+    }
+
     fn lookup(&self, world: &World, params: &[Value]) -> Result<RoaringBitmap, Error> {
         let reader = world.index_reader();
         if let Some(set) = self.tree.answer(&reader, params) {

@@ -63,6 +63,13 @@ impl Operand {
 pub trait IndexLookup: Send + Sync {
     /// The entity indices that may satisfy the predicate (a superset is fine).
     fn lookup(&self, world: &World, params: &[Value]) -> Result<RoaringBitmap, Error>;
+
+    /// Whether, with these parameter values, the lookup is cheaper than scanning
+    /// `scan_rows` rows. A plan made without the values (a prepared statement's `$1`)
+    /// assumes a selective value; the executor asks here and scans when it is not.
+    fn worth_it(&self, _world: &World, _params: &[Value], _scan_rows: usize) -> bool {
+        true
+    }
 }
 
 /// An access path through secondary indexes: one index's answer, or several combined.
