@@ -124,6 +124,9 @@ impl<'s, 'w, S: Leaves<'w> + ?Sized> Evaluator<'s, 'w, S> {
             ExprKind::Path { base, steps } => {
                 let world = self.world_for(e)?;
                 let start = self.eval(base, rows)?;
+                if let Some(v) = relations::typed_path(world, &start, steps) {
+                    return Ok(v);
+                }
                 let mut out = Vec::with_capacity(n);
                 for i in 0..n {
                     out.push(relations::follow_path(world, &start.value(i), steps, e)?);
