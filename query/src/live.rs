@@ -53,6 +53,22 @@ pub struct TickTimes {
     pub p99: Option<f64>,
 }
 
+/// One system's counters in the writer, for `stats`.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct SystemStat {
+    /// The system's name.
+    pub name: String,
+    /// Times it ran.
+    pub runs: u64,
+    /// Rows its statements touched, over all runs.
+    pub rows: u64,
+    /// Time spent in it, over all runs.
+    pub total: Duration,
+    /// How long its runs took in the writer's last tick (the mean, when it ran more than once:
+    /// a fixed-update system), or since the last tick a reader saw.
+    pub last: Option<Duration>,
+}
+
 /// How many recent tick durations `stats` summarises.
 const TICK_WINDOW: usize = 1024;
 
@@ -89,6 +105,8 @@ struct Shared {
     pool_cond: Condvar,
     pool_size: usize,
     times: Mutex<VecDeque<f64>>,
+    /// The writer's per-system statistics as of its last tick with a reader attached.
+    systems: Mutex<Vec<SystemStat>>,
     /// The writer is gone: queued writes fail, waits end.
     closed: AtomicBool,
 }
@@ -149,6 +167,7 @@ impl Publisher {
             pool_cond: Condvar::new(),
             pool_size,
             times: Mutex::new(VecDeque::new()),
+            systems: Mutex::new(Vec::new()),
             closed: AtomicBool::new(false),
         });
         let (tx, rx) = mpsc::sync_channel::<(u64, Vec<u8>, Database)>(1);
@@ -203,6 +222,26 @@ impl Publisher {
     pub fn end_tick(&mut self, db: &mut Database) {
         self.tick += 1;
         self.apply_queued(db);
+        if self.shared.readers.load(Ordering::Acquire) > 0 {
+            // A dozen names and counters: what `stats` shows of the schedule, with the time of
+            // the runs since the previous look.
+            let mut systems = lock(&self.shared.systems);
+            let now: Vec<SystemStat> = db
+                .system_stats()
+                .into_iter()
+                .map(|(name, runs, rows, total)| {
+                    let before = systems.iter().find(|s| s.name == name);
+                    let (runs0, total0, last0) =
+                        before.map_or((0, Duration::ZERO, None), |s| (s.runs, s.total, s.last));
+                    let last = match runs.checked_sub(runs0) {
+                        Some(n) if n > 0 => Some(total.saturating_sub(total0) / n as u32),
+                        _ => last0,
+                    };
+                    SystemStat { name, runs, rows, total, last }
+                })
+                .collect();
+            *systems = now;
+        }
         self.publish(db);
     }
 
@@ -267,11 +306,13 @@ impl Drop for Publisher {
 }
 
 fn decode_loop(rx: Receiver<(u64, Vec<u8>, Database)>, shared: Arc<Shared>, decoding: Arc<AtomicBool>) {
-    while let Ok((tick, bytes, mut db)) = rx.recv() {
+    while let Ok((tick, bytes, template)) = rx.recv() {
         let world = World::load_from_bytes(&bytes);
         drop(bytes);
         if let Ok(world) = world {
-            *db.world_mut() = world;
+            // The schedule comes with the world (its saved systems), the functions with the
+            // writer's database.
+            let db = template.with_world(world);
             shared.state.store(Some(Arc::new(Published { tick, db })));
         }
         // Ready for the next publish before anyone waiting hears of this one.
@@ -457,6 +498,11 @@ impl Reader {
         // writer stops publishing).
         self.wait_for_tick(out.tick, Duration::from_secs(5));
         Ok(out)
+    }
+
+    /// The writer's per-system counters as of its last tick (empty before a reader saw one).
+    pub fn system_stats(&self) -> Vec<SystemStat> {
+        lock(&self.shared.systems).clone()
     }
 
     /// The writer's recent tick durations.

@@ -198,6 +198,36 @@ pub fn rows_json(rows: &[Vec<Value>]) -> Vec<Json> {
     rows.iter().map(|r| Json::Array(r.iter().map(value_to_json).collect())).collect()
 }
 
+/// The systems of a database's schedule, as `SHOW SYSTEMS` lists them: name, phase, position
+/// in it (from 0), the components read and written (the counters are the writer's: see
+/// `stats`).
+fn schedule(db: &ecsdb_query::Database) -> Vec<Json> {
+    let Ok(rs) = db.query("SHOW SYSTEMS") else { return Vec::new() };
+    let col = |name: &str| rs.columns.iter().position(|c| c == name);
+    let text = |row: &[Value], name: &str| match col(name).map(|i| &row[i]) {
+        Some(Value::Str(s)) => Json::String(s.clone()),
+        Some(Value::Int(i)) => json!(i),
+        _ => Json::Null,
+    };
+    // Component names, listed as `SHOW SYSTEMS` joins them.
+    let names = |row: &[Value], name: &str| match col(name).map(|i| &row[i]) {
+        Some(Value::Str(s)) => s.split(", ").filter(|n| !n.is_empty()).map(|n| json!(n)).collect(),
+        _ => Vec::new(),
+    };
+    rs.rows
+        .iter()
+        .map(|row| {
+            json!({
+                "name": text(row, "name"),
+                "phase": text(row, "phase"),
+                "position": text(row, "position"),
+                "reads": names(row, "reads"),
+                "writes": names(row, "writes"),
+            })
+        })
+        .collect()
+}
+
 fn result_json(rs: &ResultSet) -> Json {
     json!({ "columns": rs.columns, "rows": rows_json(&rs.rows) })
 }
@@ -314,7 +344,14 @@ impl Methods {
                         json!({ "components": names, "rows": t.len() })
                     })
                     .collect();
-                json!({ "tick": s.tick, "components": components, "indexes": indexes, "tables": tables, "systems": [] })
+                json!({
+                    "tick": s.tick,
+                    "components": components,
+                    "indexes": indexes,
+                    "tables": tables,
+                    "systems": schedule(&s.db),
+                    "writable": self.allow_writes,
+                })
             })
             .map_err(|e| RpcError::statement(&e, ""))
     }
@@ -343,16 +380,36 @@ impl Methods {
 
     fn stats(&self) -> Result<Json, RpcError> {
         let times = self.reader.tick_times();
+        let counters = self.reader.system_stats();
         self.reader
             .with_state(|s| {
                 let w = s.db.world();
                 let m = w.memory_usage();
+                // The writer's counters, with each system's phase from the published schedule.
+                let published = schedule(&s.db);
+                let systems: Vec<Json> = counters
+                    .iter()
+                    .map(|c| {
+                        let total_ms = c.total.as_secs_f64() * 1e3;
+                        let phase =
+                            published.iter().find(|sys| sys["name"] == c.name.as_str()).map(|sys| &sys["phase"]);
+                        let mean_ms = if c.runs == 0 { 0.0 } else { total_ms / c.runs as f64 };
+                        json!({
+                            "name": c.name,
+                            "phase": phase,
+                            "ms": c.last.map_or(mean_ms, |d| d.as_secs_f64() * 1e3),
+                            "rows": c.rows,
+                            "runs": c.runs,
+                            "total_ms": total_ms,
+                        })
+                    })
+                    .collect();
                 json!({
                     "tick": s.tick,
                     "entities": w.len(),
                     "tables": w.tables().len(),
                     "tick_ms": { "last": times.last, "p50": times.p50, "p99": times.p99 },
-                    "systems": [],
+                    "systems": systems,
                     "memory_bytes": m.component_bytes + m.overhead_bytes,
                 })
             })

@@ -52,6 +52,7 @@ fn every_read_method() {
         .iter()
         .any(|t| t == &json!({"components": ["Health", "Name"], "rows": 1})));
     assert_eq!(schema["systems"], json!([]));
+    assert_eq!(schema["writable"], json!(false));
 
     let e = c.call("entity", json!({"id": "0v0"})).unwrap();
     assert_eq!(e["components"], json!({"Health": {"hp": 10, "max": 20}, "Name": {"value": "a"}}));
@@ -317,4 +318,30 @@ mod fuzz {
             prop_assert!(alive, "the server stopped serving others");
         }
     }
+}
+
+#[test]
+fn schema_and_stats_show_the_systems_and_whether_writes_are_allowed() {
+    let script = format!("{WORLD}; CREATE SYSTEM heal AS UPDATE Health SET hp = Health.hp + 1");
+    let s = Served::new(&script, true, Some(Duration::from_millis(5)));
+    let mut c = s.http();
+    let schema = c.call("schema", json!({})).unwrap();
+    assert_eq!(schema["writable"], json!(true));
+    assert_eq!(
+        schema["systems"],
+        json!([{"name": "heal", "phase": "OnUpdate", "position": 0, "reads": ["Health"], "writes": ["Health"]}])
+    );
+    // The writer's counters reach `stats` once it has ticked with a reader attached.
+    let mut systems = json!(null);
+    for _ in 0..400 {
+        systems = c.call("stats", json!({})).unwrap()["systems"].clone();
+        if systems[0]["runs"].as_u64().is_some_and(|r| r >= 2) {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let heal = &systems[0];
+    assert_eq!((heal["name"].clone(), heal["phase"].clone()), (json!("heal"), json!("OnUpdate")), "{systems}");
+    assert!(heal["runs"].as_u64().unwrap() >= 2 && heal["rows"].as_u64().unwrap() >= 4, "{systems}");
+    assert!(heal["ms"].as_f64().unwrap() >= 0.0 && heal["total_ms"].as_f64().unwrap() >= heal["ms"].as_f64().unwrap());
 }

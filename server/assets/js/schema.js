@@ -129,13 +129,14 @@ export function renderSchema(model, stats, filterText, actions) {
   const order = new Map();
   $('schema-systems').replaceChildren(
     ...(model.systems.length ? model.systems.map((s) => {
-      const position = (order.get(s.phase) ?? 0) + 1;
+      // The server numbers systems from 0 in run order; shown from 1.
+      const position = Number.isInteger(s.position) ? s.position + 1 : (order.get(s.phase) ?? 0) + 1;
       order.set(s.phase, position);
       const t = timing.get(s.name);
       return h('li', {},
         h('span', { class: 'grow' },
           h('span', { class: 'mono' }, s.name),
-          h('span', { class: 'sub' }, `${s.phase ?? ''} #${s.position ?? position}${s.writes?.length ? ` · writes ${s.writes.join(', ')}` : ''}`)),
+          h('span', { class: 'sub' }, `${s.phase ?? ''} #${position}${s.writes?.length ? ` · writes ${s.writes.join(', ')}` : ''}`)),
         h('span', { class: 'num', title: 'time in the last tick' }, t ? formatMs(t.ms) : '–'));
     }) : [h('li', { class: 'muted' }, 'none')]),
   );

@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import {
-  makeWorld, cliQuery, startServer, launchBrowser, openInspector, tableCells, cellText,
+  makeWorld, cliQuery, startServer, launchBrowser, openInspector, tableCells, cellText, WORLD_SCRIPT,
 } from '../harness.js';
 
 let browser;
@@ -269,4 +269,30 @@ test('an acyclic relation shows as a tree', async (t) => {
     await page.locator('[data-testid="entity-view"] [aria-label="ChildOf"]', { hasText: hall }).waitFor();
     assert.deepEqual(problems, []);
   });
+});
+
+test('the schema lists the running systems, the stats chart their time, and the status says writable', async () => {
+  const world = makeWorld(`${WORLD_SCRIPT}\nCREATE SYSTEM heal IN PHASE OnUpdate AS UPDATE Health SET hp = Health.hp + 1;`);
+  const server = await startServer(world.world, { allowWrites: true, extra: ['--hz', '30'] });
+  let page;
+  try {
+    const opened = await openInspector(browser, server.url);
+    page = opened.page;
+    await page.locator('#conn-mode', { hasText: 'writable' }).waitFor();
+    const systems = page.locator('#schema-systems');
+    await systems.locator('li', { hasText: 'heal' }).waitFor();
+    await systems.locator('li', { hasText: 'OnUpdate #1 · writes Health' }).waitFor();
+    // A time once the writer has ticked with the inspector attached (the schema polls stats).
+    await page.waitForFunction(() => {
+      const li = [...document.querySelectorAll('#schema-systems li')].find((l) => l.textContent.includes('heal'));
+      return li && !li.querySelector('.num')?.textContent.includes('–');
+    }, null, { timeout: 15000 });
+    await page.getByRole('tab', { name: 'Stats' }).click();
+    await page.locator('#system-legend', { hasText: 'heal' }).waitFor();
+    assert.deepEqual(opened.problems, []);
+  } finally {
+    await page?.close();
+    await server.stop();
+    world.cleanup();
+  }
 });

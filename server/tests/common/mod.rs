@@ -33,6 +33,8 @@ impl Served {
                 match tick {
                     Some(d) => {
                         std::thread::sleep(d);
+                        // The world's systems, if it has any, as a game loop would run them.
+                        let _ = db.tick(1, d.as_secs_f64());
                         publisher.end_tick(&mut db);
                     }
                     None => {
