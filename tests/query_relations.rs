@@ -190,3 +190,55 @@ fn descendant_of_is_answered_by_walking_down_the_relation_index() {
     let none = format!("SELECT count(*) WHERE descendant_of(ChildOf.parent, {b})");
     assert_eq!(run(&mut db, &none), [vec![Value::Int(0)]]);
 }
+
+mod typed {
+    use ecsdb::query::{Database, ErrorKind};
+    use ecsdb::{Component, Entity, OnDelete, Value};
+
+    #[derive(Component)]
+    struct Node {
+        name: String,
+    }
+
+    #[derive(Component)]
+    #[component(name = "Parent")]
+    struct Parent {
+        #[references(on_delete = "cascade", acyclic)]
+        of: Entity,
+    }
+
+    #[derive(Component)]
+    struct Owner {
+        #[references(on_delete = "set null")]
+        who: Entity,
+        #[references]
+        note: Entity,
+    }
+
+    #[test]
+    fn a_derive_attribute_declares_references_that_text_and_despawn_follow() {
+        let mut db = Database::new();
+        let w = db.world_mut();
+        let root = w.spawn(Node { name: "root".into() });
+        let kid = w.spawn((Node { name: "kid".into() }, Parent { of: root }));
+        let grandkid = w.spawn((Node { name: "grandkid".into() }, Parent { of: kid }));
+        let owner = w.spawn(Owner { who: kid, note: root });
+        let parent = w.components().by_name("Parent").unwrap().id();
+        let r = w.reference(parent, 0).expect("Parent.of is a reference");
+        assert_eq!((r.on_delete, r.acyclic), (OnDelete::Cascade, true));
+        let owner_id = w.components().by_name("Owner").unwrap().id();
+        assert_eq!(w.reference(owner_id, 0).unwrap().on_delete, OnDelete::SetNull);
+        assert_eq!(w.reference(owner_id, 1).unwrap().on_delete, OnDelete::NoAction);
+        assert_eq!(w.children_of::<Parent>(root, "of").unwrap(), [kid]);
+        assert_eq!(w.descendants_of::<Parent>(root, "of").unwrap().len(), 2);
+
+        // Text follows the declaration: a cycle is refused, paths and policies work.
+        let err = db.execute(&format!("ADD Parent {{of: {grandkid}}} TO {root}")).unwrap_err();
+        assert_eq!(err.kind, ErrorKind::Constraint);
+        let rows = db.query(&format!("SELECT Parent.of.Node.name WHERE entity = {grandkid}")).unwrap().rows;
+        assert_eq!(rows, [vec![Value::Str("kid".into())]]);
+        assert_eq!(db.execute(&format!("DESPAWN {kid}")).unwrap().rows, [vec![Value::Int(2)]]);
+        let rows = db.query(&format!("SELECT Owner.who, Owner.note WHERE entity = {owner}")).unwrap().rows;
+        assert_eq!(rows, [vec![Value::Null, Value::Entity(root)]]);
+    }
+}

@@ -283,8 +283,23 @@ pub struct ComponentSchema {
 pub unsafe trait Component: Send + Sync + 'static {
     /// Table or sparse storage.
     const STORAGE: StorageKind = StorageKind::Table;
+    /// Entity fields declared references (`#[references(...)]` on a field): the world declares
+    /// them the first time it spawns or inserts the type, as `World::declare_reference`
+    /// would.
+    const REFERENCES: &'static [TypedReference] = &[];
     /// The schema of this type.
     fn schema() -> ComponentSchema;
+}
+
+/// A reference declared on a Rust type's `entity` field (see [`Component::REFERENCES`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TypedReference {
+    /// The field's name.
+    pub field: &'static str,
+    /// What despawning the target does.
+    pub on_delete: crate::reference::OnDelete,
+    /// Whether following the field may never lead an entity back to itself.
+    pub acyclic: bool,
 }
 
 /// A component definition for run-time components (no Rust type).
@@ -326,6 +341,8 @@ pub struct ComponentInfo {
     fields: Vec<FieldInfo>,
     opaque: bool,
     type_id: Option<TypeId>,
+    /// References its Rust type declares (empty for run-time components).
+    typed_references: &'static [TypedReference],
 }
 
 impl ComponentInfo {
@@ -340,6 +357,10 @@ impl ComponentInfo {
     /// Size and alignment of one value.
     pub fn layout(&self) -> Layout {
         self.layout
+    }
+    /// The references its Rust type declares.
+    pub fn typed_references(&self) -> &'static [TypedReference] {
+        self.typed_references
     }
     /// Table or sparse.
     pub fn storage(&self) -> StorageKind {
@@ -539,6 +560,7 @@ impl Components {
             info.drop = drop;
             info.layout = layout;
             info.fields = schema.fields;
+            info.typed_references = T::REFERENCES;
             self.by_type.insert(TypeId::of::<T>(), id);
             return Ok(id);
         }
@@ -552,6 +574,7 @@ impl Components {
             fields: schema.fields,
             opaque: schema.opaque,
             type_id: Some(TypeId::of::<T>()),
+            typed_references: T::REFERENCES,
         });
         self.by_name.insert(schema.name.to_string(), id);
         self.by_type.insert(TypeId::of::<T>(), id);
@@ -586,6 +609,7 @@ impl Components {
             fields,
             opaque: false,
             type_id: None,
+            typed_references: &[],
         });
         self.by_name.insert(def.name.clone(), id);
         Ok(id)

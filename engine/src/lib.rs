@@ -50,7 +50,7 @@ pub use bundle::Bundle;
 pub use command::{ApplyReport, CommandBuffer};
 pub use component::{
     is_identifier, Component, ComponentDef, ComponentId, ComponentInfo, ComponentSchema, Components, FieldInfo,
-    FieldType, SchemaField, StorageKind,
+    FieldType, SchemaField, StorageKind, TypedReference,
 };
 pub use ecsdb_derive::Component;
 pub use entity::{Entities, EntitiesState, Entity, EntityLocation, ParseEntityError};

@@ -265,9 +265,28 @@ impl World {
         &self.components
     }
 
-    /// Registers a Rust component type (spawning or inserting does this implicitly).
+    /// Registers a Rust component type (spawning or inserting does this implicitly), and
+    /// declares the references it declares (`#[references(...)]`).
     pub fn register<T: Component>(&mut self) -> Result<ComponentId> {
-        self.components.register::<T>()
+        let id = self.components.register::<T>()?;
+        self.declare_typed_references(&[id])?;
+        Ok(id)
+    }
+
+    /// Declares the references the Rust types of `ids` declare and the world does not have
+    /// yet (a snapshot may already carry them).
+    fn declare_typed_references(&mut self, ids: &[ComponentId]) -> Result<()> {
+        for &id in ids {
+            for r in self.components.info(id).typed_references() {
+                let info = self.components.info(id);
+                let declared = info.field_index(r.field).is_some_and(|f| self.reference(id, f).is_some());
+                if !declared {
+                    let def = crate::ReferenceDef::new(info.name(), r.field, r.on_delete, r.acyclic);
+                    self.declare_reference(&def)?;
+                }
+            }
+        }
+        Ok(())
     }
 
     /// Defines a component at run time.
@@ -482,7 +501,8 @@ impl World {
         }
         let mut ids = Vec::new();
         let info = B::register(&mut self.components, &mut ids)
-            .and_then(|()| BundleInfo::new(ids, &self.components))
+            .and_then(|()| self.declare_typed_references(&ids).map(|()| ids))
+            .and_then(|ids| BundleInfo::new(ids, &self.components))
             .unwrap_or_else(|e| panic!("invalid bundle {}: {e}", std::any::type_name::<B>()));
         self.bundles.push(info);
         self.bundle_by_type.insert(TypeId::of::<B>(), self.bundles.len() - 1);

@@ -7,6 +7,10 @@
 //!   and queryable by presence, without a schema.
 //! - `#[component(storage = "sparse")]` selects sparse-set storage.
 //! - `#[component(name = "Other")]` sets the catalog name (default: the type's name).
+//! - `#[references]` on an `Entity` field declares it a reference (`ON DELETE NO ACTION`);
+//!   `#[references(on_delete = "cascade", acyclic)]` with a policy (`"no action"`,
+//!   `"cascade"`, `"set null"`, `"remove"`, `"restrict"`) and `ACYCLIC`. The world declares
+//!   it the first time it spawns or inserts the type.
 #![forbid(unsafe_code)]
 
 use proc_macro::TokenStream;
@@ -14,7 +18,7 @@ use quote::quote;
 use syn::{parse_macro_input, Data, DeriveInput, Fields, LitStr};
 
 /// Derives `ecsdb_engine::Component`. See the crate docs for the attributes.
-#[proc_macro_derive(Component, attributes(component))]
+#[proc_macro_derive(Component, attributes(component, references))]
 pub fn derive_component(input: TokenStream) -> TokenStream {
     let input = parse_macro_input!(input as DeriveInput);
     match expand(&input) {
@@ -109,12 +113,19 @@ fn expand(input: &DeriveInput) -> syn::Result<proc_macro2::TokenStream> {
             }
         }
     };
+    let references = if opaque { Vec::new() } else { field_references(&input.data, &krate)? };
+    let references = if references.is_empty() {
+        quote!()
+    } else {
+        quote!(const REFERENCES: &'static [#krate::TypedReference] = &[#(#references),*];)
+    };
     let storage = if sparse { quote!(#krate::StorageKind::Sparse) } else { quote!(#krate::StorageKind::Table) };
     Ok(quote! {
         // SAFETY: the schema lists the type's own named fields, each with the schema type of
         // its declared Rust type (`SchemaField`, sealed) and its `offset_of!` offset.
         unsafe impl #impl_generics #krate::Component for #ident #ty_generics #where_clause {
             const STORAGE: #krate::StorageKind = #storage;
+            #references
             fn schema() -> #krate::ComponentSchema {
                 #krate::ComponentSchema {
                     name: #name,
@@ -124,4 +135,47 @@ fn expand(input: &DeriveInput) -> syn::Result<proc_macro2::TokenStream> {
             }
         }
     })
+}
+
+/// The `#[references(...)]` declarations on a struct's named fields.
+fn field_references(data: &Data, krate: &proc_macro2::TokenStream) -> syn::Result<Vec<proc_macro2::TokenStream>> {
+    let Data::Struct(s) = data else { return Ok(Vec::new()) };
+    let Fields::Named(named) = &s.fields else { return Ok(Vec::new()) };
+    let mut out = Vec::new();
+    for f in &named.named {
+        for attr in f.attrs.iter().filter(|a| a.path().is_ident("references")) {
+            let mut on_delete = quote!(NoAction);
+            let mut acyclic = false;
+            if !matches!(attr.meta, syn::Meta::Path(_)) {
+                attr.parse_nested_meta(|meta| {
+                    if meta.path.is_ident("acyclic") {
+                        acyclic = true;
+                        Ok(())
+                    } else if meta.path.is_ident("on_delete") {
+                        let v: LitStr = meta.value()?.parse()?;
+                        on_delete = match v.value().to_ascii_lowercase().replace('_', " ").as_str() {
+                            "no action" => quote!(NoAction),
+                            "cascade" => quote!(Cascade),
+                            "set null" => quote!(SetNull),
+                            "remove" => quote!(Remove),
+                            "restrict" => quote!(Restrict),
+                            other => {
+                                return Err(meta.error(format!(
+                                    "unknown ON DELETE policy '{other}': use \"no action\", \"cascade\", \"set null\", \"remove\" or \"restrict\""
+                                )))
+                            }
+                        };
+                        Ok(())
+                    } else {
+                        Err(meta.error("expected `on_delete = \"...\"` or `acyclic`"))
+                    }
+                })?;
+            }
+            let name = f.ident.as_ref().expect("named field").to_string();
+            out.push(quote! {
+                #krate::TypedReference { field: #name, on_delete: #krate::OnDelete::#on_delete, acyclic: #acyclic }
+            });
+        }
+    }
+    Ok(out)
 }
