@@ -162,6 +162,7 @@ impl Harness {
         ok(world.create_index(IndexDef::new("Marked", &["n"], IndexKind::Btree)));
         ok(world.create_index(IndexDef::new("Link", &["target"], IndexKind::Btree)));
         ok(world.create_index(IndexDef::new("Link", &["target"], IndexKind::Bitmap)));
+        ok(world.create_index(IndexDef::new("Link", &["target"], IndexKind::Relation)));
         for (component, field) in [("Team", "id"), ("Health", "hp"), ("Name", "value"), ("Link", "target")] {
             ok(world.create_index(IndexDef::new(component, &[field], IndexKind::Skip)));
         }
@@ -638,6 +639,13 @@ fn check_all(w: &World, seed: u64) {
             let want: Vec<u32> = links.iter().filter(|(_, x)| holds(&x[0], &p)).map(|(e, _)| *e).collect();
             assert_eq!(answer_of(w, "Link_target_btree", &p).as_ref(), Some(&want), "{p:?}");
             assert_eq!(answer_of(w, "Link_target_bitmap", &p).as_ref(), Some(&want), "{p:?}");
+            // The relation index answers `=` and `IN` exactly, as the bitmap does.
+            if matches!(p, IndexPredicate::Eq(_)) {
+                assert_eq!(answer_of(w, "Link_target_relation", &p).as_ref(), Some(&want), "relation {p:?}");
+                let both = IndexPredicate::In(vec![v.clone(), Value::Null]);
+                let want_in: Vec<u32> = links.iter().filter(|(_, x)| holds(&x[0], &both)).map(|(e, _)| *e).collect();
+                assert_eq!(answer_of(w, "Link_target_relation", &both), Some(want_in), "relation {both:?}");
+            }
             match answer_of(w, "Link_target_skip", &p) {
                 None => assert!(matches!(p, IndexPredicate::Present), "skip declined {p:?}"),
                 Some(got) => assert!(want.iter().all(|e| got.contains(e)), "skip {p:?}: a superset"),
