@@ -223,13 +223,16 @@ proptest! {
         let mut results = Vec::new();
         for threads in [1, 2, 4] {
             let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
-            let (world, failures) = pool.install(|| {
+            let (world, failures, bytes) = pool.install(|| {
                 let mut db = db_with(&setup);
                 create(&mut db);
                 let r = db.execute(&format!("TICK {ticks}")).unwrap();
-                (dump(&db), r.rows)
+                // Byte for byte: the saved world, change ticks and schedule included.
+                let opts = ecsdb::SaveOptions { change_ticks: true, ..Default::default() };
+                let bytes = db.world().save_to_vec(&opts).unwrap();
+                (dump(&db), r.rows, bytes)
             });
-            results.push((world, failures));
+            results.push((world, failures, bytes));
         }
         prop_assert_eq!(&results[0], &results[1]);
         prop_assert_eq!(&results[0], &results[2]);
