@@ -200,59 +200,70 @@ fn check_component(c: &ComponentColumns) -> Result<(), SnapshotError> {
     Ok(())
 }
 
+/// Where each row's text starts in a string field's `text` (one more entry than rows); empty
+/// for plain fields. Computed once per component, used by every table's [`gather`].
+fn string_starts(c: &ComponentColumns) -> Vec<Vec<usize>> {
+    c.fields
+        .iter()
+        .map(|f| match f {
+            FieldValues::Strings { lengths, .. } => std::iter::once(0)
+                .chain(lengths.iter().scan(0usize, |at, &l| {
+                    *at += l as usize;
+                    Some(*at)
+                }))
+                .collect(),
+            FieldValues::Plain(_) => Vec::new(),
+        })
+        .collect()
+}
+
 /// Rows `rows` (in order) of a component's field runs as a column record: borrowed when the
 /// rows are one consecutive run (the usual case: an export lists a component's rows table by
-/// table), otherwise copied, extending runs of consecutive source rows in one copy.
-fn gather<'a>(c: &'a ComponentColumns, rows: &[u32]) -> ColumnRecord<'a> {
+/// table), otherwise copied, one copy per run of consecutive source rows. `starts` is the
+/// component's [`string_starts`].
+fn gather<'a>(c: &'a ComponentColumns, starts: &[Vec<usize>], rows: &[u32]) -> ColumnRecord<'a> {
     if c.def.fields.is_empty() {
         return ColumnRecord { data: ColumnData::Empty, ticks: None };
     }
-    let one_run = match (rows.first(), rows.last()) {
-        (Some(&first), Some(&last)) => {
-            let (first, last) = (first as usize, last as usize);
-            (last - first + 1 == rows.len() && rows.windows(2).all(|w| w[1] == w[0] + 1)).then_some(first)
-        }
-        _ => Some(0),
+    let mut runs: Vec<(usize, usize)> = Vec::new();
+    for_each_run(rows, |start, len| runs.push((start, len)));
+    let one_run = match runs.as_slice() {
+        [] => Some((0, 0)),
+        [run] => Some(*run),
+        _ => None,
     };
-    let runs = c
-        .def
-        .fields
-        .iter()
-        .zip(&c.fields)
-        .map(|((_, ty), values)| match values {
+    let fields = c.def.fields.iter().zip(&c.fields).zip(starts);
+    let runs = fields
+        .map(|(((_, ty), values), starts)| match values {
             FieldValues::Plain(bytes) => {
                 let w = wire_size(*ty);
-                if let Some(first) = one_run {
-                    return FieldRun::Plain(Bytes::Mem(Cow::Borrowed(&bytes[first * w..(first + rows.len()) * w])));
+                if let Some((start, len)) = one_run {
+                    return FieldRun::Plain(Bytes::Mem(Cow::Borrowed(&bytes[start * w..(start + len) * w])));
                 }
                 let mut out = Vec::with_capacity(rows.len() * w);
-                for_each_run(rows, |start, len| out.extend_from_slice(&bytes[start * w..(start + len) * w]));
+                for &(start, len) in &runs {
+                    out.extend_from_slice(&bytes[start * w..(start + len) * w]);
+                }
                 FieldRun::Plain(Bytes::owned(out))
             }
             FieldValues::Strings { lengths, text } => {
-                let mut starts = Vec::with_capacity(lengths.len() + 1);
-                let mut at = 0usize;
-                starts.push(at);
-                for &l in lengths {
-                    at += l as usize;
-                    starts.push(at);
-                }
                 let mut lens = Vec::with_capacity(rows.len() * 4);
-                if let Some(first) = one_run {
-                    for l in &lengths[first..first + rows.len()] {
-                        lens.extend_from_slice(&l.to_le_bytes());
-                    }
-                    let data = &text[starts[first]..starts[first + rows.len()]];
-                    return FieldRun::Strings { lens: Bytes::owned(lens), data: Bytes::Mem(Cow::Borrowed(data)) };
-                }
-                let mut data = Vec::new();
-                for_each_run(rows, |start, len| {
+                for &(start, len) in &runs {
                     for l in &lengths[start..start + len] {
                         lens.extend_from_slice(&l.to_le_bytes());
                     }
-                    data.extend_from_slice(&text[starts[start]..starts[start + len]]);
-                });
-                FieldRun::Strings { lens: Bytes::owned(lens), data: Bytes::owned(data) }
+                }
+                let data = match one_run {
+                    Some((start, len)) => Bytes::Mem(Cow::Borrowed(&text[starts[start]..starts[start + len]])),
+                    None => {
+                        let mut data = Vec::new();
+                        for &(start, len) in &runs {
+                            data.extend_from_slice(&text[starts[start]..starts[start + len]]);
+                        }
+                        Bytes::owned(data)
+                    }
+                };
+                FieldRun::Strings { lens: Bytes::owned(lens), data }
             }
         })
         .collect();
@@ -471,6 +482,7 @@ fn columns_to_body(data: &ColumnarWorld) -> Result<Body<'_>, SnapshotError> {
     let order = table_order(table_sets.len(), &edges);
 
     // Each table's columns, gathered in parallel.
+    let starts: Vec<Vec<Vec<usize>>> = data.components.iter().map(string_starts).collect();
     let tables = crate::par::map(order, |t| {
         let slots_of = &members[t];
         let mut components = Vec::new();
@@ -478,7 +490,7 @@ fn columns_to_body(data: &ColumnarWorld) -> Result<Body<'_>, SnapshotError> {
         for ci in set_members(&table_sets[t]) {
             let rows: Vec<u32> = slots_of.iter().map(|&s| slots.row(ci, s)).collect();
             components.push(ci as u32);
-            columns.push(gather(&data.components[ci], &rows));
+            columns.push(gather(&data.components[ci], &starts[ci], &rows));
         }
         let entities = entity_bytes(slots_of.iter().map(|&s| Entity::from_parts(s, slots.generation[s as usize])));
         TableRecord { components, entities: Bytes::owned(entities), columns }
@@ -493,7 +505,7 @@ fn columns_to_body(data: &ColumnarWorld) -> Result<Body<'_>, SnapshotError> {
             SparseRecord {
                 component: ci as u32,
                 entities: Bytes::owned(entity_bytes(c.entities.iter().copied())),
-                column: gather(c, &rows),
+                column: gather(c, &starts[ci], &rows),
             }
         })
         .collect();

@@ -1203,20 +1203,21 @@ unsafe fn write_fields(fields: &[FieldSource<'_>], n: usize, size: usize, dst: *
                 {
                     return Err(short());
                 }
-                if cfg!(target_endian = "little") {
+                // Little-endian bytes are the values: one fixed-width copy per row (every
+                // plain type is 1, 2, 4, 8 or 12 bytes wide). Otherwise row by row, swapped.
+                let scatter = match w {
+                    1 => Some(scatter::<1> as ScatterFn),
+                    2 => Some(scatter::<2> as ScatterFn),
+                    4 => Some(scatter::<4> as ScatterFn),
+                    8 => Some(scatter::<8> as ScatterFn),
+                    12 => Some(scatter::<12> as ScatterFn),
+                    _ => None,
+                };
+                if let Some(scatter) = scatter.filter(|_| cfg!(target_endian = "little")) {
                     // SAFETY: the run holds rows `0..n` (checked above); the rows lie within
                     // the caller's region and the field within each row; the bytes are valid
                     // values of the plain type (bools were checked).
-                    unsafe {
-                        match w {
-                            1 => scatter::<1>(run, stride, at, n, dst.add(off), size),
-                            2 => scatter::<2>(run, stride, at, n, dst.add(off), size),
-                            4 => scatter::<4>(run, stride, at, n, dst.add(off), size),
-                            8 => scatter::<8>(run, stride, at, n, dst.add(off), size),
-                            12 => scatter::<12>(run, stride, at, n, dst.add(off), size),
-                            _ => scatter_bytes(run, stride, at, w, n, dst.add(off), size),
-                        }
-                    }
+                    unsafe { scatter(run, stride, at, n, dst.add(off), size) };
                     continue;
                 }
                 for i in 0..n {
@@ -1260,18 +1261,8 @@ unsafe fn scatter<const W: usize>(run: &[u8], stride: usize, at: usize, n: usize
     }
 }
 
-/// [`scatter`] for a width known only at run time.
-///
-/// # Safety
-///
-/// As for [`scatter`], with `w` for `W`.
-unsafe fn scatter_bytes(run: &[u8], stride: usize, at: usize, w: usize, n: usize, dst: *mut u8, size: usize) {
-    for i in 0..n {
-        let start = i * stride + at;
-        // SAFETY: the caller guarantees the source bytes exist and the destination is writable.
-        unsafe { std::ptr::copy_nonoverlapping(run.as_ptr().add(start), dst.add(i * size), w) };
-    }
-}
+/// A [`scatter`] of one width.
+type ScatterFn = unsafe fn(&[u8], usize, usize, usize, *mut u8, usize);
 
 /// Writes row `i` of every field source into the value at `p`.
 fn fill_fields(fields: &mut [FieldSource<'_>], i: usize, p: *mut u8) -> Result<(), SnapshotError> {

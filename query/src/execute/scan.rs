@@ -536,10 +536,9 @@ fn access_rows(plan: &ScanPlan, world: &World, params: &[Value]) -> Result<Optio
         Access::Index(ix) => {
             let scan_rows =
                 plan.tables.iter().filter_map(|t| world.tables().get(t.table.index())).map(|t| t.len()).sum();
-            if !ix.lookup.worth_it(world, params, scan_rows) {
+            let Some(bitmap) = ix.lookup.lookup(world, params, scan_rows)? else {
                 return Ok(None);
-            }
-            let bitmap = ix.lookup.lookup(world, params)?;
+            };
             for index in bitmap.iter() {
                 if let Some(e) = world.entities().resolve(index) {
                     locate(e, &mut map);

@@ -562,8 +562,8 @@ fn sorted_rows(phys: &PhysicalSelect, world: &World, params: &[Value], bounds: B
 struct FixedEntities(roaring::RoaringBitmap);
 
 impl crate::plan::physical::IndexLookup for FixedEntities {
-    fn lookup(&self, _: &World, _: &[Value]) -> Result<roaring::RoaringBitmap, Error> {
-        Ok(self.0.clone())
+    fn lookup(&self, _: &World, _: &[Value], _: usize) -> Result<Option<roaring::RoaringBitmap>, Error> {
+        Ok(Some(self.0.clone()))
     }
 }
 

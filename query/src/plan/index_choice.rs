@@ -43,7 +43,7 @@ use crate::plan::PlanOptions;
 const ROW_VISIT: f64 = 30.0;
 
 /// Rows a predicate on a parameter is assumed to match when planning without its value (the
-/// executor checks the bound value: see [`IndexLookup::worth_it`]).
+/// executor checks the bound value: see [`IndexLookup::lookup`]).
 const PARAM_ROWS: f64 = 16.0;
 
 /// A predicate shape with its constants still unresolved (parameters bind at run time).
@@ -517,32 +517,22 @@ fn disjuncts(e: &Expr) -> Vec<&Expr> {
 }
 
 /// Runs the chosen indexes at execution time. If an index was dropped since the plan was
-/// made, or declines the bound values, it answers every live entity: the scan's own filter
-/// then decides, so the answer is the same, only slower.
+/// made, declines the bound values, or (planned without them) finds them not selective, the
+/// executor scans: the answer is the same, only the path differs.
 struct EngineLookup {
     tree: IndexTree,
 }
 
 impl IndexLookup for EngineLookup {
-    fn worth_it(&self, world: &World, params: &[Value], scan_rows: usize) -> bool {
-        if !self.tree.has_param() {
-            return true;
-        }
+    fn lookup(&self, world: &World, params: &[Value], scan_rows: usize) -> Result<Option<RoaringBitmap>, Error> {
         let reader = world.index_reader();
-        self.tree.estimate(&reader, params).is_some_and(|(rows, cost)| rows * ROW_VISIT + cost < scan_rows as f64)
-    }
-
-    fn lookup(&self, world: &World, params: &[Value]) -> Result<RoaringBitmap, Error> {
-        let reader = world.index_reader();
-        if let Some(set) = self.tree.answer(&reader, params) {
-            return Ok(set);
+        if self.tree.has_param() {
+            let cheaper = |(rows, cost): (f64, f64)| rows * ROW_VISIT + cost < scan_rows as f64;
+            if !self.tree.estimate(&reader, params).is_some_and(cheaper) {
+                return Ok(None);
+            }
         }
-        drop(reader);
-        let mut all = RoaringBitmap::new();
-        for t in world.tables() {
-            all.extend(t.entities().iter().map(|e| e.index()));
-        }
-        Ok(all)
+        Ok(self.tree.answer(&reader, params))
     }
 }
 

@@ -61,15 +61,12 @@ impl Operand {
 /// [`choose_index`](crate::plan::index_choice::choose_index) makes one; the executor intersects the matched tables' rows with the answer and still applies the whole
 /// predicate (an index narrows the rows, it never decides the answer).
 pub trait IndexLookup: Send + Sync {
-    /// The entity indices that may satisfy the predicate (a superset is fine).
-    fn lookup(&self, world: &World, params: &[Value]) -> Result<RoaringBitmap, Error>;
-
-    /// Whether, with these parameter values, the lookup is cheaper than scanning
-    /// `scan_rows` rows. A plan made without the values (a prepared statement's `$1`)
-    /// assumes a selective value; the executor asks here and scans when it is not.
-    fn worth_it(&self, _world: &World, _params: &[Value], _scan_rows: usize) -> bool {
-        true
-    }
+    /// The entity indices that may satisfy the predicate (a superset is fine), or `None`
+    /// when the executor should scan the matched tables' `scan_rows` rows instead: an index
+    /// dropped since planning, one declining the bound values, or values that make visiting
+    /// the answer dearer than the scan (a plan made without them, for a prepared statement's
+    /// `$1`, assumed a selective value).
+    fn lookup(&self, world: &World, params: &[Value], scan_rows: usize) -> Result<Option<RoaringBitmap>, Error>;
 }
 
 /// An access path through secondary indexes: one index's answer, or several combined.
