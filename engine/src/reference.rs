@@ -294,6 +294,65 @@ impl World {
         false
     }
 
+    /// [`World::is_descendant_of`] for many entities at once: for each of `entities`, the hops
+    /// up `id.field` that reach `ancestor`, or `None` when its chain never does (an entity is
+    /// not its own descendant). Each chain is read once: entities that share ancestors (a
+    /// subtree's rows) reuse what an earlier walk found.
+    pub fn hops_to_ancestor(
+        &self,
+        entities: &[Entity],
+        id: ComponentId,
+        field: usize,
+        ancestor: Entity,
+    ) -> Vec<Option<u64>> {
+        // Hops to `ancestor` of every entity met so far (`None`: its chain never gets there).
+        let mut known: HashMap<u32, Option<u64>, foldhash::fast::FixedState> =
+            HashMap::with_capacity_and_hasher(entities.len() + 16, Default::default());
+        // The chain being walked, nearest first; a node met twice on it closes a loop without
+        // `ancestor`. Short chains are searched in place, long ones through `on_path`.
+        const SHORT: usize = 16;
+        let mut path: Vec<u32> = Vec::new();
+        let mut on_path: HashSet<u32, foldhash::fast::FixedState> = HashSet::default();
+        let mut out = Vec::with_capacity(entities.len());
+        for &e in entities {
+            if e == ancestor || e.is_null() {
+                out.push(None);
+                continue;
+            }
+            let mut cur = e;
+            // Hops from the node past the end of `path` to `ancestor`.
+            let tail = loop {
+                if let Some(h) = known.get(&cur.index()) {
+                    break *h;
+                }
+                let i = cur.index();
+                let looped = if path.len() < SHORT { path.contains(&i) } else { !on_path.insert(i) };
+                if looped {
+                    break None;
+                }
+                if path.len() + 1 == SHORT {
+                    on_path.extend(path.iter().copied().chain([i]));
+                }
+                path.push(i);
+                match self.live_target(cur, id, field) {
+                    Some(next) if next == ancestor => break Some(0),
+                    Some(next) => cur = next,
+                    None => break None,
+                }
+            };
+            let mut hops = tail;
+            for &node in path.iter().rev() {
+                hops = hops.map(|h| h + 1);
+                known.insert(node, hops);
+            }
+            // `path` starts at `e` unless `e` was known already.
+            out.push(if path.is_empty() { tail } else { hops });
+            path.clear();
+            on_path.clear();
+        }
+        out
+    }
+
     /// The ancestors of `e` along `id.field`, nearest first (stops at a null or dead target,
     /// or before repeating an entity).
     pub fn ancestors(&self, e: Entity, id: ComponentId, field: usize) -> Vec<Entity> {
@@ -321,6 +380,11 @@ impl World {
             return found;
         }
         drop(reader);
+        self.referrers_by_scan(target, id, field)
+    }
+
+    /// [`World::referrers`] without an index: every row of the component is read.
+    fn referrers_by_scan(&self, target: Entity, id: ComponentId, field: usize) -> Vec<Entity> {
         let mut out = Vec::new();
         self.for_each_entity_field(id, field, |r, t| {
             if t == target {
@@ -337,8 +401,18 @@ impl World {
         let mut out = Vec::new();
         let mut seen = HashSet::from([e]);
         let mut frontier = vec![e];
+        // One index reader for the whole walk (each opens with a refresh).
+        let reader = self.index_reader();
+        let index = reader.relation_on(id, field);
+        let children = |t: Entity| match index.as_deref().and_then(|name| reader.referrers(name, t)) {
+            Some(found) => found,
+            None => self.referrers_by_scan(t, id, field),
+        };
         while let Some(cur) = frontier.pop() {
-            for c in self.referrers(cur, id, field) {
+            if cur.is_null() || !self.is_alive(cur) {
+                continue;
+            }
+            for c in children(cur) {
                 if seen.insert(c) {
                     out.push(c);
                     frontier.push(c);

@@ -210,6 +210,13 @@ pub trait SecondaryIndex: Send + Sync {
         false
     }
 
+    /// A relation index: calls `visit` with the index of every entity whose field holds
+    /// `target`, ascending, and returns true. Every other kind returns false. Walks down a
+    /// hierarchy use this to read each node's referrers in place, with no set built per node.
+    fn referrers(&self, _target: crate::entity::Entity, _visit: &mut dyn FnMut(u32)) -> bool {
+        false
+    }
+
     /// What EXPLAIN adds about answering `pred` (a skip index: blocks kept of the total).
     fn explain(&self, _pred: &IndexPredicate) -> Option<String> {
         None

@@ -410,9 +410,11 @@ impl<'w> IndexReader<'w> {
     /// The live entities whose field holds `target`, ascending, from relation index `name`;
     /// `None` when it does not answer (no such index, or unreadable rows).
     pub fn referrers(&self, name: &str, target: Entity) -> Option<Vec<Entity>> {
-        let set = self.answer(name, &IndexPredicate::Eq(Value::Entity(target)))?.into_set(None);
+        let slot = self.set.find(name)?;
+        slot.estimate(&IndexPredicate::Eq(Value::Entity(target)))?;
         let entities = self.world.entities();
-        Some(set.iter().filter_map(|i| entities.resolve(i)).collect())
+        let mut out = Vec::new();
+        slot.index.referrers(target, &mut |i| out.extend(entities.resolve(i))).then_some(out)
     }
 
     /// The entity indices of every descendant of `ancestor` through relation index `name`
@@ -420,28 +422,36 @@ impl<'w> IndexReader<'w> {
     /// what `descendant_of(C.f, ancestor, max_depth)` is true for. Each entity is visited once,
     /// so loops end.
     pub fn descendants(&self, name: &str, ancestor: Entity, max_depth: Option<u64>) -> Option<RoaringBitmap> {
-        let mut out = RoaringBitmap::new();
+        let slot = self.set.find(name)?;
+        slot.estimate(&IndexPredicate::Eq(Value::Entity(ancestor)))?;
         if ancestor.is_null() || !self.world.is_alive(ancestor) {
-            self.set.find(name)?;
-            return Some(out);
+            return Some(RoaringBitmap::new());
         }
-        let mut frontier = vec![ancestor];
+        // Each entity has one target, so it is the referrer of one node only: walking down
+        // can meet a node twice only by coming back to `ancestor` (a loop through it). Skipping
+        // `ancestor` is therefore all the loop protection the walk needs, and the ids can be
+        // gathered in a list and made a bitmap once.
+        let entities = self.world.entities();
+        let mut found: Vec<u32> = Vec::new();
+        let (mut frontier, mut next) = (vec![ancestor], Vec::new());
         let mut level = 0u64;
         while !frontier.is_empty() && max_depth.is_none_or(|m| level < m) {
             level += 1;
-            let mut next = Vec::new();
-            for t in frontier {
-                for r in self.referrers(name, t)? {
-                    if out.insert(r.index()) {
-                        next.push(r);
+            for &t in &frontier {
+                let mut visit = |i: u32| {
+                    if i != ancestor.index() {
+                        found.push(i);
+                        next.extend(entities.resolve(i));
                     }
+                };
+                if !slot.index.referrers(t, &mut visit) {
+                    return None;
                 }
             }
-            frontier = next;
+            std::mem::swap(&mut frontier, &mut next);
+            next.clear();
         }
-        // The ancestor is not its own descendant, even on a loop back to it.
-        out.remove(ancestor.index());
-        Some(out)
+        Some(super::keys::bitmap_from_ids(found))
     }
 }
 

@@ -6,15 +6,80 @@
 //! ([`IndexReader::referrers`](super::IndexReader::referrers)), in time proportional to the
 //! referrers rather than to the component's rows.
 
-use super::bitmap::BitmapIndex;
+use std::collections::HashMap;
+
+use roaring::RoaringBitmap;
+
+use super::keys::Postings;
 use super::{cost, Estimate, IndexAnswer, IndexKind, IndexPredicate, IndexStats, SecondaryIndex};
 use crate::entity::Entity;
 use crate::value::Value;
 
 /// Target handle → referrers, for one `entity` field.
+///
+/// A hash map rather than the bitmap index's ordered map: targets are only ever looked up one
+/// at a time (`=`, `IN`, a walk down), never by range, and a walk looks one up per node.
 #[derive(Default)]
 pub(crate) struct RelationIndex {
-    by_target: BitmapIndex<Entity>,
+    by_target: HashMap<Entity, Postings, foldhash::fast::FixedState>,
+    /// One bit per target index: set once some entity refers to a target with that index.
+    /// A walk down asks about every node, most of them leaves; the bit answers those without
+    /// a probe of the map (which does not stay in cache on a large world).
+    has_referrers: Vec<u64>,
+    /// Each indexed entity's current target, by entity index (`Some(NULL)` for a null
+    /// handle, `None` when not indexed).
+    target_of: Vec<Option<Entity>>,
+    entries: u64,
+}
+
+impl RelationIndex {
+    fn referrer_count(&self, v: &Value) -> Option<u64> {
+        match v {
+            Value::Entity(t) => Some(self.by_target.get(t).map_or(0, Postings::len)),
+            Value::Null => Some(0),
+            _ => None,
+        }
+    }
+
+    fn referrer_set(&self, v: &Value, out: &mut RoaringBitmap) -> Option<()> {
+        match v {
+            Value::Entity(t) => {
+                if let Some(p) = self.by_target.get(t) {
+                    p.union_into(out);
+                }
+                Some(())
+            }
+            Value::Null => Some(()),
+            _ => None,
+        }
+    }
+
+    fn may_have_referrers(&self, target: Entity) -> bool {
+        let i = target.index() as usize;
+        target.is_null() || self.has_referrers.get(i / 64).is_some_and(|w| w & (1 << (i % 64)) != 0)
+    }
+
+    /// Sets `target`'s bit. Bits are never cleared (until [`SecondaryIndex::clear`]): a
+    /// stale bit only costs the map probe it would have saved, and several generations of one
+    /// index may be targets at once (stale handles).
+    fn mark(&mut self, target: Entity) {
+        let i = target.index() as usize;
+        if self.has_referrers.len() <= i / 64 {
+            self.has_referrers.resize(i / 64 + 1, 0);
+        }
+        self.has_referrers[i / 64] |= 1 << (i % 64);
+    }
+
+    fn unlink(&mut self, entity: u32) {
+        let Some(slot) = self.target_of.get_mut(entity as usize) else { return };
+        let Some(old) = slot.take() else { return };
+        self.entries -= 1;
+        if let Some(p) = self.by_target.get_mut(&old) {
+            if p.remove(entity) {
+                self.by_target.remove(&old);
+            }
+        }
+    }
 }
 
 impl SecondaryIndex for RelationIndex {
@@ -23,12 +88,18 @@ impl SecondaryIndex for RelationIndex {
     }
 
     fn estimate(&self, pred: &IndexPredicate) -> Option<Estimate> {
+        let exact = |rows: u64| Estimate { rows, exact: true, cost: cost::DESCEND + rows as f64 * cost::BITMAP_BIT };
         match pred {
-            IndexPredicate::Eq(_) | IndexPredicate::In(_) => self.by_target.estimate(pred),
+            IndexPredicate::Eq(v) => self.referrer_count(v).map(exact),
+            IndexPredicate::In(vs) => {
+                let rows = vs.iter().map(|v| self.referrer_count(v)).sum::<Option<u64>>()?;
+                // A list may name one target twice: the sum is exact only for one value.
+                Some(Estimate { exact: vs.len() <= 1, ..exact(rows.min(self.entries)) })
+            }
             IndexPredicate::DescendantOf { ancestor: ancestor @ Value::Entity(_), max_depth } => {
                 // The subtree's size is unknown until walked: guess from the ancestor's children,
                 // a few levels of the same fan-out, each level a lookup per node.
-                let children = self.by_target.estimate(&IndexPredicate::Eq(ancestor.clone()))?.rows.max(1);
+                let children = self.referrer_count(ancestor)?.max(1);
                 let levels = max_depth.unwrap_or(3).min(3) as u32;
                 let rows = (1..=levels).map(|l| children.saturating_pow(l)).fold(0u64, u64::saturating_add);
                 Some(Estimate { rows, exact: false, cost: rows as f64 * cost::DESCEND })
@@ -38,14 +109,27 @@ impl SecondaryIndex for RelationIndex {
     }
 
     fn answer(&self, pred: &IndexPredicate) -> Option<IndexAnswer<'_>> {
+        let mut out = RoaringBitmap::new();
         match pred {
-            IndexPredicate::Eq(_) | IndexPredicate::In(_) => self.by_target.answer(pred),
-            _ => None,
+            IndexPredicate::Eq(v) => self.referrer_set(v, &mut out)?,
+            IndexPredicate::In(vs) => vs.iter().try_for_each(|v| self.referrer_set(v, &mut out))?,
+            _ => return None,
         }
+        Some(IndexAnswer::Set(out))
+    }
+
+    fn referrers(&self, target: Entity, visit: &mut dyn FnMut(u32)) -> bool {
+        if !self.may_have_referrers(target) {
+            return true;
+        }
+        if let Some(p) = self.by_target.get(&target) {
+            p.iter().for_each(visit);
+        }
+        true
     }
 
     fn explain(&self, pred: &IndexPredicate) -> Option<String> {
-        let referrers = |v: &Value| self.by_target.estimate(&IndexPredicate::Eq(v.clone())).map_or(0, |e| e.rows);
+        let referrers = |v: &Value| self.referrer_count(v).unwrap_or(0);
         Some(match pred {
             IndexPredicate::Eq(v) => format!("{} referrers", referrers(v)),
             IndexPredicate::In(vs) => format!("{} referrers", vs.iter().map(referrers).sum::<u64>()),
@@ -57,26 +141,88 @@ impl SecondaryIndex for RelationIndex {
     }
 
     fn update(&mut self, entity: u32, values: &[Value]) {
-        self.by_target.update(entity, values)
+        // A value of another type cannot come from an entity field; index it under no target
+        // rather than lose the entity.
+        let target = match values.first() {
+            Some(Value::Entity(t)) => *t,
+            _ => Entity::NULL,
+        };
+        let i = entity as usize;
+        if self.target_of.len() <= i {
+            self.target_of.resize(i + 1, None);
+        }
+        if self.target_of[i] == Some(target) {
+            return;
+        }
+        self.unlink(entity);
+        self.target_of[i] = Some(target);
+        self.entries += 1;
+        match self.by_target.get_mut(&target) {
+            Some(p) => p.insert(entity),
+            None => {
+                self.by_target.insert(target, Postings::One(entity));
+                if !target.is_null() {
+                    self.mark(target);
+                }
+            }
+        }
     }
 
     fn remove(&mut self, entity: u32) {
-        self.by_target.remove(entity)
-    }
-
-    fn flush(&mut self) {
-        self.by_target.flush()
+        self.unlink(entity)
     }
 
     fn clear(&mut self) {
-        self.by_target.clear()
+        *self = RelationIndex::default();
     }
 
     fn entries(&self) -> u64 {
-        self.by_target.entries()
+        self.entries
     }
 
     fn stats(&self) -> IndexStats {
-        self.by_target.stats()
+        let per_target = std::mem::size_of::<(Entity, Postings)>() + 1;
+        let postings: usize = self.by_target.values().map(Postings::heap_bytes).sum();
+        let memory = self.by_target.capacity() * per_target
+            + postings
+            + self.target_of.capacity() * std::mem::size_of::<Option<Entity>>()
+            + self.has_referrers.capacity() * 8;
+        IndexStats { entries: self.entries, memory_bytes: memory as u64 }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn e(index: u32) -> Value {
+        Value::Entity(Entity::from_parts(index, 0))
+    }
+
+    #[test]
+    fn referrers_follow_updates_and_removals() {
+        let mut r = RelationIndex::default();
+        for child in 10..20u32 {
+            r.update(child, &[e(child % 2)]);
+        }
+        r.update(20, &[Value::Entity(Entity::NULL)]);
+        let set = |r: &RelationIndex, p: &IndexPredicate| r.answer(p).unwrap().into_vec(None);
+        assert_eq!(set(&r, &IndexPredicate::Eq(e(0))), [10, 12, 14, 16, 18]);
+        assert_eq!(r.estimate(&IndexPredicate::Eq(e(1))).unwrap().rows, 5);
+        // Moving a child takes it out of its old target's set.
+        r.update(10, &[e(1)]);
+        r.remove(11);
+        r.remove(99);
+        assert_eq!(set(&r, &IndexPredicate::Eq(e(0))), [12, 14, 16, 18]);
+        assert_eq!(set(&r, &IndexPredicate::In(vec![e(1), e(7), Value::Null])), [10, 13, 15, 17, 19]);
+        assert_eq!(set(&r, &IndexPredicate::Eq(Value::Entity(Entity::NULL))), [20]);
+        assert_eq!(r.entries(), 10);
+        assert!(r.estimate(&IndexPredicate::Eq(Value::Int(3))).is_none());
+        let mut seen = Vec::new();
+        assert!(r.referrers(Entity::from_parts(1, 0), &mut |i| seen.push(i)));
+        assert_eq!(seen, [10, 13, 15, 17, 19]);
+        r.clear();
+        assert_eq!(r.entries(), 0);
+        assert_eq!(set(&r, &IndexPredicate::Eq(e(1))), Vec::<u32>::new());
     }
 }

@@ -199,3 +199,59 @@ fn snapshots_keep_references_and_relation_indexes() {
     assert_eq!(bytes[at..at + 4], 1u32.to_le_bytes());
     assert_eq!(bytes[at + 4..at + 12], 0u64.to_le_bytes());
 }
+
+proptest::proptest! {
+    /// The batch walk agrees with the one-entity walk on any parent graph, loops included,
+    /// and with the relation index's walk down.
+    #[test]
+    fn hops_to_ancestor_agrees_with_is_descendant_of(parents in proptest::collection::vec(0usize..14, 1..14)) {
+        let mut w = world_with(OnDelete::NoAction, false, true);
+        let nodes: Vec<Entity> = (0..parents.len()).map(|_| child(&mut w, Entity::NULL)).collect();
+        for (i, &p) in parents.iter().enumerate() {
+            // Indices past the end leave a node without a parent.
+            let target = nodes.get(p).copied().unwrap_or(Entity::NULL);
+            w.set_reference(nodes[i], "ChildOf", "parent", target).unwrap();
+        }
+        let (id, f) = parent_field(&w);
+        let name = w.index_reader().relation_on(id, f).unwrap();
+        for &ancestor in &nodes {
+            let hops = w.hops_to_ancestor(&nodes, id, f, ancestor);
+            for max in [None, Some(0), Some(1), Some(2), Some(5)] {
+                for (e, h) in nodes.iter().zip(&hops) {
+                    let batch = h.is_some_and(|h| max.is_none_or(|m| h <= m));
+                    proptest::prop_assert_eq!(batch, w.is_descendant_of(*e, id, f, ancestor, max), "{} under {}", e, ancestor);
+                }
+                let walked = w.index_reader().descendants(&name, ancestor, max).unwrap();
+                let expected: Vec<u32> = nodes
+                    .iter()
+                    .filter(|e| w.is_descendant_of(**e, id, f, ancestor, max))
+                    .map(|e| e.index())
+                    .collect();
+                proptest::prop_assert_eq!(walked.iter().collect::<Vec<_>>(), expected);
+            }
+        }
+    }
+}
+
+#[test]
+fn hops_to_ancestor_on_long_chains_and_long_loops() {
+    let mut w = world_with(OnDelete::NoAction, false, false);
+    let (id, f) = parent_field(&w);
+    // A chain of 40 below `top`, then the same nodes closed into a loop of 40.
+    let top = w.spawn_values(&[]).unwrap();
+    let mut nodes = vec![child(&mut w, top)];
+    for _ in 1..40 {
+        let last = *nodes.last().unwrap();
+        nodes.push(child(&mut w, last));
+    }
+    let deepest_first: Vec<Entity> = nodes.iter().rev().copied().collect();
+    let hops = w.hops_to_ancestor(&deepest_first, id, f, top);
+    assert_eq!(hops, (1..=40u64).rev().map(Some).collect::<Vec<_>>());
+    w.set_reference(nodes[0], "ChildOf", "parent", nodes[39]).unwrap();
+    assert_eq!(w.hops_to_ancestor(&deepest_first, id, f, top), vec![None; 40]);
+    let hops = w.hops_to_ancestor(&deepest_first, id, f, nodes[10]);
+    for (e, h) in deepest_first.iter().zip(&hops) {
+        assert_eq!(h.is_some(), w.is_descendant_of(*e, id, f, nodes[10], None), "{e}");
+    }
+    assert_eq!(hops[0], Some(29));
+}

@@ -172,27 +172,64 @@ pub fn hierarchy(
             world.walk_up(this, component, field).depth.map_or(Value::Null, |d| Value::Int(d as i64))
         }
         HierarchyFunc::Root => world.walk_up(this, component, field).root.map_or(Value::Null, Value::Entity),
-        HierarchyFunc::DescendantOf => {
-            let ancestor = match extra.first() {
-                Some(Value::Entity(a)) => *a,
-                Some(Value::Null) | None => return Ok(Value::Null),
-                Some(other) => {
-                    return Err(eval_error(e, format!("descendant_of() takes an entity, found {}", other.describe())))
-                }
-            };
-            let max = match extra.get(1) {
-                None => None,
-                Some(Value::Int(m)) if *m < 0 => return Ok(Value::Bool(false)),
-                Some(Value::Int(m)) => Some(*m as u64),
-                Some(Value::Null) => return Ok(Value::Null),
-                Some(other) => {
-                    return Err(eval_error(
-                        e,
-                        format!("descendant_of() takes an int depth, found {}", other.describe()),
-                    ))
-                }
-            };
-            Value::Bool(world.is_descendant_of(this, component, field, ancestor, max))
-        }
+        HierarchyFunc::DescendantOf => match descendant_args(extra, e)? {
+            Ok((ancestor, max)) => Value::Bool(world.is_descendant_of(this, component, field, ancestor, max)),
+            Err(every_row) => every_row,
+        },
     })
+}
+
+/// `descendant_of`'s ancestor and optional maximum depth, checked: `Ok` with them, or
+/// `Err` with the value every row gets (null for a null argument, false for a negative
+/// depth).
+fn descendant_args(extra: &[&Value], e: &Expr) -> Result<Result<(Entity, Option<u64>), Value>, Error> {
+    let ancestor = match extra.first() {
+        Some(Value::Entity(a)) => *a,
+        Some(Value::Null) | None => return Ok(Err(Value::Null)),
+        Some(other) => {
+            return Err(eval_error(e, format!("descendant_of() takes an entity, found {}", other.describe())))
+        }
+    };
+    let max = match extra.get(1) {
+        None => None,
+        Some(Value::Int(m)) if *m < 0 => return Ok(Err(Value::Bool(false))),
+        Some(Value::Int(m)) => Some(*m as u64),
+        Some(Value::Null) => return Ok(Err(Value::Null)),
+        Some(other) => {
+            return Err(eval_error(e, format!("descendant_of() takes an int depth, found {}", other.describe())))
+        }
+    };
+    Ok(Ok((ancestor, max)))
+}
+
+/// `descendant_of(C.f, ancestor [, max])` for a batch of rows whose entities are `this`, when
+/// the ancestor and depth are the same for every row (constants, parameters): each chain is
+/// read once for the whole batch ([`World::hops_to_ancestor`]) instead of walked per row.
+pub fn descendant_of_batch<'w>(
+    world: &World,
+    component: ComponentId,
+    field: usize,
+    this: &Vector<'w>,
+    extra: &[&Value],
+    e: &Expr,
+) -> Result<Vector<'w>, Error> {
+    let n = this.len();
+    let (ancestor, max) = match descendant_args(extra, e)? {
+        Ok(args) => args,
+        Err(every_row) => return Ok(Vector::Scalar(every_row, n)),
+    };
+    let hops = match this {
+        Vector::Entity(p) if p.valid.is_none() => world.hops_to_ancestor(&p.values, component, field, ancestor),
+        _ => {
+            let entities: Vec<Entity> = (0..n)
+                .map(|i| match this.value(i) {
+                    Value::Entity(x) => x,
+                    _ => Entity::NULL,
+                })
+                .collect();
+            world.hops_to_ancestor(&entities, component, field, ancestor)
+        }
+    };
+    let values = hops.iter().map(|h| h.is_some_and(|h| max.is_none_or(|m| h <= m))).collect();
+    Ok(Vector::Bool(Prim::all(values)))
 }

@@ -19,7 +19,7 @@ use crate::expr::compare::{self, InSet};
 use crate::expr::vector::{Prim, Validity, Vector};
 use crate::expr::{arith, functions, like};
 use crate::functions::Function;
-use crate::plan::logical::{BinaryOp, DataType, Expr, ExprKind};
+use crate::plan::logical::{BinaryOp, DataType, Expr, ExprKind, HierarchyFunc};
 
 /// Where the leaves of an expression get their values.
 pub trait Leaves<'w> {
@@ -138,6 +138,11 @@ impl<'s, 'w, S: Leaves<'w> + ?Sized> Evaluator<'s, 'w, S> {
                 let this = Expr { kind: ExprKind::Entity, ty: DataType::Entity, span: e.span };
                 let entities = self.source.leaf(&this, rows)?;
                 let cols: Vec<Vector<'w>> = args.iter().map(|c| self.eval(c, rows)).collect::<Result<_, _>>()?;
+                if *func == HierarchyFunc::DescendantOf {
+                    if let Some(extra) = cols.iter().map(Vector::as_scalar).collect::<Option<Vec<&Value>>>() {
+                        return relations::descendant_of_batch(world, *component, *field, &entities, &extra, e);
+                    }
+                }
                 let mut out = Vec::with_capacity(n);
                 for i in 0..n {
                     let extra: Vec<Value> = cols.iter().map(|c| c.value(i)).collect();
