@@ -60,7 +60,7 @@ impl CommandBuffer {
 
     /// Records a spawn.
     pub fn spawn<B: Bundle>(&mut self, bundle: B) {
-        self.commands.push(Box::new(move |w| Ok(Some(w.spawn(bundle)))));
+        self.commands.push(Box::new(move |w| w.try_spawn(bundle).map(Some)));
     }
 
     /// Records a despawn.

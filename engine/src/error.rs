@@ -76,6 +76,19 @@ pub enum EngineError {
         /// What differs.
         reason: String,
     },
+    /// Typed code asked to borrow a component mutably whose field is a declared reference:
+    /// such a component is written whole (`insert`) or through `set_reference`, which check
+    /// the target, never through a `&mut` that could store a stale handle unseen.
+    #[error(
+        "component '{component}' holds the declared reference '{component}.{field}': typed code writes it \
+         with insert or set_reference, which check the target, not through a mutable borrow"
+    )]
+    MutableReference {
+        /// The component.
+        component: String,
+        /// Its reference field.
+        field: String,
+    },
     /// Two parts of one query would alias the same component mutably.
     #[error("query accesses component '{0}' mutably more than once or both mutably and immutably")]
     AliasedAccess(String),

@@ -12,9 +12,13 @@
 //!   and, for `ACYCLIC`, a write after which an entity would reach itself by following the
 //!   field ([`EngineError::Constraint`]); the world is unchanged. A statement that writes many
 //!   references checks them together on its final state ([`World::check_reference_writes`]).
-//!   Typed writes ([`World::spawn`], [`World::insert`], `Mut<T>`) are checked when made through
-//!   [`World::set_reference`]; plain typed writes are found by [`World::validate_references`]
-//!   (a program calls it at its own check points, e.g. once per frame in debug builds).
+//! - **Typed writes are checked too.** [`World::try_spawn`], [`World::insert`],
+//!   [`World::spawn_batch`] and command buffers check a bundle holding a reference component
+//!   before placing it ([`World::spawn`] panics where `try_spawn` returns the error). A
+//!   component holding a declared reference cannot be borrowed mutably (`get_mut`, `&mut` in a
+//!   query: [`EngineError::MutableReference`]): a `&mut` could store a stale handle that no
+//!   check sees. Typed code changes it whole with `insert`, or one field with
+//!   [`World::set_reference`].
 //! - **Despawns apply `ON DELETE`** ([`World::despawn`], [`World::despawn_many`], command
 //!   buffers, text `DESPAWN`): `CASCADE` despawns referrers (recursively), `SET NULL` nulls the
 //!   field, `REMOVE` removes the component holding it, `RESTRICT` refuses the whole despawn
@@ -497,9 +501,34 @@ impl World {
         self.check_writes_against(&writes, std::slice::from_ref(r))
     }
 
+    /// [`EngineError::MutableReference`] when one of `writes` (components a typed borrow would
+    /// write) holds a declared reference.
+    pub(crate) fn refuse_mutable_references(&self, writes: &[ComponentId]) -> Result<()> {
+        if self.references.is_empty() {
+            return Ok(());
+        }
+        for &id in writes {
+            if let Some(r) = self.references.on(id).next() {
+                let info = self.components.info(id);
+                return Err(EngineError::MutableReference {
+                    component: info.name().to_string(),
+                    field: info.fields()[r.field].name.clone(),
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether a typed bundle of components `ids` writes a declared reference (and so goes
+    /// through the checked path).
+    pub(crate) fn writes_references(&self, ids: &[ComponentId]) -> bool {
+        !self.references.is_empty() && ids.iter().any(|&id| self.references.on(id).next().is_some())
+    }
+
     /// Checks every declared reference against the world as it is (targets live or null, no
-    /// loops on `ACYCLIC` fields): finds violations made by typed writes, which are not checked
-    /// as they happen. Dangling `NO ACTION` handles left by despawns are allowed.
+    /// loops on `ACYCLIC` fields), for a world that was changed without the checks (one loaded
+    /// from a file, references declared over existing data). Dangling `NO ACTION` handles left
+    /// by despawns are allowed.
     pub fn validate_references(&self) -> Result<()> {
         self.references.list.iter().try_for_each(|r| self.validate_reference(r))
     }

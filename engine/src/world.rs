@@ -117,6 +117,28 @@ impl OwnedValue {
         Ok(OwnedValue::from_converted(info, converted))
     }
 
+    /// Takes over a value moved out of a bundle: its bytes are copied into an allocation of
+    /// the component's layout.
+    ///
+    /// # Safety
+    /// `src` points to a valid value of component `info`, which the caller gives up (it must
+    /// not drop or use it afterwards).
+    pub(crate) unsafe fn moved_from(info: &ComponentInfo, src: *const u8) -> OwnedValue {
+        let layout = info.layout();
+        let ptr = if layout.size() == 0 {
+            NonNull::new(std::ptr::without_provenance_mut(layout.align())).expect("alignment is non-zero")
+        } else {
+            // SAFETY: non-zero size.
+            let p = unsafe { std::alloc::alloc(layout) };
+            let p = NonNull::new(p).unwrap_or_else(|| std::alloc::handle_alloc_error(layout));
+            // SAFETY: `src` holds `layout.size()` bytes of a valid value (the caller's
+            // contract); the fresh allocation does not overlap it.
+            unsafe { std::ptr::copy_nonoverlapping(src, p.as_ptr(), layout.size()) };
+            p
+        };
+        OwnedValue { id: info.id(), ptr, layout, drop: info.drop_fn().cloned(), live: true }
+    }
+
     /// The value's bytes.
     pub(crate) fn ptr(&self) -> *const u8 {
         self.ptr.as_ptr()
@@ -537,9 +559,41 @@ impl World {
     /// Spawns an entity with the components of a bundle.
     ///
     /// # Panics
-    /// If the bundle names a component type twice (a programming error, caught on first use).
+    /// If the bundle names a component type twice (a programming error, caught on first use),
+    /// or holds a declared reference to a stale entity ([`World::try_spawn`] returns that
+    /// error instead).
     pub fn spawn<B: Bundle>(&mut self, bundle: B) -> Entity {
+        self.try_spawn(bundle).unwrap_or_else(|e| panic!("spawn: {e}"))
+    }
+
+    /// Spawns an entity with the components of a bundle, checking the bundle's declared
+    /// references first (each target live or null: [`EngineError::StaleEntity`]); on an error
+    /// nothing changes.
+    ///
+    /// ```
+    /// use ecsdb_engine::{Component, Entity, World};
+    /// #[derive(Component)]
+    /// struct ChildOf {
+    ///     #[references(on_delete = "cascade")]
+    ///     parent: Entity,
+    /// }
+    /// let mut world = World::new();
+    /// let parent = world.spawn(());
+    /// world.try_spawn(ChildOf { parent }).unwrap();
+    /// world.despawn(parent).unwrap();
+    /// assert!(world.try_spawn(ChildOf { parent }).is_err());
+    /// ```
+    pub fn try_spawn<B: Bundle>(&mut self, bundle: B) -> Result<Entity> {
         let bid = self.bundle_id::<B>();
+        if self.writes_references(&self.bundles[bid].ids) {
+            let values = self.own_bundle(bid, bundle);
+            self.check_owned_references(None, &values)?;
+            return Ok(self.spawn_owned(values));
+        }
+        Ok(self.spawn_unchecked(bid, bundle))
+    }
+
+    fn spawn_unchecked<B: Bundle>(&mut self, bid: usize, bundle: B) -> Entity {
         let table = self.insert_target(TableId::EMPTY, bid);
         let e = self.entities.alloc();
         let tick = self.write_tick();
@@ -548,13 +602,37 @@ impl World {
         e
     }
 
+    /// The bundle's values moved into owned values, to be checked before they are placed.
+    fn own_bundle<B: Bundle>(&self, bid: usize, bundle: B) -> Vec<OwnedValue> {
+        let ids = &self.bundles[bid].ids;
+        let mut out = Vec::with_capacity(ids.len());
+        bundle.put(|i, ptr, _| {
+            // SAFETY: the bundle hands over a valid value of its i-th component, `ids[i]`.
+            out.push(unsafe { OwnedValue::moved_from(self.components.info(ids[i]), ptr) })
+        });
+        out
+    }
+
     /// Spawns one entity per bundle, reserving room up front.
+    ///
+    /// # Panics
+    /// If a bundle holds a declared reference to a stale entity; every bundle is checked
+    /// before the first is spawned, so then nothing is.
     pub fn spawn_batch<B: Bundle, I: IntoIterator<Item = B>>(&mut self, iter: I) -> Vec<Entity> {
         let iter = iter.into_iter();
         let bid = self.bundle_id::<B>();
+        if self.writes_references(&self.bundles[bid].ids) {
+            let all: Vec<Vec<OwnedValue>> = iter.map(|b| self.own_bundle(bid, b)).collect();
+            for values in &all {
+                if let Err(e) = self.check_owned_references(None, values) {
+                    panic!("spawn_batch: {e}");
+                }
+            }
+            return all.into_iter().map(|values| self.spawn_owned(values)).collect();
+        }
         if self.bundles[bid].has_sparse {
             // Sparse components go through the general path, one entity at a time.
-            return iter.map(|b| self.spawn(b)).collect();
+            return iter.map(|b| self.spawn_unchecked(bid, b)).collect();
         }
         let table = self.insert_target(TableId::EMPTY, bid);
         let (lower, _) = iter.size_hint();
@@ -605,10 +683,17 @@ impl World {
         row
     }
 
-    /// Adds the bundle's components to a live entity, overwriting those it already has.
+    /// Adds the bundle's components to a live entity, overwriting those it already has. A
+    /// declared reference in the bundle is checked first (target live or null, `ACYCLIC`); on
+    /// an error nothing changes.
     pub fn insert<B: Bundle>(&mut self, e: Entity, bundle: B) -> Result<()> {
         let loc = self.location(e)?;
         let bid = self.bundle_id::<B>();
+        if self.writes_references(&self.bundles[bid].ids) {
+            let values = self.own_bundle(bid, bundle);
+            self.check_owned_references(Some(e), &values)?;
+            return self.insert_owned(e, values);
+        }
         let target = self.insert_target(TableId(loc.table), bid);
         // Borrow the id list out of the cache for the call instead of cloning it per insert.
         let ids = std::mem::take(&mut self.bundles[bid].ids);
@@ -785,8 +870,12 @@ impl World {
     }
 
     /// Mutable access to an entity's component; writing through the guard stamps its tick.
+    /// A component holding a declared reference is refused
+    /// ([`EngineError::MutableReference`]): write it with [`World::insert`] or
+    /// [`World::set_reference`], which check the target.
     pub fn get_mut<T: Component>(&mut self, e: Entity) -> Result<Mut<'_, T>> {
         let (id, loc, _) = self.typed_ptr::<T>(e)?;
+        self.refuse_mutable_references(&[id])?;
         let tick = self.write_tick();
         let (col, row) = match T::STORAGE {
             StorageKind::Table => {

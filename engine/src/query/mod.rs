@@ -69,14 +69,14 @@ impl Access {
         &self.reads
     }
 
-    /// The components written.
-    pub fn writes(&self) -> &[ComponentId] {
-        &self.writes
-    }
-
     /// The first component accessed in conflicting ways, if any.
     pub fn conflict(&self) -> Option<ComponentId> {
         self.conflict
+    }
+
+    /// The components written.
+    pub fn writes(&self) -> &[ComponentId] {
+        &self.writes
     }
 }
 

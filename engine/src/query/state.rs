@@ -2,6 +2,7 @@
 
 use std::marker::PhantomData;
 
+use crate::component::ComponentId;
 use crate::entity::Entity;
 use crate::error::{EngineError, Result};
 use crate::query::{Access, FetchContext, QueryData, QueryFilter, ReadOnlyQueryData};
@@ -32,12 +33,15 @@ pub struct QueryState<Q: QueryData, F: QueryFilter = ()> {
     /// The world tick (64-bit count) of the last run; `None` before the first.
     last_run: Option<u64>,
     sparse_write: bool,
+    /// Components the query writes (checked against references declared after it was made).
+    writes: Vec<ComponentId>,
     _marker: PhantomData<fn() -> (Q, F)>,
 }
 
 impl<Q: QueryData, F: QueryFilter> QueryState<Q, F> {
     /// Prepares the query, registering its component types. Fails if two parts of the query
-    /// would access one component mutably together.
+    /// would access one component mutably together, or if it writes a component holding a
+    /// declared reference ([`EngineError::MutableReference`]).
     pub fn try_new(world: &mut World) -> Result<Self> {
         let data = Q::init_state(&mut world.components)?;
         let filter = F::init_state(&mut world.components)?;
@@ -46,8 +50,10 @@ impl<Q: QueryData, F: QueryFilter> QueryState<Q, F> {
         if let Some(c) = access.conflict() {
             return Err(EngineError::AliasedAccess(world.components.info(c).name().to_string()));
         }
+        world.refuse_mutable_references(access.writes())?;
         let mut state = QueryState {
             world_id: world.id(),
+            writes: access.writes().to_vec(),
             data: Some(data),
             filter,
             tables: Vec::new(),
@@ -63,7 +69,8 @@ impl<Q: QueryData, F: QueryFilter> QueryState<Q, F> {
     /// Prepares the query.
     ///
     /// # Panics
-    /// If the query aliases `&mut` access (see [`QueryState::try_new`]).
+    /// If the query aliases `&mut` access or writes a component holding a declared reference
+    /// (see [`QueryState::try_new`]).
     pub fn new(world: &mut World) -> Self {
         Self::try_new(world).unwrap_or_else(|e| panic!("{e}"))
     }
@@ -83,6 +90,7 @@ impl<Q: QueryData, F: QueryFilter> QueryState<Q, F> {
         }
         let mut state = QueryState {
             world_id: world.id(),
+            writes: Vec::new(),
             data,
             filter,
             tables: Vec::new(),
@@ -140,6 +148,10 @@ impl<Q: QueryData, F: QueryFilter> QueryState<Q, F> {
     /// Starts a run that may write: pointers made from the exclusive borrow, after the ticks
     /// were checked for clamping.
     fn begin_mut(&mut self, world: &mut World) -> (*mut ArchetypeTable, FetchContext) {
+        // A reference declared since the state was made turns its writes away too.
+        if let Err(e) = world.refuse_mutable_references(&self.writes) {
+            panic!("{e}");
+        }
         world.maybe_check_change_ticks();
         let (_, ctx) = self.begin(world);
         let tables = world.storage.tables.as_mut_ptr();
@@ -470,7 +482,8 @@ impl World {
     /// A query with mutable access.
     ///
     /// # Panics
-    /// If the query aliases `&mut` access to one component.
+    /// If the query aliases `&mut` access to one component, or writes a component holding a
+    /// declared reference.
     pub fn query_mut<Q: QueryData>(&mut self) -> Query<'_, Q, ()> {
         self.query_filtered_mut::<Q, ()>()
     }
@@ -478,7 +491,8 @@ impl World {
     /// A query with mutable access and a filter.
     ///
     /// # Panics
-    /// If the query aliases `&mut` access to one component.
+    /// If the query aliases `&mut` access to one component, or writes a component holding a
+    /// declared reference.
     pub fn query_filtered_mut<Q: QueryData, F: QueryFilter>(&mut self) -> Query<'_, Q, F> {
         let state = QueryState::new(self);
         self.maybe_check_change_ticks();

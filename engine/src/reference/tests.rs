@@ -255,3 +255,98 @@ fn hops_to_ancestor_on_long_chains_and_long_loops() {
     }
     assert_eq!(hops[0], Some(29));
 }
+
+mod typed {
+    use super::*;
+    use crate::{CommandBuffer, Component};
+
+    #[derive(Component)]
+    struct Parent {
+        #[references(on_delete = "cascade", acyclic)]
+        of: Entity,
+    }
+
+    #[derive(Component)]
+    struct Label {
+        text: String,
+    }
+
+    /// An entity field with no reference declared by its type.
+    #[derive(Component)]
+    struct Holder {
+        target: Entity,
+    }
+
+    fn world() -> (World, Entity, Entity) {
+        let mut w = World::new();
+        let root = w.spawn(Label { text: "root".into() });
+        let gone = w.spawn(());
+        w.despawn(gone).unwrap();
+        (w, root, gone)
+    }
+
+    #[test]
+    fn typed_spawns_and_inserts_refuse_stale_targets_and_cycles() {
+        let (mut w, root, gone) = world();
+        let kid = w.try_spawn((Label { text: "kid".into() }, Parent { of: root })).unwrap();
+        let before = w.len();
+        // A stale target: refused, nothing spawned, the label's String dropped (Miri checks).
+        let err = w.try_spawn((Label { text: "x".into() }, Parent { of: gone })).unwrap_err();
+        assert_eq!(err, EngineError::StaleEntity(gone));
+        assert_eq!(w.len(), before);
+        // A cycle through an insert: refused, the root keeps no parent.
+        let err = w.insert(root, Parent { of: kid }).unwrap_err();
+        assert!(matches!(err, EngineError::Constraint(_)), "{err}");
+        assert!(w.get::<Parent>(root).is_err());
+        assert!(matches!(w.insert(kid, Parent { of: gone }), Err(EngineError::StaleEntity(_))));
+        assert_eq!(w.get::<Parent>(kid).unwrap().of, root);
+        // A null target and a live one are fine.
+        w.insert(kid, (Parent { of: Entity::NULL }, Label { text: "kid2".into() })).unwrap();
+        assert_eq!(w.get::<Label>(kid).unwrap().text, "kid2");
+        w.insert(kid, Parent { of: root }).unwrap();
+        assert_eq!(w.children_of::<Parent>(root, "of").unwrap(), [kid]);
+    }
+
+    #[test]
+    fn batches_and_command_buffers_are_checked_before_anything_changes() {
+        let (mut w, root, gone) = world();
+        let before = w.len();
+        let batch = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            w.spawn_batch([Parent { of: root }, Parent { of: gone }]);
+        }));
+        assert!(batch.is_err());
+        assert_eq!(w.len(), before, "no bundle of a refused batch is spawned");
+        assert_eq!(w.spawn_batch([Parent { of: root }, Parent { of: root }]).len(), 2);
+        let mut commands = CommandBuffer::new();
+        commands.spawn(Parent { of: gone });
+        commands.spawn(Parent { of: root });
+        let report = commands.apply(&mut w);
+        assert_eq!(report.spawned.len(), 1);
+        assert_eq!(report.errors.len(), 1);
+        assert!(matches!(report.errors[0], (0, EngineError::StaleEntity(_))));
+    }
+
+    #[test]
+    fn reference_components_are_not_borrowed_mutably() {
+        let (mut w, root, _) = world();
+        let kid = w.spawn(Parent { of: root });
+        assert!(matches!(w.get_mut::<Parent>(kid), Err(EngineError::MutableReference { .. })));
+        assert!(w.get_mut::<Label>(root).is_ok());
+        let err = crate::QueryState::<&mut Parent>::try_new(&mut w).err().expect("refused");
+        assert!(err.to_string().contains("Parent.of"), "{err}");
+        assert!(crate::QueryState::<&Parent>::try_new(&mut w).is_ok());
+        let mut labels = crate::QueryState::<&mut Label>::try_new(&mut w).unwrap();
+        labels.for_each_mut(&mut w, |mut l| l.text.push('!'));
+        assert_eq!(w.get::<Label>(root).unwrap().text, "root!");
+        // A reference declared after a query state was made: its next mutable run refuses.
+        w.spawn(Holder { target: root });
+        let mut holders = crate::QueryState::<&mut Holder>::try_new(&mut w).unwrap();
+        holders.for_each_mut(&mut w, |mut h| h.target = Entity::NULL);
+        w.declare_reference(&ReferenceDef::new("Holder", "target", OnDelete::NoAction, false)).unwrap();
+        let run = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| holders.for_each_mut(&mut w, |_| {})));
+        assert!(run.is_err());
+        // The typed helper writes one reference field, checked.
+        w.set_reference(kid, "Parent", "of", Entity::NULL).unwrap();
+        assert_eq!(w.get::<Parent>(kid).unwrap().of, Entity::NULL);
+    }
+}
