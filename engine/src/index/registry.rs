@@ -63,18 +63,37 @@ struct Slot {
     needs_rebuild: bool,
 }
 
-/// Calls `f(row)` for every row whose tick is new for a refresh at `this` with age bound
-/// `run_age` (see [`crate::tick`]), skipping 256-row chunks with no such row in one
-/// vectorised pass.
+/// Calls `f(row)`, in row order, for every row whose tick is new for a refresh at `this`
+/// with age bound `run_age` (see [`crate::tick`]). Ticks go 64 at a time: a word with no new
+/// tick is passed over after one vectorised test; in the others, a mask of the new rows is
+/// made without branches and only its set bits are visited (writes scattered over a large
+/// column dirty about half the words, so the scan must not branch per row).
 fn for_each_changed(ticks: &[Tick], this: Tick, run_age: u32, mut f: impl FnMut(usize)) {
-    const CHUNK: usize = 256;
-    for (c, chunk) in ticks.chunks(CHUNK).enumerate() {
-        if chunk.iter().fold(false, |any, &t| any | is_new(t, this, run_age)) {
-            for (j, &t) in chunk.iter().enumerate() {
-                if is_new(t, this, run_age) {
-                    f(c * CHUNK + j);
-                }
-            }
+    const WORD: usize = 64;
+    let mut words = ticks.chunks_exact(WORD);
+    for (w, word) in words.by_ref().enumerate() {
+        if !word.iter().fold(false, |any, &t| any | is_new(t, this, run_age)) {
+            continue;
+        }
+        let mut flags = [0u8; WORD];
+        for (flag, &t) in flags.iter_mut().zip(word) {
+            *flag = u8::from(is_new(t, this, run_age));
+        }
+        let mut mask = 0u64;
+        for (j, eight) in flags.chunks_exact(8).enumerate() {
+            // Eight 0/1 bytes to eight bits: the multiply moves byte i's bit to bit 56 + i.
+            let bytes = u64::from_le_bytes(eight.try_into().expect("eight bytes"));
+            mask |= (bytes.wrapping_mul(0x0102_0408_1020_4080) >> 56) << (j * 8);
+        }
+        while mask != 0 {
+            f(w * WORD + mask.trailing_zeros() as usize);
+            mask &= mask - 1;
+        }
+    }
+    let base = ticks.len() - words.remainder().len();
+    for (i, &t) in words.remainder().iter().enumerate() {
+        if is_new(t, this, run_age) {
+            f(base + i);
         }
     }
 }
@@ -110,9 +129,9 @@ impl<'w> RowReader<'w> {
         }
     }
 
-    /// The row's values into `out`; `None` when unreadable.
-    fn read(&self, world: &World, row: usize, e: Entity, out: &mut Vec<Value>) -> Option<()> {
-        out.clear();
+    /// Appends the row's values to `out`; `None` when unreadable (then `out` may hold part
+    /// of them).
+    fn read_into(&self, world: &World, row: usize, e: Entity, out: &mut Vec<Value>) -> Option<()> {
         match self {
             RowReader::Fields(views) => {
                 for v in views {
@@ -155,28 +174,47 @@ impl Slot {
                 }
             }
         }
-        let mut values = Vec::new();
+        let (mut rows, mut row_entities, mut values, mut spans) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
         for (seg, entities, ticks) in segs {
-            let mut reader = None;
-            let mut visit = |row: usize| {
-                let Some(&e) = entities.get(row) else { return };
-                let r = reader.get_or_insert_with(|| RowReader::new(world, seg, id, &self.source));
-                match r.read(world, row, e, &mut values) {
-                    Some(()) => {
-                        self.index.update(e.index(), &values);
-                        if !self.unreadable.is_empty() {
-                            self.unreadable.remove(e.index());
+            rows.clear();
+            match since {
+                Some((this, run_age)) => for_each_changed(ticks, this, run_age, |r| rows.push(r)),
+                None => rows.extend(0..entities.len()),
+            }
+            if rows.is_empty() {
+                continue;
+            }
+            let reader = RowReader::new(world, seg, id, &self.source);
+            // Changed rows lie scattered over the column: a batch's entities and values are
+            // read first, in loops whose loads do not wait on each other (so the cache misses
+            // overlap), and handed to the index after.
+            for batch in rows.chunks(1024) {
+                row_entities.clear();
+                row_entities.extend(batch.iter().map(|&r| entities[r]));
+                values.clear();
+                spans.clear();
+                for (&row, &e) in batch.iter().zip(&row_entities) {
+                    let start = values.len();
+                    let readable = reader.read_into(world, row, e, &mut values).is_some();
+                    if !readable {
+                        values.truncate(start);
+                    }
+                    spans.push(readable.then_some((start, values.len())));
+                }
+                for (&e, span) in row_entities.iter().zip(&spans) {
+                    match *span {
+                        Some((start, end)) => {
+                            self.index.update(e.index(), &values[start..end]);
+                            if !self.unreadable.is_empty() {
+                                self.unreadable.remove(e.index());
+                            }
+                        }
+                        None => {
+                            self.index.remove(e.index());
+                            self.unreadable.insert(e.index());
                         }
                     }
-                    None => {
-                        self.index.remove(e.index());
-                        self.unreadable.insert(e.index());
-                    }
                 }
-            };
-            match since {
-                Some((this, run_age)) => for_each_changed(ticks, this, run_age, &mut visit),
-                None => (0..entities.len()).for_each(&mut visit),
             }
         }
     }
@@ -885,6 +923,26 @@ impl World {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn for_each_changed_visits_exactly_the_new_rows_in_order() {
+        let mut x = 0x9e37_79b9_u32;
+        for len in [0usize, 1, 63, 64, 65, 200, 1000] {
+            let ticks: Vec<Tick> = (0..len)
+                .map(|_| {
+                    x ^= x << 13;
+                    x ^= x >> 17;
+                    x ^= x << 5;
+                    x % 40
+                })
+                .collect();
+            let (this, age) = (30, 7);
+            let mut seen = Vec::new();
+            for_each_changed(&ticks, this, age, |r| seen.push(r));
+            let expected: Vec<usize> = (0..len).filter(|&r| is_new(ticks[r], this, age)).collect();
+            assert_eq!(seen, expected, "len {len}");
+        }
+    }
+
     use std::ops::Bound;
 
     use super::*;
