@@ -124,6 +124,14 @@ pub fn mutation(g: &mut Gen, model: &Model, dead: &[Entity]) -> String {
             let mut sets = Vec::new();
             for (f, ty) in fields.iter().take(n) {
                 let ty = Ty::of_field_type(*ty);
+                // A `null`-typed value (the literal) into a non-entity field is a static type
+                // error even when nothing is targeted: leave nulls to run time.
+                let without_null = |g: &mut Gen, depth: u32| loop {
+                    let e = g.expr(ty, depth).text;
+                    if ty == Ty::Ent || !e.to_ascii_lowercase().contains("null") {
+                        break e;
+                    }
+                };
                 let e = if rng.chance(0.5) {
                     // Mostly the field itself, changed a little: the update usually fits.
                     match ty {
@@ -133,17 +141,11 @@ pub fn mutation(g: &mut Gen, model: &Model, dead: &[Entity]) -> String {
                         }
                         Ty::Str => format!("lower({}.{f}) || '{}'", c.name, rng.pick(&["", "x", "!"])),
                         Ty::Bool => format!("NOT {}.{f}", c.name),
-                        _ => g.expr(ty, 0).text,
+                        _ => without_null(g, 0),
                     }
                 } else {
-                    // A `null`-typed value (the literal) into a non-entity field is a static
-                    // type error even when nothing is targeted: leave nulls to run time.
-                    loop {
-                        let e = g.expr(ty, rng.range(0, 2) as u32).text;
-                        if ty == Ty::Ent || !e.to_ascii_lowercase().contains("null") {
-                            break e;
-                        }
-                    }
+                    let depth = rng.range(0, 2) as u32;
+                    without_null(g, depth)
                 };
                 sets.push(format!("{f} = {e}"));
             }
