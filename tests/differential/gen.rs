@@ -7,8 +7,6 @@
 //! redundant parentheses, so the parser and the column naming (an item's source text with
 //! whitespace collapsed) are exercised too.
 
-use std::collections::BTreeMap;
-
 use ecsdb::query::{ErrorKind, Params};
 use ecsdb::{Entity, FieldType, Value};
 
@@ -121,9 +119,9 @@ pub struct Gen<'a> {
     dead: Vec<Entity>,
     /// Per entity field (`"C.f"`), every entity it holds somewhere (live or stale): ancestors
     /// worth asking about.
-    link_targets: BTreeMap<String, Vec<Entity>>,
+    link_targets: relation_exprs::LinkTargets,
     /// Per entity field, the live targets at the top of their chain (whole trees below).
-    link_tops: BTreeMap<String, Vec<Entity>>,
+    link_tops: relation_exprs::LinkTargets,
     /// Components this query mostly reads.
     scope: Vec<String>,
     aliases: usize,
@@ -135,31 +133,7 @@ pub struct Gen<'a> {
 
 impl<'a> Gen<'a> {
     pub fn new(rng: Rng, model: &'a Model, dead: &[Entity]) -> Gen<'a> {
-        let mut link_targets: BTreeMap<String, Vec<Entity>> = BTreeMap::new();
-        for comps in model.entities.values() {
-            for (c, fields) in comps {
-                for (f, v) in fields {
-                    if let Value::Entity(t) = v {
-                        link_targets.entry(format!("{c}.{f}")).or_default().push(*t);
-                    }
-                }
-            }
-        }
-        for targets in link_targets.values_mut() {
-            targets.sort();
-            targets.dedup();
-        }
-        let mut link_tops: BTreeMap<String, Vec<Entity>> = BTreeMap::new();
-        for (cf, targets) in &link_targets {
-            let (c, f) = cf.split_once('.').expect("C.f");
-            let top = |t: &Entity| {
-                model.entities.get(t).is_some_and(|cs| {
-                    let up = cs.get(c).and_then(|fs| fs.iter().find(|(n, _)| n == f)).map(|(_, v)| v);
-                    !matches!(up, Some(Value::Entity(u)) if model.is_alive(*u))
-                })
-            };
-            link_tops.insert(cf.clone(), targets.iter().copied().filter(top).collect());
-        }
+        let (link_targets, link_tops) = relation_exprs::link_targets(model);
         Gen {
             rng,
             schema: &model.schema,

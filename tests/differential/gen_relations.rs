@@ -5,7 +5,45 @@
 //! expression), as random leaves of any expression ([`Gen::relation_leaf`]) and as queries
 //! shaped around them ([`Gen::relation_query`]).
 
+use std::collections::BTreeMap;
+
+use ecsdb::{Entity, Value};
+
 use super::{Expect, Gen, Ty, G};
+use crate::model::Model;
+
+/// Per entity field (`"C.f"`): every entity it holds somewhere (live or stale), and the live
+/// ones among them at the top of their chain (with a whole tree below).
+pub(super) type LinkTargets = BTreeMap<String, Vec<Entity>>;
+
+pub(super) fn link_targets(model: &Model) -> (LinkTargets, LinkTargets) {
+    let mut link_targets: BTreeMap<String, Vec<Entity>> = BTreeMap::new();
+    for comps in model.entities.values() {
+        for (c, fields) in comps {
+            for (f, v) in fields {
+                if let Value::Entity(t) = v {
+                    link_targets.entry(format!("{c}.{f}")).or_default().push(*t);
+                }
+            }
+        }
+    }
+    for targets in link_targets.values_mut() {
+        targets.sort();
+        targets.dedup();
+    }
+    let mut link_tops: BTreeMap<String, Vec<Entity>> = BTreeMap::new();
+    for (cf, targets) in &link_targets {
+        let (c, f) = cf.split_once('.').expect("C.f");
+        let top = |t: &Entity| {
+            model.entities.get(t).is_some_and(|cs| {
+                let up = cs.get(c).and_then(|fs| fs.iter().find(|(n, _)| n == f)).map(|(_, v)| v);
+                !matches!(up, Some(Value::Entity(u)) if model.is_alive(*u))
+            })
+        };
+        link_tops.insert(cf.clone(), targets.iter().copied().filter(top).collect());
+    }
+    (link_targets, link_tops)
+}
 
 /// The entity fields a walk or a path can follow, with how often each is picked.
 const LINK_FIELDS: [(&str, u32); 3] = [("ChildOf.parent", 6), ("Link.to", 3), ("Target.who", 1)];

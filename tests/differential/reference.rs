@@ -18,7 +18,10 @@
 //!   rows tying on every key come in ascending entity order. Groups have no entity: groups
 //!   tying on every key form one "run" whose order is unspecified.
 //! - a select item `C` (a bare component) is the component as an object, even when it is
-//!   vector-like; inside an expression a vector-like component reads as a vector.
+//!   vector-like; inside an expression a vector-like component reads as a vector;
+//! - paths and `depth` / `root` / `descendant_of` follow the model's data as
+//!   `differential/relations.rs` describes (a path requires only its first component, the
+//!   hierarchy functions none).
 
 use std::cmp::Ordering;
 use std::collections::BTreeMap;
@@ -637,7 +640,7 @@ impl<'m> Reference<'m> {
         if is_agg_call(x) {
             return invalid(format!("aggregate `{x}` outside an aggregate context"));
         }
-        if let Some(v) = self.hierarchy(x, row)? {
+        if let Some(v) = relations::hierarchy(self, x, row)? {
             return Ok(Some(v));
         }
         Ok(match &x.kind {
@@ -646,33 +649,6 @@ impl<'m> Reference<'m> {
             ExprKind::EntityId => Some(Value::Entity(row.e)),
             _ => None,
         })
-    }
-
-    /// `depth(C.f)`, `root(C.f)`, `descendant_of(C.f, e [, max])` for the row's entity, walked
-    /// up the model (`None`: `x` is not such a call).
-    fn hierarchy(&self, x: &Expr, row: Row) -> R<Option<Value>> {
-        let ExprKind::Call { name, args } = &x.kind else { return Ok(None) };
-        if !is_hierarchy_function(&name.name) {
-            return Ok(None);
-        }
-        let Some(ExprKind::Field { component, field }) = args.first().map(|a| &a.kind) else {
-            return invalid(format!("`{x}`: the first argument is not C.f"));
-        };
-        let (c, f) = (&component.name, &field.name);
-        let lower = name.name.to_ascii_lowercase();
-        Ok(Some(match (lower.as_str(), args.len()) {
-            ("depth", 1) => relations::depth(self.model, row.e, c, f),
-            ("root", 1) => relations::root(self.model, row.e, c, f),
-            ("descendant_of", 2 | 3) => {
-                let ancestor = self.eval_row(&args[1], row)?;
-                let max = match args.get(2) {
-                    Some(m) => Some(self.eval_row(m, row)?),
-                    None => None,
-                };
-                relations::descendant_of(self.model, row.e, c, f, &ancestor, max.as_ref())?
-            }
-            _ => return invalid(format!("`{x}`: wrong arity")),
-        }))
     }
 
     /// Evaluates a row expression.
@@ -795,21 +771,9 @@ impl<'m> Reference<'m> {
                     }),
                     ExprKind::Component(c) => self.check_component(&c.name),
                     // The walk does not enter paths: the first field and every step here.
-                    ExprKind::Path { base, steps } => self.check_names(base).and_then(|_| {
-                        steps.iter().try_for_each(|s| {
-                            let def = self
-                                .model
-                                .schema
-                                .get(&s.component.name)
-                                .ok_or_else(|| RefError::Unknown("component", s.component.name.clone()))?;
-                            match &s.field {
-                                Some(f) if def.field(&f.name).is_none() => {
-                                    Err(RefError::Unknown("field", format!("{}.{}", s.component.name, f.name)))
-                                }
-                                _ => Ok(()),
-                            }
-                        })
-                    }),
+                    ExprKind::Path { base, steps } => {
+                        self.check_names(base).and_then(|_| relations::check_steps(self.model, steps))
+                    }
                     ExprKind::Call { name, .. } => {
                         let n = name.name.to_ascii_lowercase();
                         if SCALAR_FUNCTIONS.contains(&n.as_str())

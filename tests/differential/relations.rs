@@ -16,11 +16,11 @@
 
 use std::collections::BTreeSet;
 
-use ecsdb::query::parse::PathStep;
+use ecsdb::query::parse::{Expr, ExprKind, PathStep};
 use ecsdb::{Entity, OnDelete, Value};
 
 use super::model::Model;
-use super::reference::RefError;
+use super::reference::{RefError, Reference, Row};
 
 /// The names of the hierarchy functions.
 pub const HIERARCHY_FUNCTIONS: [&str; 3] = ["depth", "root", "descendant_of"];
@@ -118,12 +118,53 @@ pub fn descendant_of(
     Ok(Value::Bool(hops.is_some_and(|h| max.is_none_or(|m| h <= m))))
 }
 
-/// The value at the end of a path whose first field read `start`.
-pub fn follow_path(model: &Model, start: Value, steps: &[PathStep]) -> Result<Value, RefError> {
-    let mut cur = start;
+/// `depth(C.f)`, `root(C.f)`, `descendant_of(C.f, e [, max])` for the row's entity, walked
+/// up the model (`None`: `x` is not such a call).
+pub fn hierarchy(r: &Reference, x: &Expr, row: Row) -> Result<Option<Value>, RefError> {
+    let ExprKind::Call { name, args } = &x.kind else { return Ok(None) };
+    if !is_hierarchy_function(&name.name) {
+        return Ok(None);
+    }
+    let Some(ExprKind::Field { component, field }) = args.first().map(|a| &a.kind) else {
+        return Err(RefError::Invalid(format!("`{x}`: the first argument is not C.f")));
+    };
+    let (c, f) = (&component.name, &field.name);
+    let lower = name.name.to_ascii_lowercase();
+    Ok(Some(match (lower.as_str(), args.len()) {
+        ("depth", 1) => depth(r.model, row.e, c, f),
+        ("root", 1) => root(r.model, row.e, c, f),
+        ("descendant_of", 2 | 3) => {
+            let ancestor = r.eval_row(&args[1], row)?;
+            let max = match args.get(2) {
+                Some(m) => Some(r.eval_row(m, row)?),
+                None => None,
+            };
+            descendant_of(r.model, row.e, c, f, &ancestor, max.as_ref())?
+        }
+        _ => return Err(RefError::Invalid(format!("`{x}`: wrong arity"))),
+    }))
+}
+
+/// Checks the components and fields a path's steps name against the schema.
+pub fn check_steps(model: &Model, steps: &[PathStep]) -> Result<(), RefError> {
     for step in steps {
         let comp = &step.component.name;
         let def = model.schema.get(comp).ok_or_else(|| RefError::Unknown("component", comp.clone()))?;
+        if let Some(f) = &step.field {
+            if def.field(&f.name).is_none() {
+                return Err(RefError::Unknown("field", format!("{comp}.{}", f.name)));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The value at the end of a path whose first field read `start`.
+pub fn follow_path(model: &Model, start: Value, steps: &[PathStep]) -> Result<Value, RefError> {
+    check_steps(model, steps)?;
+    let mut cur = start;
+    for step in steps {
+        let comp = &step.component.name;
         let entity = match cur {
             Value::Entity(x) if !x.is_null() && model.is_alive(x) => x,
             Value::Entity(_) | Value::Null => return Ok(Value::Null),
@@ -131,12 +172,7 @@ pub fn follow_path(model: &Model, start: Value, steps: &[PathStep]) -> Result<Va
         };
         let Some(fields) = model.entities[&entity].get(comp) else { return Ok(Value::Null) };
         cur = match &step.field {
-            Some(f) => {
-                if def.field(&f.name).is_none() {
-                    return Err(RefError::Unknown("field", format!("{comp}.{}", f.name)));
-                }
-                fields.iter().find(|(n, _)| *n == f.name).map(|(_, v)| v.clone()).expect("field stored")
-            }
+            Some(f) => fields.iter().find(|(n, _)| *n == f.name).map(|(_, v)| v.clone()).expect("field stored"),
             None => Value::Object(fields.clone()),
         };
     }
