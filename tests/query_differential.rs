@@ -6,13 +6,19 @@
 //!
 //! - `differential_select`: 40 worlds × 100 queries, every query run with no index and then
 //!   again with each index kind the build supports (see [`INDEXES`]);
+//! - references between entities throughout: worlds link entities through `ChildOf.parent`
+//!   and `Link.to` (declared `REFERENCES … ON DELETE … [ACYCLIC]` in some worlds, plain in
+//!   others; forests, loops, null and stale targets), queries follow them with paths and
+//!   `depth` / `root` / `descendant_of` (`differential/relations.rs` models them naively), with
+//!   and without relation, btree and bitmap indexes on the fields, and DESPAWN applies the
+//!   `ON DELETE` policies in the mutation test;
 //! - `differential_mutations`: 12 worlds × 40 mutation statements (SPAWN, DESPAWN, ADD, REMOVE,
 //!   UPDATE, some failing) applied to both the database and the model, with the whole world
 //!   compared after each (a failed statement must change nothing), random queries and three
 //!   prepared statements run in between; each world lives with one index kind (round robin) once
 //!   the kind is supported;
-//! - `reference_*` (in `differential/hand_cases.rs`): the reference itself against hand-worked
-//!   answers.
+//! - `reference_*` (in `differential/hand_cases.rs`, `differential/hand_relations.rs`): the
+//!   reference itself against hand-worked answers.
 //!
 //! Everything is a pure function of a seed. A failure prints the world seed, the world and the
 //! query; rerun just that world with
@@ -28,12 +34,16 @@ mod compare;
 mod gen;
 #[path = "differential/hand_cases.rs"]
 mod hand_cases;
+#[path = "differential/hand_relations.rs"]
+mod hand_relations;
 #[path = "differential/model.rs"]
 mod model;
 #[path = "differential/mutate.rs"]
 mod mutate;
 #[path = "differential/reference.rs"]
 mod reference;
+#[path = "differential/relations.rs"]
+mod relations;
 use common::rng;
 #[path = "differential/world_gen.rs"]
 mod world_gen;
@@ -60,7 +70,7 @@ use world_gen::TestWorld;
 /// error, or any other) fails the test. An index never changes an answer, so every
 /// run is compared with the same reference result. With one index present, only the queries
 /// that name its component are run again (no other query can use it); with all present, all.
-const INDEXES: [(&str, &str, &str); 7] = [
+const INDEXES: [(&str, &str, &str); 11] = [
     ("dq_position_rtree", "Position", "CREATE INDEX dq_position_rtree ON Position USING rtree"),
     ("dq_hp_btree", "Health", "CREATE INDEX dq_hp_btree ON Health (hp) USING btree"),
     ("dq_level_btree", "Level", "CREATE INDEX dq_level_btree ON Level (value) USING btree"),
@@ -68,6 +78,12 @@ const INDEXES: [(&str, &str, &str); 7] = [
     ("dq_flags_bitmap", "Flags", "CREATE INDEX dq_flags_bitmap ON Flags (a) USING bitmap"),
     ("dq_frozen_bitmap", "Frozen", "CREATE INDEX dq_frozen_bitmap ON Frozen USING bitmap"),
     ("dq_target_w_btree", "Target", "CREATE INDEX dq_target_w_btree ON Target (w) USING btree"),
+    // References: target -> referrers (answers `C.f = e`, `IN`, `descendant_of`), and the
+    // kinds that take any orderable field, entity fields included.
+    ("dq_parent_relation", "ChildOf", "CREATE INDEX dq_parent_relation ON ChildOf (parent) USING relation"),
+    ("dq_link_relation", "Link", "CREATE INDEX dq_link_relation ON Link (to) USING relation"),
+    ("dq_parent_btree", "ChildOf", "CREATE INDEX dq_parent_btree ON ChildOf (parent) USING btree"),
+    ("dq_parent_bitmap", "ChildOf", "CREATE INDEX dq_parent_bitmap ON ChildOf (parent) USING bitmap"),
 ];
 
 /// An index setup: its label, and the component of its one index (`None`: no index, or all).
@@ -126,6 +142,8 @@ struct Report {
     non_empty: usize,
     /// Cases skipped because an int overflowed (the engine may refuse those).
     skipped: usize,
+    /// Compared cases that follow references (paths, hierarchy functions).
+    relational: usize,
     mutations: BTreeMap<&'static str, (usize, usize)>,
 }
 
@@ -146,6 +164,7 @@ impl Report {
             setups: BTreeMap::new(),
             non_empty: 0,
             skipped: 0,
+            relational: 0,
             mutations: BTreeMap::new(),
         }
     }
@@ -179,11 +198,12 @@ impl Report {
     fn finish(self) {
         let total: usize = self.shapes.values().sum();
         let mut summary = format!(
-            "[{}] {total} cases compared in {:.1}s over {} index setups ({} with rows, {} skipped for int overflow)\n  shapes: {:?}\n  setups: {:?}\n",
+            "[{}] {total} cases compared in {:.1}s over {} index setups ({} with rows, {} following references, {} skipped for int overflow)\n  shapes: {:?}\n  setups: {:?}\n",
             self.test,
             self.started.elapsed().as_secs_f64(),
             self.setups.len(),
             self.non_empty,
+            self.relational,
             self.skipped,
             self.shapes,
             self.setups,
@@ -315,8 +335,18 @@ fn judge(model: &Model, case: &Case, got: Result<Result<ResultSet, Error>, Strin
     }
 }
 
+/// Whether a query follows references: a hierarchy function, or a path through one of the
+/// entity fields.
+fn follows_references(text: &str) -> bool {
+    let lower = text.to_ascii_lowercase();
+    ["depth(", "root(", "descendant_of(", ".parent.", ".to.", ".who."].iter().any(|p| lower.contains(p))
+}
+
 fn record(report: &mut Report, seed: u64, model: &Model, case: &Case, where_: &str, setup: &str, outcome: Outcome) {
     *report.setups.entry(setup.to_string()).or_default() += 1;
+    if !matches!(outcome, Outcome::Skip) && follows_references(&case.text) {
+        report.relational += 1;
+    }
     match outcome {
         Outcome::Pass { rows } => {
             *report.shapes.entry(case.shape).or_default() += 1;
@@ -401,8 +431,13 @@ fn select_world(seed: u64, queries: usize, report: &mut Report) {
     let mut cases = vec![state_case(&w.model)];
     for i in 0..queries {
         let mut g = Gen::new(Rng::new(mix(seed, i as u64 + 1)), &w.model, &w.dead);
-        // One in six shaped for the index paths (ordered walks, intersections, unions).
-        cases.push(if i % 6 == 5 { g.index_query() } else { g.query() });
+        // One in six shaped for the index paths (ordered walks, intersections, unions), one
+        // in six around references between entities.
+        cases.push(match i % 6 {
+            5 => g.index_query(),
+            2 => g.relation_query(),
+            _ => g.query(),
+        });
     }
     let TestWorld { db, model, .. } = &mut w;
     let model = &*model;
@@ -449,6 +484,7 @@ fn error_kind(e: &RefError) -> Option<ErrorKind> {
         RefError::Unknown(_, _) => Some(ErrorKind::UnknownFunction),
         RefError::Stale(_) => Some(ErrorKind::StaleEntity),
         RefError::Store(_) => Some(ErrorKind::Type),
+        RefError::Constraint(_) => Some(ErrorKind::Constraint),
         RefError::Overflow | RefError::Invalid(_) => None,
     }
 }
@@ -566,7 +602,8 @@ fn mutation_world(seed: u64, steps: usize, report: &mut Report) {
         let mut cases = vec![(state_case(&w.model), Api::Execute)];
         for (k, api) in [Api::Query, Api::Prepared].into_iter().enumerate() {
             let mut g = Gen::new(Rng::new(mix(seed, 2_000_000 + 2 * step as u64 + k as u64)), &w.model, &w.dead);
-            cases.push((g.query(), api));
+            // Now and then a query about references: policies and writes change the links.
+            cases.push((if k == 1 && step % 3 == 0 { g.relation_query() } else { g.query() }, api));
         }
         let mut failed = false;
         for (case, api) in cases {

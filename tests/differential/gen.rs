@@ -13,6 +13,9 @@ use ecsdb::{Entity, FieldType, Value};
 use super::model::{Model, Schema};
 use super::rng::Rng;
 
+#[path = "gen_relations.rs"]
+mod relation_exprs;
+
 /// The static type of a generated expression.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Ty {
@@ -114,6 +117,11 @@ pub struct Gen<'a> {
     schema: &'a Schema,
     live: Vec<Entity>,
     dead: Vec<Entity>,
+    /// Per entity field (`"C.f"`), every entity it holds somewhere (live or stale): ancestors
+    /// worth asking about.
+    link_targets: relation_exprs::LinkTargets,
+    /// Per entity field, the live targets at the top of their chain (whole trees below).
+    link_tops: relation_exprs::LinkTargets,
     /// Components this query mostly reads.
     scope: Vec<String>,
     aliases: usize,
@@ -125,11 +133,14 @@ pub struct Gen<'a> {
 
 impl<'a> Gen<'a> {
     pub fn new(rng: Rng, model: &'a Model, dead: &[Entity]) -> Gen<'a> {
+        let (link_targets, link_tops) = relation_exprs::link_targets(model);
         Gen {
             rng,
             schema: &model.schema,
             live: model.entities.keys().copied().collect(),
             dead: dead.to_vec(),
+            link_targets,
+            link_tops,
             scope: Vec::new(),
             aliases: 0,
             params: Vec::new(),
@@ -316,6 +327,11 @@ impl<'a> Gen<'a> {
         if self.rng.chance(0.03) {
             return G::atom(self.kw("NULL"));
         }
+        if self.rng.chance(0.06) {
+            if let Some(g) = self.relation_leaf(ty) {
+                return g;
+            }
+        }
         let want_field = self.rng.chance(0.6);
         match ty {
             Ty::Int | Ty::Float | Ty::Str if want_field => match self.field(ty) {
@@ -380,6 +396,11 @@ impl<'a> Gen<'a> {
                 Value::Entity(text.parse().expect("entity literal"))
             }
         };
+        self.bind(v)
+    }
+
+    /// A new parameter holding `v`.
+    fn bind(&mut self, v: Value) -> G {
         let n = self.params.len() + 1;
         // Positional parameters are numbered in order; a named one may come between them.
         let key = if self.rng.chance(0.3) {
@@ -1095,7 +1116,7 @@ impl<'a> Gen<'a> {
         self.begin();
         use ErrorKind as K;
         let with_where = |w: &str| format!("SELECT entity WHERE {w}");
-        let (text, kind): (String, Option<ErrorKind>) = match self.rng.below(28) {
+        let (text, kind): (String, Option<ErrorKind>) = match self.rng.below(35) {
             0 => ("SELECT Team.name + 1".into(), Some(K::Type)),
             1 => (with_where("Level.value LIKE 'a%'"), Some(K::Type)),
             2 => (with_where("NOT Level.value"), Some(K::Type)),
@@ -1123,6 +1144,14 @@ impl<'a> Gen<'a> {
             24 => ("SELECT 2. FROM Level".into(), Some(K::Syntax)),
             25 => (with_where("Health.hp > 1 AND 'x'"), Some(K::Type)),
             26 => (with_where("Level.value > $1"), Some(K::Parameter)),
+            // References: hierarchy functions follow an entity field; paths step through one.
+            28 => ("SELECT depth(Level.value)".into(), Some(K::Type)),
+            29 => ("SELECT root(ChildOf)".into(), Some(K::Type)),
+            30 => (with_where("descendant_of(ChildOf.parent, 'x')"), Some(K::Type)),
+            31 => (with_where("descendant_of(Link.to, entity, 'x')"), Some(K::Type)),
+            32 => ("SELECT Level.value.Name.value".into(), Some(K::Type)),
+            33 => ("SELECT depth(ChildOf.parent, entity)".into(), Some(K::Type)),
+            34 => ("SELECT ChildOf.parent.Nme.value".into(), Some(K::UnknownComponent)),
             _ => ("SELECT Health.hp FROM Health ORDER BY Health.hp LIMIT 'x'".into(), None),
         };
         self.case(text, Expect::Error(kind), "error")

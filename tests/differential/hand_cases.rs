@@ -109,7 +109,7 @@ fn run(model: &Model, text: &str) -> Result<(Vec<String>, Vec<Vec<Value>>), RefE
 
 /// Checks an ordered answer (sequence).
 #[track_caller]
-fn seq(model: &Model, text: &str, columns: &[&str], rows: Vec<Vec<Value>>) {
+pub fn seq(model: &Model, text: &str, columns: &[&str], rows: Vec<Vec<Value>>) {
     let (cols, got) = run(model, text).unwrap_or_else(|err| panic!("{text}: {err:?}"));
     assert_eq!(cols, columns, "{text}: columns");
     assert_eq!(got, rows, "{text}: rows");
@@ -117,7 +117,7 @@ fn seq(model: &Model, text: &str, columns: &[&str], rows: Vec<Vec<Value>>) {
 
 /// Checks an unordered answer (multiset), through the comparison used for the engine.
 #[track_caller]
-fn set(model: &Model, text: &str, columns: &[&str], rows: Vec<Vec<Value>>) {
+pub fn set(model: &Model, text: &str, columns: &[&str], rows: Vec<Vec<Value>>) {
     let Statement::Select(sel) = parse_statement(text).unwrap() else { panic!("{text}: not a SELECT") };
     let exp = Reference::new(model).select(&sel, text).unwrap_or_else(|err| panic!("{text}: {err:?}"));
     let columns: Vec<String> = columns.iter().map(|c| c.to_string()).collect();

@@ -9,7 +9,14 @@
 use std::collections::BTreeMap;
 use std::fmt::Write;
 
-use ecsdb::{Entity, FieldType, Value};
+use ecsdb::{Entity, FieldType, OnDelete, Value};
+
+/// A field declared `REFERENCES` (the engine's `OnDelete` is used as plain data only).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct RefDecl {
+    pub on_delete: OnDelete,
+    pub acyclic: bool,
+}
 
 /// One component of the schema.
 #[derive(Clone, Debug)]
@@ -17,11 +24,23 @@ pub struct CompDef {
     pub name: String,
     pub fields: Vec<(String, FieldType)>,
     pub sparse: bool,
+    /// Fields declared `REFERENCES`, with their declaration.
+    pub refs: Vec<(String, RefDecl)>,
 }
 
 impl CompDef {
     pub fn new(name: &str, fields: &[(&str, FieldType)]) -> CompDef {
-        CompDef { name: name.into(), fields: fields.iter().map(|(n, t)| (n.to_string(), *t)).collect(), sparse: false }
+        CompDef {
+            name: name.into(),
+            fields: fields.iter().map(|(n, t)| (n.to_string(), *t)).collect(),
+            sparse: false,
+            refs: Vec::new(),
+        }
+    }
+
+    /// The declaration of field `name`, when it is declared `REFERENCES`.
+    pub fn reference(&self, name: &str) -> Option<RefDecl> {
+        self.refs.iter().find(|(f, _)| f == name).map(|(_, d)| *d)
     }
 
     pub fn is_tag(&self) -> bool {
@@ -43,7 +62,23 @@ impl CompDef {
         if self.fields.is_empty() {
             return format!("CREATE COMPONENT {}", self.name);
         }
-        let fields: Vec<String> = self.fields.iter().map(|(n, t)| format!("{n} {}", t.name())).collect();
+        let fields: Vec<String> = self
+            .fields
+            .iter()
+            .map(|(n, t)| match self.reference(n) {
+                // `NO ACTION` is the default: written out only now and then.
+                Some(d) => format!(
+                    "{n} {} REFERENCES{}{}",
+                    t.name(),
+                    match d.on_delete {
+                        OnDelete::NoAction if n.len() % 2 == 0 => String::new(),
+                        p => format!(" ON DELETE {}", p.name()),
+                    },
+                    if d.acyclic { " ACYCLIC" } else { "" }
+                ),
+                None => format!("{n} {}", t.name()),
+            })
+            .collect();
         format!("CREATE COMPONENT {} ({})", self.name, fields.join(", "))
     }
 }
@@ -72,11 +107,32 @@ impl Schema {
                 CompDef::new("Flags", &[("a", T::Bool), ("b", T::U8)]),
                 CompDef::new("Cell", &[("x", T::I16), ("y", T::I16)]),
                 target,
+                // Links between entities: declared `REFERENCES` in some worlds (see
+                // `Schema::declare`), plain entity fields in others.
+                CompDef::new("ChildOf", &[("parent", T::Entity)]),
+                CompDef::new("Link", &[("to", T::Entity)]),
                 CompDef::new("Player", &[]),
                 CompDef::new("Monster", &[]),
                 CompDef::new("Frozen", &[]),
             ],
         }
+    }
+
+    /// Declares `comp.field` a reference (before the world is created from the schema).
+    pub fn declare(&mut self, comp: &str, field: &str, decl: RefDecl) {
+        let c = self.comps.iter_mut().find(|c| c.name == comp).expect("a component of the schema");
+        c.refs.push((field.to_string(), decl));
+    }
+
+    /// Every declared reference: `(component, field, declaration)`.
+    pub fn references(&self) -> Vec<(String, String, RefDecl)> {
+        let mut out = Vec::new();
+        for c in &self.comps {
+            for (f, d) in &c.refs {
+                out.push((c.name.clone(), f.clone(), *d));
+            }
+        }
+        out
     }
 
     pub fn get(&self, name: &str) -> Option<&CompDef> {
@@ -163,6 +219,13 @@ impl Model {
         for c in &self.schema.comps {
             let n = self.entities.values().filter(|cs| cs.contains_key(&c.name)).count();
             parts.push(format!("{}={n}", c.name));
+        }
+        for (c, f, d) in self.schema.references() {
+            parts.push(format!(
+                "[{c}.{f} REFERENCES ON DELETE {}{}]",
+                d.on_delete.name(),
+                if d.acyclic { " ACYCLIC" } else { "" }
+            ));
         }
         parts.join(" ")
     }

@@ -12,7 +12,9 @@
 //!   (`Level {value: 3.5}`) is an error only when some entity is targeted; a value whose type the
 //!   field cannot hold (`Name {value: 3.5}`) is a type error whatever the targets;
 //! - with several errors in one statement, unknown names come first, then a stale entity
-//!   target, then values that do not fit.
+//!   target, then values that do not fit, then the checks of declared references (a stale
+//!   target, then an `ACYCLIC` loop), made on the statement's final state;
+//! - DESPAWN applies the declared `ON DELETE` policies (`relations::despawn`).
 
 use ecsdb::query::parse::{ComponentValue, Statement, Target};
 use ecsdb::{Entity, FieldType, Value};
@@ -20,6 +22,7 @@ use ecsdb::{Entity, FieldType, Value};
 use super::gen::{Gen, Ty};
 use super::model::{Fields, Model};
 use super::reference::{RefError, Reference};
+use super::relations::{self, Write};
 use super::rng::Rng;
 use super::world_gen::{components_text, field_value, literal};
 
@@ -121,6 +124,14 @@ pub fn mutation(g: &mut Gen, model: &Model, dead: &[Entity]) -> String {
             let mut sets = Vec::new();
             for (f, ty) in fields.iter().take(n) {
                 let ty = Ty::of_field_type(*ty);
+                // A `null`-typed value (the literal) into a non-entity field is a static type
+                // error even when nothing is targeted: leave nulls to run time.
+                let without_null = |g: &mut Gen, depth: u32| loop {
+                    let e = g.expr(ty, depth).text;
+                    if ty == Ty::Ent || !e.to_ascii_lowercase().contains("null") {
+                        break e;
+                    }
+                };
                 let e = if rng.chance(0.5) {
                     // Mostly the field itself, changed a little: the update usually fits.
                     match ty {
@@ -130,17 +141,11 @@ pub fn mutation(g: &mut Gen, model: &Model, dead: &[Entity]) -> String {
                         }
                         Ty::Str => format!("lower({}.{f}) || '{}'", c.name, rng.pick(&["", "x", "!"])),
                         Ty::Bool => format!("NOT {}.{f}", c.name),
-                        _ => g.expr(ty, 0).text,
+                        _ => without_null(g, 0),
                     }
                 } else {
-                    // A `null`-typed value (the literal) into a non-entity field is a static
-                    // type error even when nothing is targeted: leave nulls to run time.
-                    loop {
-                        let e = g.expr(ty, rng.range(0, 2) as u32).text;
-                        if ty == Ty::Ent || !e.to_ascii_lowercase().contains("null") {
-                            break e;
-                        }
-                    }
+                    let depth = rng.range(0, 2) as u32;
+                    without_null(g, depth)
                 };
                 sets.push(format!("{f} = {e}"));
             }
@@ -227,6 +232,18 @@ fn build_values(model: &Model, r: &Reference, comps: &[ComponentValue]) -> Resul
     Ok(out)
 }
 
+/// Every field value of `values` as written to `entity` (`None`: a new one), for the
+/// reference checks (which skip the fields that are not declared references).
+fn writes_of(entity: Option<Entity>, values: &[(String, Fields)]) -> Vec<Write> {
+    let mut out = Vec::new();
+    for (c, fields) in values {
+        for (f, v) in fields {
+            out.push((entity, c.clone(), f.clone(), v.clone()));
+        }
+    }
+    out
+}
+
 /// The entities a statement targets.
 fn targets(
     model: &Model,
@@ -257,13 +274,16 @@ pub fn effect(model: &Model, stmt: &Statement) -> Result<Effect, RefError> {
     let r = Reference::new(model);
     let mut next = model.clone();
     let count = match stmt {
-        Statement::Spawn(s) => return Ok(Effect::Spawn(build_values(model, &r, &s.components)?)),
+        Statement::Spawn(s) => {
+            let values = build_values(model, &r, &s.components)?;
+            relations::check_writes(model, model, &writes_of(None, &values))?;
+            return Ok(Effect::Spawn(values));
+        }
         Statement::Despawn(d) => {
             let ts = targets(model, &r, &d.target, &[], &[])?;
-            for e in &ts {
-                next.entities.remove(e);
-            }
-            ts.len()
+            let (after, gone) = relations::despawn(model, &ts)?;
+            next = after;
+            gone
         }
         Statement::Add(a) => {
             // With both a stale target and a value that does not fit, either error is right;
@@ -276,12 +296,15 @@ pub fn effect(model: &Model, stmt: &Statement) -> Result<Effect, RefError> {
                 return Ok(Effect::Count(0, Box::new(next)));
             }
             let values = build_values(model, &r, &a.components)?;
+            let mut writes = Vec::new();
             for e in &ts {
                 let entry = next.entities.get_mut(e).expect("target alive");
                 for (c, fields) in &values {
                     entry.insert(c.clone(), fields.clone());
                 }
+                writes.extend(writes_of(Some(*e), &values));
             }
+            relations::check_writes(model, &next, &writes)?;
             ts.len()
         }
         Statement::Remove(rm) => {
@@ -326,10 +349,13 @@ pub fn effect(model: &Model, stmt: &Statement) -> Result<Effect, RefError> {
                     writes.push((*e, a.field.name.clone(), stored));
                 }
             }
+            let mut checked: Vec<Write> = Vec::new();
             for (e, f, v) in writes {
                 let fields = next.entities.get_mut(&e).expect("alive").get_mut(&comp).expect("has it");
-                fields.iter_mut().find(|(n, _)| *n == f).expect("field").1 = v;
+                fields.iter_mut().find(|(n, _)| *n == f).expect("field").1 = v.clone();
+                checked.push((Some(e), comp.clone(), f, v));
             }
+            relations::check_writes(model, &next, &checked)?;
             ts.len()
         }
         other => return Err(RefError::Invalid(format!("not a mutation: {other:?}"))),

@@ -18,15 +18,21 @@
 //!   rows tying on every key come in ascending entity order. Groups have no entity: groups
 //!   tying on every key form one "run" whose order is unspecified.
 //! - a select item `C` (a bare component) is the component as an object, even when it is
-//!   vector-like; inside an expression a vector-like component reads as a vector.
+//!   vector-like; inside an expression a vector-like component reads as a vector;
+//! - paths and `depth` / `root` / `descendant_of` follow the model's data as
+//!   `differential/relations.rs` describes (a path requires only its first component, the
+//!   hierarchy functions none).
 
 use std::cmp::Ordering;
 use std::collections::BTreeMap;
 
-use ecsdb::query::parse::{BinaryOp, Expr, ExprKind, Literal, Param, Select, SelectItem, Term, TermKind, UnaryOp};
+use ecsdb::query::parse::{
+    BinaryOp, Expr, ExprKind, Literal, Param, PathStep, Select, SelectItem, Term, TermKind, UnaryOp,
+};
 use ecsdb::{Entity, Value};
 
 use super::model::{Fields, Model};
+use super::relations::{self, is_hierarchy_function};
 
 /// Why the reference has no answer.
 #[derive(Clone, Debug, PartialEq)]
@@ -40,6 +46,8 @@ pub enum RefError {
     Stale(Entity),
     /// A value that cannot be stored in its field.
     Store(String),
+    /// A reference constraint: a surviving `RESTRICT` referrer, an `ACYCLIC` loop.
+    Constraint(String),
     /// Something the reference does not evaluate (a type error, an ungrouped column, …):
     /// for a query the generator thought well-formed, a bug in the test.
     Invalid(String),
@@ -143,6 +151,13 @@ pub fn expr_eq(a: &Expr, b: &Expr) -> bool {
             c1.name == c2.name && f1.name == f2.name
         }
         (K::Component(x), K::Component(y)) => x.name == y.name,
+        (K::Path { base: b1, steps: s1 }, K::Path { base: b2, steps: s2 }) => {
+            let same_step = |(p, q): (&PathStep, &PathStep)| {
+                p.component.name == q.component.name
+                    && p.field.as_ref().map(|f| &f.name) == q.field.as_ref().map(|f| &f.name)
+            };
+            expr_eq(b1, b2) && s1.len() == s2.len() && s1.iter().zip(s2).all(same_step)
+        }
         (K::EntityId, K::EntityId) | (K::CountStar, K::CountStar) => true,
         (K::Unary { op: o1, expr: x }, K::Unary { op: o2, expr: y }) => o1 == o2 && expr_eq(x, y),
         (K::Binary { op: o1, lhs: l1, rhs: r1 }, K::Binary { op: o2, lhs: l2, rhs: r2 }) => {
@@ -478,8 +493,12 @@ impl<'m> Reference<'m> {
                 Literal::Null => Value::Null,
             },
             ExprKind::EntityLit { index, generation } => Value::Entity(Entity::from_parts(*index, *generation)),
-            // The generator writes no paths (references are tested in tests/query_relations.rs).
-            ExprKind::Path { .. } => return invalid("paths are not modelled"),
+            // The first field through the leaves (a row's value, or a GROUP BY key), the steps
+            // through the model.
+            ExprKind::Path { base, steps } => {
+                let start = self.eval(base, leaf)?;
+                relations::follow_path(self.model, start, steps)?
+            }
             ExprKind::Vector(items) => {
                 let mut xs = Vec::new();
                 for item in items {
@@ -555,6 +574,9 @@ impl<'m> Reference<'m> {
                 tri(if *negated { r.map(|b| !b) } else { r })
             }
             ExprKind::IsNull { expr, negated } => Value::Bool(self.eval(expr, leaf)?.is_null() != *negated),
+            ExprKind::Call { name, .. } if is_hierarchy_function(&name.name) => {
+                return invalid(format!("`{x}` needs a row (outside a row, or neither grouped nor aggregated)"))
+            }
             ExprKind::Call { name, args } => {
                 let lower = name.name.to_ascii_lowercase();
                 if !SCALAR_FUNCTIONS.contains(&lower.as_str()) {
@@ -617,6 +639,9 @@ impl<'m> Reference<'m> {
         }
         if is_agg_call(x) {
             return invalid(format!("aggregate `{x}` outside an aggregate context"));
+        }
+        if let Some(v) = relations::hierarchy(self, x, row)? {
+            return Ok(Some(v));
         }
         Ok(match &x.kind {
             ExprKind::Field { component, field } => Some(self.field_value(row, &component.name, &field.name)?),
@@ -705,8 +730,13 @@ impl<'m> Reference<'m> {
             if is_agg_call(e) {
                 return Ok(Some(self.aggregate(e, rows)?));
             }
+            let hierarchy = matches!(&e.kind, ExprKind::Call { name, .. } if is_hierarchy_function(&name.name));
             if is_has_call(e).is_some()
-                || matches!(e.kind, ExprKind::Field { .. } | ExprKind::Component(_) | ExprKind::EntityId)
+                || hierarchy
+                || matches!(
+                    e.kind,
+                    ExprKind::Field { .. } | ExprKind::Path { .. } | ExprKind::Component(_) | ExprKind::EntityId
+                )
             {
                 return invalid(format!("`{e}` is neither grouped nor aggregated"));
             }
@@ -740,9 +770,17 @@ impl<'m> Reference<'m> {
                         }
                     }),
                     ExprKind::Component(c) => self.check_component(&c.name),
+                    // The walk does not enter paths: the first field and every step here.
+                    ExprKind::Path { base, steps } => {
+                        self.check_names(base).and_then(|_| relations::check_steps(self.model, steps))
+                    }
                     ExprKind::Call { name, .. } => {
                         let n = name.name.to_ascii_lowercase();
-                        if SCALAR_FUNCTIONS.contains(&n.as_str()) || is_agg_call(e) || n == "has" {
+                        if SCALAR_FUNCTIONS.contains(&n.as_str())
+                            || is_agg_call(e)
+                            || n == "has"
+                            || is_hierarchy_function(&n)
+                        {
                             Ok(())
                         } else {
                             Err(RefError::Unknown("function", name.name.clone()))
@@ -786,6 +824,13 @@ impl<'m> Reference<'m> {
                 return;
             }
             match &x.kind {
+                // A hierarchy function does not require its C (like `has`); its other
+                // arguments are ordinary row expressions.
+                ExprKind::Call { name, args } if is_hierarchy_function(&name.name) => {
+                    args.iter().skip(1).for_each(|a| collect(a, out))
+                }
+                // Only the first component of a path is required.
+                ExprKind::Path { base, .. } => collect(base, out),
                 ExprKind::Field { component, .. } => out.push(component.name.clone()),
                 ExprKind::Component(c) => out.push(c.name.clone()),
                 _ => x.children().into_iter().for_each(|c| collect(c, out)),

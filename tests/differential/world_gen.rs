@@ -3,12 +3,20 @@
 //! component subsets and values — through `SPAWN` text and through the engine API — some
 //! despawned and their ids recycled, some moved between archetypes by adding and removing
 //! components. Every step is applied to the [`Model`] as well, from the values written.
+//!
+//! Then the links between entities ([`link_entities`]): `ChildOf.parent` forests several
+//! levels deep and `Link.to` edges, declared `REFERENCES` (some `ON DELETE` policy, sometimes
+//! `ACYCLIC`) in some worlds and plain entity fields in others; loops where nothing forbids
+//! them, null targets, stale targets (written directly into plain fields, left behind by
+//! despawning `NO ACTION` targets), and despawns that apply the policies.
 
 use ecsdb::query::Database;
-use ecsdb::{ComponentDef, Entity, FieldType, Value};
+use ecsdb::{ComponentDef, EngineError, Entity, FieldType, OnDelete, Value};
 
 use super::gen::{NAMES, TEAMS};
-use super::model::{Model, Schema};
+use super::model::{Model, RefDecl, Schema};
+use super::reference::RefError;
+use super::relations;
 use super::rng::Rng;
 
 /// A database and the model of the same data.
@@ -26,6 +34,8 @@ fn presence(name: &str) -> f64 {
         "Team" | "Level" => 0.5,
         "Velocity" | "Name" | "Score" | "Flags" => 0.4,
         "Cell" | "Player" | "Monster" => 0.3,
+        // Given structure afterwards by `link_entities`.
+        "ChildOf" | "Link" => 0.0,
         _ => 0.2,
     }
 }
@@ -182,7 +192,8 @@ pub fn spawn_random(rng: &mut Rng, w: &mut TestWorld) -> Result<Entity, String> 
 /// Builds a random world from `seed`.
 pub fn build(seed: u64) -> Result<TestWorld, String> {
     let mut rng = Rng::new(seed);
-    let schema = Schema::standard();
+    let mut schema = Schema::standard();
+    declare_references(&mut rng, &mut schema);
     let mut db = Database::new();
     for c in &schema.comps {
         if c.sparse {
@@ -225,6 +236,9 @@ pub fn build(seed: u64) -> Result<TestWorld, String> {
     for e in live {
         if rng.chance(0.1) {
             let c = rng.pick(&w.model.schema.comps).clone();
+            if presence(&c.name) == 0.0 {
+                continue;
+            }
             if w.model.has(e, &c.name) {
                 w.db.world_mut().remove_component(e, &c.name).map_err(|err| format!("remove {c:?}: {err}"))?;
                 w.model.entities.get_mut(&e).expect("alive").remove(&c.name);
@@ -243,5 +257,204 @@ pub fn build(seed: u64) -> Result<TestWorld, String> {
             }
         }
     }
+    link_entities(&mut rng, &mut w)?;
     Ok(w)
+}
+
+// -------------------------------------------------------------------------------------------------
+// Links between entities
+
+/// Declares `ChildOf.parent` (mostly) and `Link.to` (half the time) references, each with a
+/// random policy; `ChildOf` is often `ACYCLIC`, `Link` rarely.
+fn declare_references(rng: &mut Rng, schema: &mut Schema) {
+    let policy = |rng: &mut Rng| {
+        [OnDelete::Cascade, OnDelete::SetNull, OnDelete::Remove, OnDelete::Restrict, OnDelete::NoAction]
+            [rng.weighted(&[3, 2, 2, 2, 2])]
+    };
+    if rng.chance(0.7) {
+        let on_delete = policy(rng);
+        schema.declare("ChildOf", "parent", RefDecl { on_delete, acyclic: rng.chance(0.6) });
+    }
+    if rng.chance(0.5) {
+        let on_delete = policy(rng);
+        schema.declare("Link", "to", RefDecl { on_delete, acyclic: rng.chance(0.2) });
+    }
+}
+
+/// An engine error as the language names its kind (`Ok` when there is none).
+fn engine_kind(r: Result<(), EngineError>) -> Result<(), &'static str> {
+    r.map_err(|e| match e {
+        EngineError::StaleEntity(_) => "stale_entity",
+        EngineError::Constraint(_) => "constraint",
+        _ => "other",
+    })
+}
+
+/// What the model expects, named as [`engine_kind`] names it.
+fn expected_kind(r: &Result<(), RefError>) -> Result<(), &'static str> {
+    r.as_ref().map(|_| ()).map_err(|e| match e {
+        RefError::Stale(_) => "stale_entity",
+        RefError::Constraint(_) => "constraint",
+        _ => "other",
+    })
+}
+
+/// Sets `comp.field` of `e` to `target` in the database (text `ADD` or the engine API) and,
+/// when the model says the write is allowed, in the model; the database must agree on whether
+/// it is.
+fn write_link(
+    rng: &mut Rng,
+    w: &mut TestWorld,
+    e: Entity,
+    comp: &str,
+    field: &str,
+    target: Value,
+) -> Result<(), String> {
+    let mut next = w.model.clone();
+    let fields = next.build(comp, &[(field.to_string(), target.clone())])?;
+    next.entities.get_mut(&e).expect("alive").insert(comp.to_string(), fields.clone());
+    let writes = [(Some(e), comp.to_string(), field.to_string(), target.clone())];
+    let expected = relations::check_writes(&w.model, &next, &writes);
+    let got = if rng.chance(0.5) {
+        let text = format!("ADD {comp} {{{field}: {}}} TO {e}", literal(&target));
+        w.db.execute(&text).map(|_| ()).map_err(|err| err.kind.as_str())
+    } else {
+        engine_kind(w.db.world_mut().insert_values(e, &[(comp, &[(field, target.clone())])]))
+    };
+    match (expected_kind(&expected), got) {
+        (Ok(()), Ok(())) => {
+            w.model = next;
+            Ok(())
+        }
+        (want, got) if want == got => Ok(()),
+        (want, got) => Err(format!(
+            "setting {comp}.{field} of {e} to {}: the model expects {want:?} ({expected:?}), the engine gave {got:?}",
+            literal(&target)
+        )),
+    }
+}
+
+/// Gives entities `ChildOf` and `Link` components: a forest (parents picked among the
+/// entities before in a random order: the last few, so chains get long, or the first few,
+/// so some trees get big), then loops
+/// where `ChildOf` is not `ACYCLIC`, then `Link` edges anywhere; then despawns a few
+/// entities, applying the declared `ON DELETE` policies.
+fn link_entities(rng: &mut Rng, w: &mut TestWorld) -> Result<(), String> {
+    let mut order: Vec<Entity> = w.model.entities.keys().copied().collect();
+    rng.shuffle(&mut order);
+    let child_decl = w.model.schema.get("ChildOf").and_then(|c| c.reference("parent"));
+    let link_decl = w.model.schema.get("Link").and_then(|c| c.reference("to"));
+    // A stale target: written to a plain field; tried (and refused) now and then on a
+    // declared one.
+    let stale = |rng: &mut Rng, w: &TestWorld, declared: bool| -> Option<Value> {
+        let p = if declared { 0.02 } else { 0.08 };
+        (!w.dead.is_empty() && rng.chance(p)).then(|| Value::Entity(*rng.pick(&w.dead)))
+    };
+    for i in 0..order.len() {
+        if !rng.chance(0.85) {
+            continue;
+        }
+        let target = match stale(rng, w, child_decl.is_some()) {
+            Some(v) => v,
+            None if i == 0 || rng.chance(0.05) => Value::Null,
+            None => {
+                // One of the last few (long chains), of the first few (a few big trees), or any.
+                let (lo, hi) = match rng.weighted(&[45, 35, 20]) {
+                    0 => (i.saturating_sub(3), i - 1),
+                    1 => (0, (i - 1).min(4)),
+                    _ => (0, i - 1),
+                };
+                Value::Entity(order[rng.range(lo as i64, hi as i64) as usize])
+            }
+        };
+        write_link(rng, w, order[i], "ChildOf", "parent", target)?;
+    }
+    // Loops: an entity re-pointed at one of its descendants or at itself (refused when
+    // ACYCLIC, which is checked too, now and then).
+    let may_loop = child_decl.is_none_or(|d| !d.acyclic);
+    if !order.is_empty() && rng.chance(if may_loop { 0.6 } else { 0.15 }) {
+        for _ in 0..rng.range(1, 3) {
+            let top = *rng.pick(&order);
+            if !w.model.is_alive(top) {
+                continue;
+            }
+            let below: Vec<Entity> = w
+                .model
+                .entities
+                .keys()
+                .copied()
+                .filter(|x| relations::chain(&w.model, *x, "ChildOf", "parent").0.contains(&top))
+                .collect();
+            let target = if below.is_empty() || rng.chance(0.2) { top } else { *rng.pick(&below) };
+            write_link(rng, w, top, "ChildOf", "parent", Value::Entity(target))?;
+        }
+    }
+    for &e in &order {
+        if !rng.chance(0.3) || !w.model.is_alive(e) {
+            continue;
+        }
+        let target = match stale(rng, w, link_decl.is_some()) {
+            Some(v) => v,
+            None if rng.chance(0.15) => Value::Null,
+            None => Value::Entity(*rng.pick(&order)),
+        };
+        write_link(rng, w, e, "Link", "to", target)?;
+    }
+    // Despawns under the policies: stale handles (NO ACTION, plain fields), nulls, removed
+    // components, cascades, refusals.
+    let live: Vec<Entity> = w.model.entities.keys().copied().collect();
+    // Half the victims have referrers, so the policies have something to do.
+    let referred: Vec<Entity> = live
+        .iter()
+        .copied()
+        .filter(|t| {
+            let holds = |x: &Entity| {
+                ["ChildOf", "Link"]
+                    .iter()
+                    .any(|c| w.model.entities[x].get(*c).is_some_and(|fs| fs[0].1 == Value::Entity(*t)))
+            };
+            live.iter().any(holds)
+        })
+        .collect();
+    for _ in 0..rng.below(4) {
+        if live.is_empty() {
+            break;
+        }
+        let victim = if !referred.is_empty() && rng.chance(0.5) { *rng.pick(&referred) } else { *rng.pick(&live) };
+        if !w.model.is_alive(victim) {
+            continue;
+        }
+        let expected = relations::despawn(&w.model, &[victim]);
+        let got: Result<Option<usize>, EngineError> = if rng.chance(0.5) {
+            let text = format!("DESPAWN {victim}");
+            match w.db.execute(&text) {
+                Ok(rs) => match rs.rows.as_slice() {
+                    [row] => match row.as_slice() {
+                        [Value::Int(n)] => Ok(Some(*n as usize)),
+                        other => return Err(format!("`{text}` returned {other:?}")),
+                    },
+                    _ => return Err(format!("`{text}` returned {} rows", rs.len())),
+                },
+                Err(err) if err.kind.as_str() == "constraint" => Err(EngineError::Constraint(err.message)),
+                Err(err) => return Err(format!("`{text}` failed: {}", err.message)),
+            }
+        } else {
+            w.db.world_mut().despawn(victim).map(|()| None)
+        };
+        match (expected, got) {
+            (Ok((next, n)), Ok(count)) => {
+                if count.is_some_and(|c| c != n) {
+                    return Err(format!("DESPAWN {victim}: the model despawns {n} entities, the engine {count:?}"));
+                }
+                w.dead.extend(w.model.entities.keys().filter(|x| !next.is_alive(**x)));
+                w.model = next;
+            }
+            (Err(RefError::Constraint(_)), Err(EngineError::Constraint(_))) => {}
+            (want, got) => {
+                let want = want.map(|(_, n)| n);
+                return Err(format!("DESPAWN {victim}: the model expects {want:?}, the engine gave {got:?}"));
+            }
+        }
+    }
+    Ok(())
 }
