@@ -118,22 +118,38 @@ pub(crate) fn clamp_ticks(ticks: &mut [Tick], now: Tick) {
 
 /// Mutable access to a component that stamps its changed tick when written through.
 ///
-/// Reading through `Deref` never marks a change; `DerefMut` does.
+/// Reading through `Deref` never marks a change; `DerefMut` does. The stamp is written once,
+/// when the guard is dropped (or turned into a plain reference), not on every `DerefMut`: a
+/// loop body that writes three fields then stores the tick once, where an eager stamp would
+/// store it three times (the compiler cannot tell the tick from the value it guards). A
+/// guard that is leaked with [`std::mem::forget`] after a write therefore records no change.
 pub struct Mut<'a, T> {
     pub(crate) value: &'a mut T,
     pub(crate) changed: &'a mut Tick,
     pub(crate) tick: Tick,
+    /// Whether the value was written through `DerefMut` (or marked) since the guard was made.
+    pub(crate) written: bool,
 }
 
 impl<'a, T> Mut<'a, T> {
-    /// Marks the value changed without writing it.
-    pub fn set_changed(&mut self) {
-        *self.changed = self.tick;
+    /// A guard over `value` whose changed tick `changed` is stamped `tick` once written.
+    #[inline(always)]
+    pub(crate) fn new(value: &'a mut T, changed: &'a mut Tick, tick: Tick) -> Self {
+        Mut { value, changed, tick, written: false }
     }
 
-    /// The tick this value was last changed at.
+    /// Marks the value changed without writing it.
+    pub fn set_changed(&mut self) {
+        self.written = true;
+    }
+
+    /// The tick this value was last changed at (this run's, once written through the guard).
     pub fn last_changed(&self) -> Tick {
-        *self.changed
+        if self.written {
+            self.tick
+        } else {
+            *self.changed
+        }
     }
 
     /// Mutable access that does not mark a change (use with care: indexes and `Changed<T>`
@@ -144,8 +160,20 @@ impl<'a, T> Mut<'a, T> {
 
     /// Consumes the guard into a plain reference, marking the value changed.
     pub fn into_inner(self) -> &'a mut T {
-        *self.changed = self.tick;
-        self.value
+        let mut this = std::mem::ManuallyDrop::new(self);
+        *this.changed = this.tick;
+        // SAFETY: `this` is never dropped or used again, so moving the reference out of it
+        // leaves no second copy in use.
+        unsafe { std::ptr::read(&this.value) }
+    }
+}
+
+impl<T> Drop for Mut<'_, T> {
+    #[inline(always)]
+    fn drop(&mut self) {
+        if self.written {
+            *self.changed = self.tick;
+        }
     }
 }
 
@@ -160,7 +188,7 @@ impl<T> Deref for Mut<'_, T> {
 impl<T> DerefMut for Mut<'_, T> {
     #[inline]
     fn deref_mut(&mut self) -> &mut T {
-        *self.changed = self.tick;
+        self.written = true;
         self.value
     }
 }

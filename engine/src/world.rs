@@ -244,6 +244,8 @@ pub struct World {
     pub(crate) references: crate::reference::References,
     /// The systems and schedule clock, as plain records (snapshots save them).
     pub(crate) schedule: crate::ScheduleRecord,
+    /// States of the one-shot queries run on this world (see `query::one_shot`).
+    pub(crate) query_cache: crate::query::QueryCache,
 }
 
 impl Default for World {
@@ -272,6 +274,7 @@ impl World {
             opaque_serde: Default::default(),
             references: Default::default(),
             schedule: Default::default(),
+            query_cache: Default::default(),
         }
     }
 
@@ -893,7 +896,7 @@ impl World {
         // value and its tick are disjoint memory.
         let value = unsafe { &mut *ptr };
         let changed = &mut col.changed_ticks_mut()[row];
-        Ok(Mut { value, changed, tick })
+        Ok(Mut::new(value, changed, tick))
     }
 
     /// Whether the live entity has the component.

@@ -1,5 +1,7 @@
 //! What a query yields per row: `Entity`, `&T`, `&mut T` (as [`Mut<T>`]), `Option<Q>`, tuples.
 
+use std::ptr::NonNull;
+
 use crate::component::{Component, ComponentId, Components, StorageKind};
 use crate::entity::Entity;
 use crate::query::{Access, FetchContext};
@@ -11,7 +13,8 @@ use crate::tick::{Mut, Tick};
 /// # Safety
 /// Implementations must report every component they touch through [`QueryData::access`],
 /// write only to components they report as writes, and return items that borrow only the
-/// rows they were asked for.
+/// rows they were asked for. An implementation whose `MAY_SKIP_ROWS` is `false` must return
+/// `Some` for every row of every table it matches.
 pub unsafe trait QueryData {
     /// What one row yields.
     type Item<'w>;
@@ -19,6 +22,12 @@ pub unsafe trait QueryData {
     type State: Clone + Send + Sync + 'static;
     /// Per-table state: column pointers.
     type Fetch<'w>: Clone;
+    /// Whether [`QueryData::item`] can return `None` for a row of a matched table (a sparse
+    /// component the row's entity lacks). When `false`, iterators skip the check per row.
+    const MAY_SKIP_ROWS: bool;
+    /// This query type with every lifetime made `'static`: the key of the world's cache of
+    /// one-shot query states (`&'a T` and `&'b T` are one query).
+    type Static: 'static;
 
     /// Resolves (registering if needed) the components.
     fn init_state(components: &mut Components) -> crate::Result<Self::State>;
@@ -43,6 +52,28 @@ pub unsafe trait QueryData {
     unsafe fn item<'w>(fetch: &mut Self::Fetch<'w>, row: usize, entity: Entity) -> Option<Self::Item<'w>>;
 }
 
+/// The item of row `row`, as [`QueryData::item`], with the `None` case compiled out when `Q`
+/// never skips rows: the per-row test of the item would otherwise stay (LLVM cannot tell that
+/// a reference made from a column pointer is non-null, and `None` is the null reference).
+///
+/// # Safety
+/// As [`QueryData::item`], for a row of a table `Q` matches.
+#[inline(always)]
+pub(crate) unsafe fn row_item<'w, Q: QueryData>(
+    fetch: &mut Q::Fetch<'w>,
+    row: usize,
+    entity: Entity,
+) -> Option<Q::Item<'w>> {
+    // SAFETY: forwarded.
+    let item = unsafe { Q::item(fetch, row, entity) };
+    if !Q::MAY_SKIP_ROWS {
+        // SAFETY: `QueryData`'s contract: such queries yield an item for every row of a table
+        // they match.
+        return Some(unsafe { item.unwrap_unchecked() });
+    }
+    item
+}
+
 /// Queries that only read, so they can run on a shared `&World`.
 ///
 /// # Safety
@@ -54,6 +85,8 @@ unsafe impl QueryData for Entity {
     type Item<'w> = Entity;
     type State = ();
     type Fetch<'w> = ();
+    const MAY_SKIP_ROWS: bool = false;
+    type Static = Entity;
     fn init_state(_: &mut Components) -> crate::Result<()> {
         Ok(())
     }
@@ -82,7 +115,9 @@ unsafe impl ReadOnlyQueryData for Entity {}
 pub struct ComponentFetch<T> {
     /// The column's first value (table storage: the table's column; sparse storage: the set's
     /// dense column).
-    values: *mut T,
+    /// Non-null (dangling where there are no values) so that LLVM knows every item's
+    /// reference is non-null, and tests no `Option` of items per row.
+    values: NonNull<T>,
     /// The column's changed ticks (null for readers).
     ticks: *mut Tick,
     /// Sparse storage: the set, for finding an entity's dense row (null if no value was ever
@@ -113,12 +148,12 @@ unsafe fn component_fetch<T: Component>(
             // SAFETY: the caller guarantees `table` is valid and exclusive; the `&mut` lives
             // only while the pointers are taken.
             let col = unsafe { (*table).column_mut(id) }.expect("matched tables have the column");
-            ComponentFetch { values: col.data_ptr() as *mut T, ticks: col.changed_ticks_ptr(), set: std::ptr::null() }
+            ComponentFetch { values: col.values_ptr(), ticks: col.changed_ticks_ptr(), set: std::ptr::null() }
         }
         StorageKind::Table => {
             // SAFETY: `table` is valid; shared access only.
             let col = unsafe { (*table).column(id) }.expect("matched tables have the column");
-            ComponentFetch { values: col.data_ptr() as *mut T, ticks: std::ptr::null_mut(), set: std::ptr::null() }
+            ComponentFetch { values: col.values_ptr(), ticks: std::ptr::null_mut(), set: std::ptr::null() }
         }
         StorageKind::Sparse if write => {
             // SAFETY: the world outlives the run and the caller holds it exclusively; access
@@ -129,13 +164,13 @@ unsafe fn component_fetch<T: Component>(
             let sets = unsafe { &mut (*ctx.world).storage.sparse };
             let Some(set) = sets.get_mut(id.index()).and_then(Option::as_mut) else {
                 return ComponentFetch {
-                    values: std::ptr::null_mut(),
+                    values: NonNull::dangling(),
                     ticks: std::ptr::null_mut(),
                     set: std::ptr::null(),
                 };
             };
             let col = set.column_mut();
-            let (values, ticks) = (col.data_ptr() as *mut T, col.changed_ticks_ptr());
+            let (values, ticks) = (col.values_ptr(), col.changed_ticks_ptr());
             // SAFETY: as above; the shared borrow is made after the exclusive one ended.
             let set = unsafe { &*ctx.world }.sparse_set(id).map_or(std::ptr::null(), |s| s as *const SparseSet);
             ComponentFetch { values, ticks, set }
@@ -145,12 +180,12 @@ unsafe fn component_fetch<T: Component>(
             let world = unsafe { &*ctx.world };
             match world.sparse_set(id) {
                 Some(set) => ComponentFetch {
-                    values: set.column().data_ptr() as *mut T,
+                    values: set.column().values_ptr(),
                     ticks: std::ptr::null_mut(),
                     set: set as *const SparseSet,
                 },
                 None => {
-                    ComponentFetch { values: std::ptr::null_mut(), ticks: std::ptr::null_mut(), set: std::ptr::null() }
+                    ComponentFetch { values: NonNull::dangling(), ticks: std::ptr::null_mut(), set: std::ptr::null() }
                 }
             }
         }
@@ -183,6 +218,8 @@ unsafe impl<T: Component> QueryData for &T {
     type Item<'w> = &'w T;
     type State = ComponentId;
     type Fetch<'w> = ComponentFetch<T>;
+    const MAY_SKIP_ROWS: bool = matches!(T::STORAGE, StorageKind::Sparse);
+    type Static = &'static T;
     fn init_state(components: &mut Components) -> crate::Result<ComponentId> {
         components.register::<T>()
     }
@@ -203,12 +240,12 @@ unsafe impl<T: Component> QueryData for &T {
     unsafe fn item<'w>(fetch: &mut Self::Fetch<'w>, row: usize, entity: Entity) -> Option<Self::Item<'w>> {
         match T::STORAGE {
             // SAFETY: row < table length; the column holds `T`s.
-            StorageKind::Table => Some(unsafe { &*fetch.values.add(row) }),
+            StorageKind::Table => Some(unsafe { fetch.values.add(row).as_ref() }),
             StorageKind::Sparse => {
                 // SAFETY: `set` is valid for the run.
                 let r = unsafe { sparse_row(fetch.set, entity) }?;
                 // SAFETY: dense row `r` of the set holds a `T`.
-                Some(unsafe { &*fetch.values.add(r) })
+                Some(unsafe { fetch.values.add(r).as_ref() })
             }
         }
     }
@@ -221,6 +258,8 @@ unsafe impl<T: Component> QueryData for &mut T {
     type Item<'w> = Mut<'w, T>;
     type State = ComponentId;
     type Fetch<'w> = (ComponentFetch<T>, Tick);
+    const MAY_SKIP_ROWS: bool = matches!(T::STORAGE, StorageKind::Sparse);
+    type Static = &'static mut T;
     fn init_state(components: &mut Components) -> crate::Result<ComponentId> {
         components.register::<T>()
     }
@@ -245,14 +284,14 @@ unsafe impl<T: Component> QueryData for &mut T {
             StorageKind::Table => {
                 // SAFETY: row < table length; each row is yielded once per run, so the `&mut`s
                 // never alias; value and tick are in different allocations.
-                Some(unsafe { Mut { value: &mut *f.values.add(row), changed: &mut *f.ticks.add(row), tick } })
+                Some(unsafe { Mut::new(f.values.add(row).as_mut(), &mut *f.ticks.add(row), tick) })
             }
             StorageKind::Sparse => {
                 // SAFETY: `set` is valid; this query is its only user.
                 let r = unsafe { sparse_row(f.set, entity) }?;
                 // SAFETY: as above, for the set's dense row `r` (an entity has one dense row,
                 // and each entity is yielded once per run).
-                Some(unsafe { Mut { value: &mut *f.values.add(r), changed: &mut *f.ticks.add(r), tick } })
+                Some(unsafe { Mut::new(f.values.add(r).as_mut(), &mut *f.ticks.add(r), tick) })
             }
         }
     }
@@ -264,6 +303,8 @@ unsafe impl<Q: QueryData> QueryData for Option<Q> {
     type Item<'w> = Option<Q::Item<'w>>;
     type State = Option<Q::State>;
     type Fetch<'w> = Option<Q::Fetch<'w>>;
+    const MAY_SKIP_ROWS: bool = false;
+    type Static = Option<Q::Static>;
     fn init_state(components: &mut Components) -> crate::Result<Self::State> {
         Q::init_state(components).map(Some)
     }
@@ -301,6 +342,8 @@ macro_rules! tuple_query {
             type Item<'w> = ($($name::Item<'w>,)*);
             type State = ($($name::State,)*);
             type Fetch<'w> = ($($name::Fetch<'w>,)*);
+            const MAY_SKIP_ROWS: bool = false $(|| $name::MAY_SKIP_ROWS)*;
+            type Static = ($($name::Static,)*);
             fn init_state(components: &mut Components) -> crate::Result<Self::State> {
                 Ok(($($name::init_state(components)?,)*))
             }

@@ -13,7 +13,7 @@ use crate::tick::{is_new, Tick};
 ///
 /// # Safety
 /// Implementations only read.
-pub unsafe trait QueryFilter {
+pub unsafe trait QueryFilter: 'static {
     /// Per-query state.
     type State: Clone + Send + Sync + 'static;
     /// Per-table state.

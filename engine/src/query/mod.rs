@@ -25,13 +25,16 @@
 
 mod fetch;
 mod filter;
+mod one_shot;
 mod state;
 #[cfg(test)]
 mod tests;
 
 pub use fetch::{QueryData, ReadOnlyQueryData};
 pub use filter::{Added, Changed, Or, QueryFilter, With, Without};
-pub use state::{Query, QueryIter, QueryState};
+pub use one_shot::Query;
+pub(crate) use one_shot::QueryCache;
+pub use state::{QueryIter, QueryState};
 
 use crate::component::ComponentId;
 use crate::tick::Tick;
@@ -77,6 +80,11 @@ impl Access {
     /// The components written.
     pub fn writes(&self) -> &[ComponentId] {
         &self.writes
+    }
+
+    /// The components written, taken out of the access set.
+    pub(crate) fn into_writes(self) -> Vec<ComponentId> {
+        self.writes
     }
 }
 

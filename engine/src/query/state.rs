@@ -5,9 +5,10 @@ use std::marker::PhantomData;
 use crate::component::ComponentId;
 use crate::entity::Entity;
 use crate::error::{EngineError, Result};
+use crate::query::fetch::row_item;
 use crate::query::{Access, FetchContext, QueryData, QueryFilter, ReadOnlyQueryData};
 use crate::storage::{ArchetypeTable, TableId};
-use crate::tick::{run_age, EVERYTHING_NEW};
+use crate::tick::run_age;
 use crate::world::World;
 
 /// A prepared query: component ids resolved, matched tables cached (and extended with tables
@@ -25,17 +26,84 @@ use crate::world::World;
 /// assert_eq!(changed.iter(&world).count(), 1);
 /// ```
 pub struct QueryState<Q: QueryData, F: QueryFilter = ()> {
+    matched: QueryMatch<Q::State, F::State>,
+    _marker: PhantomData<fn() -> (Q, F)>,
+}
+
+/// What a query resolved and matched, typed only by its data and filter states (so one-shot
+/// queries can keep it in the world's cache whatever their items' lifetimes).
+pub(crate) struct QueryMatch<D, G> {
     world_id: u64,
-    data: Option<Q::State>,
-    filter: F::State,
+    /// `None` when a read-only one-shot query names a component the world does not know.
+    data: Option<D>,
+    filter: G,
     tables: Vec<TableId>,
     tables_seen: usize,
     /// The world tick (64-bit count) of the last run; `None` before the first.
     last_run: Option<u64>,
     sparse_write: bool,
     /// Components the query writes (checked against references declared after it was made).
-    writes: Vec<ComponentId>,
-    _marker: PhantomData<fn() -> (Q, F)>,
+    pub(crate) writes: Vec<ComponentId>,
+}
+
+impl<D, G> QueryMatch<D, G> {
+    /// Matches tables created since the last call.
+    pub(crate) fn update_tables<Q, F>(&mut self, world: &World)
+    where
+        Q: QueryData<State = D>,
+        F: QueryFilter<State = G>,
+    {
+        self.update_tables_in::<Q, F>(world.id(), world.tables());
+    }
+
+    /// [`QueryMatch::update_tables`] given the world's id and tables.
+    pub(crate) fn update_tables_in<Q, F>(&mut self, world_id: u64, tables: &[ArchetypeTable])
+    where
+        Q: QueryData<State = D>,
+        F: QueryFilter<State = G>,
+    {
+        assert_eq!(self.world_id, world_id, "QueryState used with a different world");
+        let Some(data) = &self.data else { return };
+        // At most every new table matches: one allocation instead of a doubling series.
+        self.tables.reserve(tables.len() - self.tables_seen);
+        for t in &tables[self.tables_seen..] {
+            if Q::matches_table(data, t) && F::matches_table(&self.filter, t) {
+                self.tables.push(t.id());
+            }
+        }
+        self.tables_seen = tables.len();
+    }
+
+    /// Calls `f` for every item of the matched tables.
+    ///
+    /// # Safety
+    /// `tables` points at the world's tables with the access the query needs.
+    pub(crate) unsafe fn run<'w, Q, F>(
+        &self,
+        tables: *mut ArchetypeTable,
+        ctx: FetchContext,
+        mut f: impl FnMut(Q::Item<'w>),
+    ) where
+        Q: QueryData<State = D>,
+        F: QueryFilter<State = G>,
+    {
+        let Some(data) = &self.data else { return };
+        for &tid in &self.tables {
+            // SAFETY: matched table ids are in bounds of the world's tables.
+            let table = unsafe { tables.add(tid.index()) };
+            // SAFETY: valid table.
+            let (len, entities) = unsafe { ((*table).len(), (*table).entities().as_ptr()) };
+            if len == 0 {
+                continue;
+            }
+            // SAFETY: forwarded from the caller.
+            let mut fetch = unsafe { Q::fetch(data, &ctx, table) };
+            // SAFETY: valid table.
+            let filter = unsafe { F::fetch(&self.filter, &ctx, table) };
+            // SAFETY: the table's rows, each visited once, with the caller's access.
+            unsafe { run_rows::<Q, F>(&mut fetch, &filter, entities, 0..len, &mut f) };
+        }
+    }
 }
 
 impl<Q: QueryData, F: QueryFilter> QueryState<Q, F> {
@@ -43,6 +111,11 @@ impl<Q: QueryData, F: QueryFilter> QueryState<Q, F> {
     /// would access one component mutably together, or if it writes a component holding a
     /// declared reference ([`EngineError::MutableReference`]).
     pub fn try_new(world: &mut World) -> Result<Self> {
+        Ok(QueryState { matched: Self::try_match(world)?, _marker: PhantomData })
+    }
+
+    /// The resolved, matched state of [`QueryState::try_new`].
+    pub(crate) fn try_match(world: &mut World) -> Result<QueryMatch<Q::State, F::State>> {
         let data = Q::init_state(&mut world.components)?;
         let filter = F::init_state(&mut world.components)?;
         let mut access = Access::default();
@@ -51,19 +124,19 @@ impl<Q: QueryData, F: QueryFilter> QueryState<Q, F> {
             return Err(EngineError::AliasedAccess(world.components.info(c).name().to_string()));
         }
         world.refuse_mutable_references(access.writes())?;
-        let mut state = QueryState {
+        let sparse_write = access.sparse_write;
+        let mut matched = QueryMatch {
             world_id: world.id(),
-            writes: access.writes().to_vec(),
+            writes: access.into_writes(),
             data: Some(data),
             filter,
             tables: Vec::new(),
             tables_seen: 0,
             last_run: None,
-            sparse_write: access.sparse_write,
-            _marker: PhantomData,
+            sparse_write,
         };
-        state.update_tables(world);
-        Ok(state)
+        matched.update_tables::<Q, F>(world);
+        Ok(matched)
     }
 
     /// Prepares the query.
@@ -76,7 +149,7 @@ impl<Q: QueryData, F: QueryFilter> QueryState<Q, F> {
     }
 
     /// A one-shot state on a shared world: unknown component types match nothing.
-    fn new_readonly(world: &World) -> Result<Self> {
+    pub(crate) fn readonly_match(world: &World) -> Result<QueryMatch<Q::State, F::State>> {
         let data = Q::get_state(&world.components);
         let filter = F::get_state(&world.components);
         let mut sparse_write = false;
@@ -88,7 +161,7 @@ impl<Q: QueryData, F: QueryFilter> QueryState<Q, F> {
             }
             sparse_write = access.sparse_write;
         }
-        let mut state = QueryState {
+        let mut matched = QueryMatch {
             world_id: world.id(),
             writes: Vec::new(),
             data,
@@ -97,30 +170,21 @@ impl<Q: QueryData, F: QueryFilter> QueryState<Q, F> {
             tables_seen: 0,
             last_run: None,
             sparse_write,
-            _marker: PhantomData,
         };
-        state.update_tables(world);
-        Ok(state)
+        matched.update_tables::<Q, F>(world);
+        Ok(matched)
     }
 
     /// Matches tables created since the last call.
     fn update_tables(&mut self, world: &World) {
-        assert_eq!(self.world_id, world.id(), "QueryState used with a different world");
-        let Some(data) = &self.data else { return };
-        let tables = world.tables();
-        for t in &tables[self.tables_seen..] {
-            if Q::matches_table(data, t) && F::matches_table(&self.filter, t) {
-                self.tables.push(t.id());
-            }
-        }
-        self.tables_seen = tables.len();
+        self.matched.update_tables::<Q, F>(world);
     }
 
     /// The components the query reads and writes (its filter's presence tests are not
     /// reads of values, and are left out).
     pub fn access(&self, world: &World) -> Access {
         let mut access = Access::default();
-        if let Some(d) = &self.data {
+        if let Some(d) = &self.matched.data {
             Q::access(d, &world.components, &mut access);
         }
         access
@@ -128,7 +192,7 @@ impl<Q: QueryData, F: QueryFilter> QueryState<Q, F> {
 
     /// The tables this query matched so far.
     pub fn matched_tables(&self) -> &[TableId] {
-        &self.tables
+        &self.matched.tables
     }
 
     /// Starts a run on a shared world: the tables and the context, whose world pointer is
@@ -139,9 +203,9 @@ impl<Q: QueryData, F: QueryFilter> QueryState<Q, F> {
         let ctx = FetchContext {
             world: world as *const World as *mut World,
             this_run: this_run as u32,
-            run_age: run_age(self.last_run, this_run),
+            run_age: run_age(self.matched.last_run, this_run),
         };
-        self.last_run = Some(this_run);
+        self.matched.last_run = Some(this_run);
         (world.tables().as_ptr() as *mut ArchetypeTable, ctx)
     }
 
@@ -149,7 +213,7 @@ impl<Q: QueryData, F: QueryFilter> QueryState<Q, F> {
     /// were checked for clamping.
     fn begin_mut(&mut self, world: &mut World) -> (*mut ArchetypeTable, FetchContext) {
         // A reference declared since the state was made turns its writes away too.
-        if let Err(e) = world.refuse_mutable_references(&self.writes) {
+        if let Err(e) = world.refuse_mutable_references(&self.matched.writes) {
             panic!("{e}");
         }
         world.maybe_check_change_ticks();
@@ -180,59 +244,28 @@ impl<Q: QueryData, F: QueryFilter> QueryState<Q, F> {
     {
         let (tables, ctx) = self.begin(world);
         // SAFETY: read-only query on a shared world.
-        unsafe { self.run(tables, ctx, f) }
+        unsafe { self.matched.run::<Q, F>(tables, ctx, f) }
     }
 
     /// Calls `f` for every item with mutable access.
     pub fn for_each_mut<'w>(&mut self, world: &'w mut World, f: impl FnMut(Q::Item<'w>)) {
         let (tables, ctx) = self.begin_mut(world);
         // SAFETY: `&mut World` gives exclusive access for 'w.
-        unsafe { self.run(tables, ctx, f) }
-    }
-
-    /// # Safety
-    /// `tables` points at the world's tables with the access the query needs.
-    unsafe fn run<'w>(&self, tables: *mut ArchetypeTable, ctx: FetchContext, mut f: impl FnMut(Q::Item<'w>)) {
-        let Some(data) = &self.data else { return };
-        for &tid in &self.tables {
-            // SAFETY: matched table ids are in bounds of the world's tables.
-            let table = unsafe { tables.add(tid.index()) };
-            // SAFETY: valid table.
-            let (len, entities) = unsafe { ((*table).len(), (*table).entities().as_ptr()) };
-            if len == 0 {
-                continue;
-            }
-            // SAFETY: forwarded from the caller.
-            let mut fetch = unsafe { Q::fetch(data, &ctx, table) };
-            // SAFETY: valid table.
-            let filter = unsafe { F::fetch(&self.filter, &ctx, table) };
-            for row in 0..len {
-                // SAFETY: row < len; each row visited once.
-                unsafe {
-                    let e = *entities.add(row);
-                    if F::ROW_FILTER && !F::filter_row(&filter, row, e) {
-                        continue;
-                    }
-                    if let Some(item) = Q::item(&mut fetch, row, e) {
-                        f(item);
-                    }
-                }
-            }
-        }
+        unsafe { self.matched.run::<Q, F>(tables, ctx, f) }
     }
 
     /// Calls `f` for every item in parallel (rayon), splitting tables into chunks of rows.
     /// Queries that write a sparse component run sequentially (their writes share one set).
     pub fn par_for_each_mut<'w>(&mut self, world: &'w mut World, f: impl Fn(Q::Item<'w>) + Send + Sync) {
-        if self.sparse_write {
+        if self.matched.sparse_write {
             return self.for_each_mut(world, f);
         }
         let (tables, ctx) = self.begin_mut(world);
-        let Some(data) = &self.data else { return };
+        let Some(data) = &self.matched.data else { return };
         // Fetches are built once per table on this thread; chunks share copies of them.
         const CHUNK: usize = 64;
         let mut jobs = Vec::new();
-        for &tid in &self.tables {
+        for &tid in &self.matched.tables {
             // SAFETY: matched ids are in bounds; `&mut World` gives exclusive access.
             let table = unsafe { tables.add(tid.index()) };
             // SAFETY: valid table.
@@ -243,7 +276,7 @@ impl<Q: QueryData, F: QueryFilter> QueryState<Q, F> {
             // SAFETY: exclusive access to the world.
             let fetch = unsafe { Q::fetch(data, &ctx, table) };
             // SAFETY: valid table.
-            let filter = unsafe { F::fetch(&self.filter, &ctx, table) };
+            let filter = unsafe { F::fetch(&self.matched.filter, &ctx, table) };
             for start in (0..len).step_by(CHUNK) {
                 jobs.push(SendJob {
                     fetch: fetch.clone(),
@@ -256,19 +289,9 @@ impl<Q: QueryData, F: QueryFilter> QueryState<Q, F> {
         }
         crate::par::for_each(jobs, |job| {
             let SendJob { mut fetch, filter, entities, start, end } = job;
-            for row in start..end {
-                // SAFETY: chunks are disjoint row ranges, so no two threads touch one row;
-                // the fetches only hold pointers into storage that outlives the call.
-                unsafe {
-                    let e = *entities.add(row);
-                    if F::ROW_FILTER && !F::filter_row(&filter, row, e) {
-                        continue;
-                    }
-                    if let Some(item) = Q::item(&mut fetch, row, e) {
-                        f(item);
-                    }
-                }
-            }
+            // SAFETY: chunks are disjoint row ranges, so no two threads touch one row; the
+            // fetches only hold pointers into storage that outlives the call.
+            unsafe { run_rows::<Q, F>(&mut fetch, &filter, entities, start..end, &mut |item| f(item)) };
         });
     }
 
@@ -279,25 +302,52 @@ impl<Q: QueryData, F: QueryFilter> QueryState<Q, F> {
     {
         let loc = world.location(e)?;
         self.update_tables(world);
-        if !self.tables.contains(&TableId(loc.table)) {
+        if !self.matched.tables.contains(&TableId(loc.table)) {
             return Ok(None);
         }
-        let Some(data) = &self.data else { return Ok(None) };
+        let Some(data) = &self.matched.data else { return Ok(None) };
         let this_run = world.change_tick_wide();
         let ctx = FetchContext {
             world: world as *const World as *mut World,
             this_run: this_run as u32,
-            run_age: run_age(self.last_run, this_run),
+            run_age: run_age(self.matched.last_run, this_run),
         };
         let table = &world.tables()[loc.table as usize] as *const ArchetypeTable as *mut ArchetypeTable;
         // SAFETY: read-only query; row in bounds.
         unsafe {
-            let filter = F::fetch(&self.filter, &ctx, table);
+            let filter = F::fetch(&self.matched.filter, &ctx, table);
             if F::ROW_FILTER && !F::filter_row(&filter, loc.row as usize, e) {
                 return Ok(None);
             }
             let mut fetch = Q::fetch(data, &ctx, table);
             Ok(Q::item(&mut fetch, loc.row as usize, e))
+        }
+    }
+}
+
+/// Calls `f` for the items of `rows` of one table.
+///
+/// # Safety
+/// `fetch` and `filter` were made for a table holding `rows`, whose entities start at
+/// `entities`, with the access `Q` needs; no row's item is made twice in one run.
+#[inline(always)]
+unsafe fn run_rows<'w, Q: QueryData, F: QueryFilter>(
+    fetch: &mut Q::Fetch<'w>,
+    filter: &F::Fetch<'w>,
+    entities: *const Entity,
+    rows: std::ops::Range<usize>,
+    f: &mut impl FnMut(Q::Item<'w>),
+) {
+    for row in rows {
+        // SAFETY: as the caller guarantees; `row` is in bounds.
+        unsafe {
+            let e = *entities.add(row);
+            if F::ROW_FILTER && !F::filter_row(filter, row, e) {
+                continue;
+            }
+            if let Some(item) = row_item::<Q>(fetch, row, e) {
+                f(item);
+            }
         }
     }
 }
@@ -316,7 +366,7 @@ unsafe impl<A, B> Send for SendJob<A, B> {}
 
 /// Iteration position over a state's matched tables; shared by both iterator kinds. The
 /// per-row path is a bounds check and the fetch; everything else happens once per table.
-struct Cursor<'w, Q: QueryData, F: QueryFilter> {
+pub(crate) struct Cursor<'w, Q: QueryData, F: QueryFilter> {
     tables: *mut ArchetypeTable,
     ctx: FetchContext,
     next_table: usize,
@@ -328,17 +378,22 @@ struct Cursor<'w, Q: QueryData, F: QueryFilter> {
 }
 
 impl<'w, Q: QueryData, F: QueryFilter> Cursor<'w, Q, F> {
-    fn new(tables: *mut ArchetypeTable, ctx: FetchContext) -> Self {
+    pub(crate) fn new(tables: *mut ArchetypeTable, ctx: FetchContext) -> Self {
         Cursor { tables, ctx, next_table: 0, fetch: None, filter: None, entities: std::ptr::null(), row: 0, len: 0 }
     }
 
     /// Whether iteration has begun.
-    fn started(&self) -> bool {
+    pub(crate) fn started(&self) -> bool {
         self.next_table > 0
     }
 
+    /// The tables and context the cursor was made with, to run the query another way.
+    pub(crate) fn start(&self) -> (*mut ArchetypeTable, FetchContext) {
+        (self.tables, self.ctx)
+    }
+
     #[inline(always)]
-    fn next(&mut self, state: &QueryState<Q, F>) -> Option<Q::Item<'w>> {
+    pub(crate) fn next(&mut self, state: &QueryMatch<Q::State, F::State>) -> Option<Q::Item<'w>> {
         loop {
             while self.row < self.len {
                 let row = self.row;
@@ -350,7 +405,7 @@ impl<'w, Q: QueryData, F: QueryFilter> Cursor<'w, Q, F> {
                     if F::ROW_FILTER && !F::filter_row(self.filter.as_ref().unwrap_unchecked(), row, e) {
                         continue;
                     }
-                    if let Some(item) = Q::item(self.fetch.as_mut().unwrap_unchecked(), row, e) {
+                    if let Some(item) = row_item::<Q>(self.fetch.as_mut().unwrap_unchecked(), row, e) {
                         return Some(item);
                     }
                 }
@@ -361,7 +416,7 @@ impl<'w, Q: QueryData, F: QueryFilter> Cursor<'w, Q, F> {
 
     /// Moves to the next non-empty matched table; `None` when there is none.
     #[inline]
-    fn advance(&mut self, state: &QueryState<Q, F>) -> Option<()> {
+    fn advance(&mut self, state: &QueryMatch<Q::State, F::State>) -> Option<()> {
         let (next_table, fetch, filter, entities, len) =
             Self::find_table(state, self.tables, self.ctx, self.next_table)?;
         self.next_table = next_table;
@@ -373,13 +428,13 @@ impl<'w, Q: QueryData, F: QueryFilter> Cursor<'w, Q, F> {
         Some(())
     }
 
-    /// The cold half of `advance`. It takes and returns values only: handing it `&mut self`
-    /// would let the iterator's address escape, and LLVM would then reload the cursor from
-    /// memory on every row after each store the caller makes through an item.
-    #[inline(never)]
+    /// The cold half of `advance`. It takes and returns values only, and the state it reads
+    /// lives outside the iterator: were the iterator's address to escape, LLVM would reload
+    /// the cursor from memory on every row after each store the caller makes through an item.
+    #[inline]
     #[allow(clippy::type_complexity)]
     fn find_table(
-        state: &QueryState<Q, F>,
+        state: &QueryMatch<Q::State, F::State>,
         tables: *mut ArchetypeTable,
         ctx: FetchContext,
         mut next_table: usize,
@@ -406,13 +461,13 @@ impl<'w, Q: QueryData, F: QueryFilter> Cursor<'w, Q, F> {
 
 /// Iterator over a prepared query's items.
 pub struct QueryIter<'w, 's, Q: QueryData, F: QueryFilter> {
-    state: &'s QueryState<Q, F>,
+    state: &'s QueryMatch<Q::State, F::State>,
     cursor: Cursor<'w, Q, F>,
 }
 
 impl<'w, 's, Q: QueryData, F: QueryFilter> QueryIter<'w, 's, Q, F> {
     fn new(state: &'s QueryState<Q, F>, tables: *mut ArchetypeTable, ctx: FetchContext) -> Self {
-        QueryIter { state, cursor: Cursor::new(tables, ctx) }
+        QueryIter { state: &state.matched, cursor: Cursor::new(tables, ctx) }
     }
 }
 
@@ -422,83 +477,5 @@ impl<'w, Q: QueryData, F: QueryFilter> Iterator for QueryIter<'w, '_, Q, F> {
     #[inline]
     fn next(&mut self) -> Option<Q::Item<'w>> {
         self.cursor.next(self.state)
-    }
-}
-
-/// A one-shot query borrowing the world, returned by [`World::query`] and friends. It is an
-/// iterator; `for_each` runs a tighter loop than `next`.
-pub struct Query<'w, Q: QueryData, F: QueryFilter = ()> {
-    state: QueryState<Q, F>,
-    cursor: Cursor<'w, Q, F>,
-    _world: PhantomData<&'w mut World>,
-}
-
-impl<'w, Q: QueryData, F: QueryFilter> Query<'w, Q, F> {
-    fn new(state: QueryState<Q, F>, tables: *mut ArchetypeTable, ctx: FetchContext) -> Self {
-        Query { state, cursor: Cursor::new(tables, ctx), _world: PhantomData }
-    }
-}
-
-impl<'w, Q: QueryData, F: QueryFilter> Iterator for Query<'w, Q, F> {
-    type Item = Q::Item<'w>;
-
-    #[inline(always)]
-    fn next(&mut self) -> Option<Q::Item<'w>> {
-        self.cursor.next(&self.state)
-    }
-
-    fn for_each<G: FnMut(Q::Item<'w>)>(mut self, mut f: G) {
-        if self.cursor.started() {
-            for item in self.by_ref() {
-                f(item);
-            }
-        } else {
-            // SAFETY: constructed with the access the query needs for 'w.
-            unsafe { self.state.run(self.cursor.tables, self.cursor.ctx, f) }
-        }
-    }
-}
-
-impl World {
-    /// Prepares a query for repeated runs.
-    pub fn query_state<Q: QueryData, F: QueryFilter>(&mut self) -> QueryState<Q, F> {
-        QueryState::new(self)
-    }
-
-    /// A read-only query. Change filters treat every row as new (use a [`QueryState`] to
-    /// track changes between runs).
-    pub fn query<Q: ReadOnlyQueryData>(&self) -> Query<'_, Q, ()> {
-        self.query_filtered::<Q, ()>()
-    }
-
-    /// A read-only query with a filter.
-    pub fn query_filtered<Q: ReadOnlyQueryData, F: QueryFilter>(&self) -> Query<'_, Q, F> {
-        let state = QueryState::new_readonly(self).expect("read-only queries never alias");
-        let this_run = self.read_change_tick();
-        let ctx = FetchContext { world: self as *const World as *mut World, this_run, run_age: EVERYTHING_NEW };
-        Query::new(state, self.tables().as_ptr() as *mut ArchetypeTable, ctx)
-    }
-
-    /// A query with mutable access.
-    ///
-    /// # Panics
-    /// If the query aliases `&mut` access to one component, or writes a component holding a
-    /// declared reference.
-    pub fn query_mut<Q: QueryData>(&mut self) -> Query<'_, Q, ()> {
-        self.query_filtered_mut::<Q, ()>()
-    }
-
-    /// A query with mutable access and a filter.
-    ///
-    /// # Panics
-    /// If the query aliases `&mut` access to one component, or writes a component holding a
-    /// declared reference.
-    pub fn query_filtered_mut<Q: QueryData, F: QueryFilter>(&mut self) -> Query<'_, Q, F> {
-        let state = QueryState::new(self);
-        self.maybe_check_change_ticks();
-        let this_run = self.read_change_tick();
-        let tables = self.storage.tables.as_mut_ptr();
-        let ctx = FetchContext { world: self as *mut World, this_run, run_age: EVERYTHING_NEW };
-        Query::new(state, tables, ctx)
     }
 }

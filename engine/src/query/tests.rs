@@ -118,3 +118,62 @@ fn commands_queued_during_a_query_apply_after_it() {
     assert!(!w.is_alive(es[9]));
     assert_eq!(w.query::<&Label>().filter(|l| l.s == "new").count(), 4);
 }
+
+#[derive(crate::Component, Debug, PartialEq, Clone, Copy)]
+struct Tag3;
+
+#[test]
+fn one_shot_states_are_kept_and_see_tables_made_later() {
+    let (mut w, es) = world();
+    assert_eq!(w.query_mut::<&mut Pos>().count(), 12);
+    assert_eq!(w.query_filtered_mut::<&mut Pos, With<Tag2>>().count(), 6);
+    // The same query type reads through the kept state; a new table is matched on the next call.
+    let e = w.spawn((Pos { x: 100.0 }, Tag3));
+    let mut seen = Vec::new();
+    for (entity, mut p) in w.query_mut::<(Entity, &mut Pos)>() {
+        p.x += 1.0;
+        seen.push(entity);
+    }
+    assert_eq!(seen.len(), 13);
+    assert!(seen.contains(&e) && seen.contains(&es[11]));
+    assert_eq!(w.query_mut::<&mut Pos>().count(), 13);
+    assert_eq!(w.query_filtered_mut::<&mut Pos, With<Tag2>>().count(), 6);
+    // A read and a write of the same components are different states.
+    let sum: f32 = w.query_mut::<&Pos>().map(|p| p.x).sum();
+    assert_eq!(sum, (0..12).sum::<i32>() as f32 + 12.0 + 101.0);
+    w.query_mut::<&mut Pos>().for_each(|mut p| p.x = 0.0);
+    assert!(w.query_mut::<&Pos>().all(|p| p.x == 0.0));
+}
+
+#[test]
+fn guards_stamp_their_tick_once_written() {
+    let (mut w, _) = world();
+    let mut changed: QueryState<Entity, Changed<Pos>> = w.query_state();
+    assert_eq!(changed.iter(&w).count(), 12);
+    let mut written = Vec::new();
+    for (i, (e, mut p)) in w.query_mut::<(Entity, &mut Pos)>().enumerate() {
+        match i {
+            0 => p.x += 1.0,
+            1 => assert!(p.x >= 0.0), // read only: no change
+            2 => p.set_changed(),
+            3 => p.into_inner().x = 5.0,
+            4 => {
+                let before = p.last_changed();
+                p.x = 7.0;
+                assert_eq!(p.last_changed(), p.tick);
+                assert_ne!(before, p.tick);
+            }
+            5 => {
+                let _ = p.bypass_change_detection();
+            }
+            _ => continue,
+        }
+        if i != 1 && i != 5 {
+            written.push(e);
+        }
+    }
+    let mut now: Vec<Entity> = changed.iter(&w).collect();
+    now.sort();
+    written.sort();
+    assert_eq!(now, written);
+}

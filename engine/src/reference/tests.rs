@@ -342,9 +342,12 @@ mod typed {
         w.spawn(Holder { target: root });
         let mut holders = crate::QueryState::<&mut Holder>::try_new(&mut w).unwrap();
         holders.for_each_mut(&mut w, |mut h| h.target = Entity::NULL);
+        assert_eq!(w.query_mut::<&mut Holder>().count(), 1); // one-shot state now kept by the world
         w.declare_reference(&ReferenceDef::new("Holder", "target", OnDelete::NoAction, false)).unwrap();
         let run = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| holders.for_each_mut(&mut w, |_| {})));
         assert!(run.is_err());
+        let one_shot = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| w.query_mut::<&mut Holder>().count()));
+        assert!(one_shot.is_err(), "the kept one-shot state refuses too");
         // The typed helper writes one reference field, checked.
         w.set_reference(kid, "Parent", "of", Entity::NULL).unwrap();
         assert_eq!(w.get::<Parent>(kid).unwrap().of, Entity::NULL);

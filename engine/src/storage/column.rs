@@ -107,6 +107,12 @@ impl Column {
         self.data.as_ptr()
     }
 
+    /// [`Column::data_ptr`] typed as the column's values (non-null, dangling when empty).
+    #[inline]
+    pub(crate) fn values_ptr<T>(&self) -> NonNull<T> {
+        self.data.cast()
+    }
+
     /// Pointer to the changed ticks, made without a reference to the tick slice: items of a
     /// query write single ticks through it while other items of the same column are alive.
     #[inline]

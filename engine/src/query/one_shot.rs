@@ -1,0 +1,167 @@
+//! One-shot queries ([`World::query`], [`World::query_mut`] and their filtered forms) and the
+//! world's cache of their states.
+//!
+//! A one-shot query that may write keeps its resolved components and matched tables in the
+//! world between calls, as hecs does: the next `query_mut` of the same type matches only the
+//! tables created since, and allocates nothing. Read-only one-shot queries run on a shared
+//! world, which they cannot update, and match afresh each time.
+
+use std::any::{Any, TypeId};
+use std::marker::PhantomData;
+use std::ptr::NonNull;
+
+use crate::component::TypeIdMap;
+use crate::query::state::{Cursor, QueryMatch};
+use crate::query::{FetchContext, QueryData, QueryFilter, QueryState, ReadOnlyQueryData};
+use crate::storage::ArchetypeTable;
+use crate::tick::EVERYTHING_NEW;
+use crate::world::World;
+
+/// The states of the one-shot queries a world has run, by query type (lifetimes erased).
+#[derive(Default)]
+pub(crate) struct QueryCache {
+    states: TypeIdMap<Box<dyn Any + Send + Sync>>,
+}
+
+impl QueryCache {
+    /// The cached state under `key`, if one of these state types is there.
+    fn get<D: Send + Sync + 'static, G: Send + Sync + 'static>(&self, key: TypeId) -> Option<&QueryMatch<D, G>> {
+        self.states.get(&key)?.downcast_ref()
+    }
+}
+
+/// A one-shot query borrowing the world, returned by [`World::query`] and friends. It is an
+/// iterator; `for_each` runs a tighter loop than `next`.
+pub struct Query<'w, Q: QueryData, F: QueryFilter = ()> {
+    /// The state: in the world's cache, or (read-only queries) a box this query owns, leaked
+    /// into a raw pointer and freed on drop. Either way out of line, and a plain pointer: the
+    /// cursor is then all the iterator holds inline. The table switch reads the state, and a
+    /// state inside the iterator (or a choice between two homes for it) would pin the cursor
+    /// to memory, its row counter and column pointers reloaded and stored on every row.
+    state: NonNull<QueryMatch<Q::State, F::State>>,
+    owns_state: bool,
+    cursor: Cursor<'w, Q, F>,
+    _world: PhantomData<&'w mut World>,
+}
+
+impl<Q: QueryData, F: QueryFilter> Query<'_, Q, F> {
+    /// The state, borrowed apart from the query (so the cursor can be borrowed beside it).
+    ///
+    /// # Safety
+    /// The reference must not outlive the query.
+    #[inline(always)]
+    unsafe fn state<'a>(&self) -> &'a QueryMatch<Q::State, F::State> {
+        // SAFETY: the state is the world's cached one, which the query's borrow of the world
+        // keeps in place and unchanged, or the query's own box, freed only on drop; the
+        // caller keeps the reference within the query's life.
+        unsafe { self.state.as_ref() }
+    }
+}
+
+impl<Q: QueryData, F: QueryFilter> Drop for Query<'_, Q, F> {
+    fn drop(&mut self) {
+        if self.owns_state {
+            // SAFETY: made by `Box::leak` for this query alone, and freed once.
+            drop(unsafe { Box::from_raw(self.state.as_ptr()) });
+        }
+    }
+}
+
+impl<'w, Q: QueryData, F: QueryFilter> Iterator for Query<'w, Q, F> {
+    type Item = Q::Item<'w>;
+
+    #[inline(always)]
+    fn next(&mut self) -> Option<Q::Item<'w>> {
+        // SAFETY: used within this call.
+        let state = unsafe { self.state() };
+        self.cursor.next(state)
+    }
+
+    fn for_each<G: FnMut(Q::Item<'w>)>(mut self, mut f: G) {
+        if self.cursor.started() {
+            for item in self.by_ref() {
+                f(item);
+            }
+        } else {
+            let (tables, ctx) = self.cursor.start();
+            // SAFETY: constructed with the access the query needs for 'w; the state is used
+            // within this call.
+            unsafe { self.state().run::<Q, F>(tables, ctx, f) }
+        }
+    }
+}
+
+impl World {
+    /// Prepares a query for repeated runs.
+    pub fn query_state<Q: QueryData, F: QueryFilter>(&mut self) -> QueryState<Q, F> {
+        QueryState::new(self)
+    }
+
+    /// A read-only query. Change filters treat every row as new (use a [`QueryState`] to
+    /// track changes between runs).
+    pub fn query<Q: ReadOnlyQueryData>(&self) -> Query<'_, Q, ()> {
+        self.query_filtered::<Q, ()>()
+    }
+
+    /// A read-only query with a filter.
+    pub fn query_filtered<Q: ReadOnlyQueryData, F: QueryFilter>(&self) -> Query<'_, Q, F> {
+        let matched = QueryState::<Q, F>::readonly_match(self).expect("read-only queries never alias");
+        let this_run = self.read_change_tick();
+        let ctx = FetchContext { world: self as *const World as *mut World, this_run, run_age: EVERYTHING_NEW };
+        Query {
+            state: NonNull::from(Box::leak(Box::new(matched))),
+            owns_state: true,
+            cursor: Cursor::new(self.tables().as_ptr() as *mut ArchetypeTable, ctx),
+            _world: PhantomData,
+        }
+    }
+
+    /// A query with mutable access. Its state is kept in the world (see the module docs), so
+    /// a loop that runs the same query every frame pays for matching tables only once.
+    ///
+    /// # Panics
+    /// If the query aliases `&mut` access to one component, or writes a component holding a
+    /// declared reference.
+    pub fn query_mut<Q: QueryData>(&mut self) -> Query<'_, Q, ()> {
+        self.query_filtered_mut::<Q, ()>()
+    }
+
+    /// A query with mutable access and a filter.
+    ///
+    /// # Panics
+    /// If the query aliases `&mut` access to one component, or writes a component holding a
+    /// declared reference.
+    pub fn query_filtered_mut<Q: QueryData, F: QueryFilter>(&mut self) -> Query<'_, Q, F> {
+        let key = TypeId::of::<(Q::Static, F)>();
+        match self.query_cache.get::<Q::State, F::State>(key) {
+            // A reference declared since the state was cached turns its writes away too.
+            Some(cached) => {
+                if let Err(e) = self.refuse_mutable_references(&cached.writes) {
+                    panic!("{e}");
+                }
+            }
+            None => {
+                let matched = QueryState::<Q, F>::try_match(self).unwrap_or_else(|e| panic!("{e}"));
+                self.query_cache.states.insert(key, Box::new(matched));
+            }
+        }
+        let world_id = self.id();
+        let cached =
+            self.query_cache.states.get_mut(&key).and_then(|s| s.downcast_mut::<QueryMatch<Q::State, F::State>>());
+        let cached = cached.expect("the state was cached above");
+        cached.update_tables_in::<Q, F>(world_id, &self.storage.tables);
+        self.maybe_check_change_ticks();
+        let this_run = self.read_change_tick();
+        let world: *mut World = self;
+        // SAFETY: `world` comes from the exclusive borrow, which the query keeps for 'w. The
+        // cache is a field no fetch touches (writers reborrow only the storage), so a shared
+        // borrow of one of its states stays valid while rows are written; the state itself
+        // is boxed, away from the world's own memory.
+        let matched = unsafe { (*world).query_cache.get::<Q::State, F::State>(key) }.expect("cached above");
+        let state = NonNull::from(matched);
+        // SAFETY: as above; the pointer to the tables is made from the same exclusive borrow.
+        let tables = unsafe { (*world).storage.tables.as_mut_ptr() };
+        let ctx = FetchContext { world, this_run, run_age: EVERYTHING_NEW };
+        Query { state, owns_state: false, cursor: Cursor::new(tables, ctx), _world: PhantomData }
+    }
+}
