@@ -224,7 +224,7 @@ test('the page reconnects by itself and its watch goes on', async () => {
         seen.push(e.detail.state);
         if (e.detail.state === 'connected') resolve(seen);
       });
-      conn.socket.close(); // as a dropped connection would
+      conn.drop(); // the worker closes its socket as a dropped connection would
     }));
     assert.deepEqual(states, ['reconnecting', 'connected']);
     assert.equal(await page.locator('#conn-text').textContent(), 'connected');
