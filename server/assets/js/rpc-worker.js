@@ -273,11 +273,18 @@ const handlers = {
     token = m.token;
     open();
   },
+  // A new token from the page's form (maybe before any start): a fresh socket at once.
   token(m) {
+    url = m.url;
     token = m.token;
     attempt = 0;
-    if (socket) socket.close();
-    else open();
+    const old = socket;
+    socket = null; // its close must not schedule a reconnect of its own
+    if (old) {
+      old.close();
+      failSent({ code: -1, message: 'connection lost' });
+    }
+    open();
   },
   call(m) {
     request(m.method, m.params, { ref: m.ref });

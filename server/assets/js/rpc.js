@@ -47,7 +47,7 @@ export class Connection extends EventTarget {
   /** Changes the token (from the page's form) and reconnects with it. */
   setToken(token) {
     this.token = token;
-    this.worker.postMessage({ op: 'token', token });
+    this.worker.postMessage({ op: 'token', url: this.url, token });
   }
 
   /** Closes the socket as a dropped connection would (the tests' way to check reconnects). */

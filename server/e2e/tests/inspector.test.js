@@ -276,6 +276,27 @@ test('the page reconnects by itself and its watch goes on', async () => {
   });
 });
 
+test('without a token in the URL the page asks for it, and a wrong one is refused', async () => {
+  const world = makeWorld();
+  const server = await startServer(world.world);
+  const page = await browser.newPage();
+  try {
+    await page.goto(`${server.origin}/`);
+    await page.locator('#token-banner').waitFor();
+    await page.fill('#token-input', 'wrong');
+    await page.press('#token-input', 'Enter');
+    await page.locator('#conn[data-state="unauthorized"]').waitFor();
+    await page.fill('#token-input', server.token);
+    await page.press('#token-input', 'Enter');
+    await page.locator('#conn[data-state="connected"]').waitFor({ timeout: 5000 });
+    await page.locator('[data-testid="schema"] .comp-name', { hasText: 'Health' }).first().waitFor();
+  } finally {
+    await page.close();
+    await server.stop();
+    world.cleanup();
+  }
+});
+
 test('an acyclic relation shows as a tree', async (t) => {
   await withInspector({ allowWrites: true }, async ({ server, page, problems }) => {
     try {
