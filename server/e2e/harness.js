@@ -105,10 +105,12 @@ export function launchBrowser() {
 
 /**
  * A page on `url` that records every console error, page error, failed request and HTTP
- * error answer in `problems`.
+ * error answer in `problems`. `beforeLoad(page)` runs before the page is loaded (to listen
+ * to its WebSocket from the start, say).
  */
-export async function openInspector(browser, url) {
+export async function openInspector(browser, url, { beforeLoad } = {}) {
   const page = await browser.newPage({ viewport: { width: 1400, height: 860 } });
+  await beforeLoad?.(page);
   const problems = [];
   page.on('console', (m) => {
     if (m.type() === 'error') problems.push(`console ${m.type()}: ${m.text()}`);

@@ -28,6 +28,7 @@ const FILES: &[Asset] = &[
     asset!("js/main.js", JS),
     asset!("js/query.js", JS),
     asset!("js/rpc.js", JS),
+    asset!("js/rpc-worker.js", JS),
     asset!("js/schema.js", JS),
     asset!("js/stats.js", JS),
     asset!("js/values.js", JS),

@@ -76,12 +76,31 @@ export class EntityBrowser {
     $('mode-tree').addEventListener('click', () => this.setMode('tree'));
     $('entity-list').addEventListener('keydown', (e) => listKeys(e, '#entity-list button'));
     $('entity-tree').addEventListener('keydown', (e) => listKeys(e, '#entity-tree button.node-label'));
-    setInterval(() => this.refreshView(), VIEW_REFRESH_MS);
+    this.pollTimer = null;
+    this.gone = false; // the open entity was despawned: nothing left to poll
+    document.addEventListener('visibilitychange', () => this.poll());
   }
 
   /** Called when the tab is shown. */
   shown() {
     if (!this.loadedOnce) this.load(0);
+    if (this.selected && !this.gone) this.refreshView().then(() => this.poll());
+  }
+
+  /**
+   * Arms the next refresh of the open entity, one second after the last answer (so refreshes
+   * never pile up on a slow server). Nothing is armed while the tab or the page is hidden, or
+   * when the entity is gone: polling stops, and shown() or visibilitychange starts it again.
+   */
+  poll() {
+    clearTimeout(this.pollTimer);
+    this.pollTimer = null;
+    if (!this.selected || this.gone || $('panel-entities').hidden || document.hidden) return;
+    this.pollTimer = setTimeout(async () => {
+      this.pollTimer = null;
+      await this.refreshView();
+      this.poll();
+    }, VIEW_REFRESH_MS);
   }
 
   /** Shows the entities that have `component`. */
@@ -255,7 +274,9 @@ export class EntityBrowser {
       else b.removeAttribute('aria-current');
     });
     this.viewData = null;
+    this.gone = false;
     await this.refreshView(true);
+    this.poll();
   }
 
   /** Reloads the open entity; fields whose value changed flash. */
@@ -273,6 +294,7 @@ export class EntityBrowser {
     } catch (error) {
       if (id !== this.selected) return;
       const stale = error instanceof RpcError && (error.data?.kind === 'stale_entity' || /stale/.test(error.message));
+      this.gone = stale;
       $('entity-view').replaceChildren(h('div', { class: 'entity-head' }, h('h2', {}, id)),
         h('p', { class: 'empty' }, stale ? 'This entity no longer exists (despawned).' : error.message));
       this.viewData = null;

@@ -1,7 +1,7 @@
-// The watch view: subscribes to a query over the WebSocket and keeps its rows current.
-// Notifications only touch a model (a Map keyed by entity, or the whole row list); the DOM is
-// redrawn at most once per animation frame and only for the rows in sight (a virtual table),
-// so 10,000 rows changing ten times a second never block typing.
+// The watch view: subscribes to a query and keeps its rows current. The rows themselves live in
+// the connection's worker (rpc-worker.js), which parses and merges the notifications; this view
+// tells it which rows are in sight and draws the frames it sends back, at most one per animation
+// frame (a virtual table), so 10,000 rows changing ten times a second never block typing.
 
 import { $, h, frameBatcher } from './dom.js';
 import { setCell } from './values.js';
@@ -16,11 +16,9 @@ let nextWatchId = 1;
 export class WatchView {
   constructor(app) {
     this.app = app;
-    this.subId = null;
-    this.columns = [];
-    this.keys = []; // row order
-    this.rows = new Map(); // key -> {row, changedAt}
-    this.keyed = false;
+    this.tick = 0;
+    this.unacked = false;
+    this.attach(null);
     this.scheduleRender = frameBatcher(() => this.render());
     this.scroll = $('watch-scroll');
     this.scroll.addEventListener('scroll', () => this.scheduleRender());
@@ -39,17 +37,17 @@ export class WatchView {
 
   async start(text) {
     if (!text) return;
-    await this.stop();
+    this.stop();
     $('watch-error').hidden = true;
     const id = `watch-${nextWatchId++}`;
-    this.subId = id;
-    this.updates = 0;
+    this.attach(id);
     $('watch-status').textContent = 'subscribing…';
     try {
-      await this.app.conn.subscribe(id, text, {}, (result) => this.reset(result), (change) => this.change(change));
-      $('watch-stop').disabled = false;
+      await this.app.conn.subscribe(id, text, {}, (frame) => this.receive(frame));
+      if (this.subId === id) $('watch-stop').disabled = false;
     } catch (error) {
-      if (this.subId === id) this.subId = null;
+      if (this.subId !== id) return;
+      this.subId = null;
       $('watch-status').textContent = '';
       const box = $('watch-error');
       box.replaceChildren(...errorNodes(error, text));
@@ -57,63 +55,52 @@ export class WatchView {
     }
   }
 
-  async stop() {
+  stop() {
     if (!this.subId) return;
     const id = this.subId;
     this.subId = null;
     $('watch-stop').disabled = true;
     $('watch-status').textContent = 'stopped';
-    await this.app.conn.unsubscribe(id);
+    this.app.conn.unsubscribe(id);
   }
 
-  /** The whole result (first answer, and again after a reconnect). */
-  reset(result) {
-    this.columns = result.columns || [];
-    this.keyed = this.columns[0] === 'entity';
-    this.rows = new Map();
-    this.keys = [];
-    (result.rows || []).forEach((row, i) => this.put(this.keyed ? row[0] : i, row, 0));
-    this.tick = result.tick;
+  /** Starts showing subscription `id` (its frames arrive through receive()). */
+  attach(id) {
+    this.subId = id;
+    this.frame = null; // the last frame from the worker: rows from `first`
+    this.columns = [];
+    this.total = 0;
+    this.updates = 0;
+    this.view = { first: -1, count: 0 }; // the rows last asked for
     this.renderHead();
-    this.status();
-    this.scheduleRender();
   }
 
-  put(key, row, changedAt) {
-    if (!this.rows.has(key)) this.keys.push(key);
-    this.rows.set(key, { row, changedAt });
+  /** The number of rows the watch has (they are in the worker; this page holds a screenful). */
+  get rowCount() {
+    return this.total;
   }
 
-  /** One `changed` notification: upserts and removals by entity, or a whole new result. */
-  change(params) {
+  /** A frame from the worker: the watch's size and the rows in sight. */
+  receive(frame) {
+    if (frame.id !== this.subId) return;
     const now = performance.now();
-    this.tick = params.tick;
-    this.updates += 1;
-    if (params.rows) {
-      // The whole new result: keep the rows that did not change unflashed.
-      const old = this.rows;
-      this.rows = new Map();
-      this.keys = [];
-      params.rows.forEach((row, i) => {
-        const key = this.keyed ? row[0] : i;
-        const before = old.get(key);
-        const same = before && JSON.stringify(before.row) === JSON.stringify(row);
-        this.put(key, row, same ? before.changedAt : now);
-      });
-    } else {
-      for (const row of params.upserted || []) this.put(row[0], row, now);
-      if (params.removed?.length) {
-        const gone = new Set(params.removed);
-        for (const key of gone) this.rows.delete(key);
-        this.keys = this.keys.filter((k) => !gone.has(k));
-      }
+    if (frame.columns.join('\u0000') !== this.columns.join('\u0000')) {
+      this.columns = frame.columns;
+      this.renderHead();
     }
+    // The worker sends ages (its clock has another origin); flashes are timed on this one.
+    for (const r of frame.rows) r.changedAt = r.age === null ? 0 : now - r.age;
+    this.frame = frame;
+    this.unacked = true;
+    this.total = frame.total;
+    this.tick = frame.tick;
+    this.updates = frame.updates;
     this.status();
     this.scheduleRender();
   }
 
   status() {
-    $('watch-status').textContent = `${this.keys.length.toLocaleString('en-US')} rows · tick ${this.tick} · ${this.updates} update${this.updates === 1 ? '' : 's'}`;
+    $('watch-status').textContent = `${this.total.toLocaleString('en-US')} rows · tick ${this.tick} · ${this.updates} update${this.updates === 1 ? '' : 's'}`;
   }
 
   renderHead() {
@@ -124,31 +111,38 @@ export class WatchView {
   }
 
   /**
-   * Draws the rows in sight, reusing the row elements: a row whose entry did not change since
-   * the last frame is not touched. Keeps drawing while some rows are still flashing.
+   * Draws the last frame's rows, reusing the row elements: a row whose key and version did not
+   * change is not touched. Asks the worker for other rows when the scroll moved, acknowledges
+   * the frame, and keeps drawing while some rows are still flashing.
    */
   render() {
+    // Hidden: no drawing and no acknowledgement, so the worker sends nothing until shown again.
+    if ($('panel-watch').hidden) return;
     const table = $('watch-table');
     if (!this.headHeight) this.headHeight = table.tHead.offsetHeight;
-    $('watch-spacer').style.height = `${(this.headHeight || ROW_HEIGHT) + this.keys.length * ROW_HEIGHT}px`;
-    const top = this.scroll.scrollTop;
-    const first = Math.max(0, Math.floor(top / ROW_HEIGHT) - OVERSCAN);
+    $('watch-spacer').style.height = `${(this.headHeight || ROW_HEIGHT) + this.total * ROW_HEIGHT}px`;
+    const first = Math.max(0, Math.floor(this.scroll.scrollTop / ROW_HEIGHT) - OVERSCAN);
     const count = Math.ceil(this.scroll.clientHeight / ROW_HEIGHT) + 2 * OVERSCAN;
-    const last = Math.min(this.keys.length, first + count);
-    table.style.transform = `translateY(${first * ROW_HEIGHT}px)`;
+    if (this.subId && (first !== this.view.first || count !== this.view.count)) {
+      this.view = { first, count };
+      this.app.conn.viewport(this.subId, first, count);
+    }
+    const frame = this.frame;
+    const rows = frame ? frame.rows : [];
+    table.style.transform = `translateY(${(frame ? frame.first : 0) * ROW_HEIGHT}px)`;
     const schema = this.app.schema;
     const types = this.columns.map((c) => (schema ? schema.columnType(c) : c === 'entity' ? 'entity' : undefined));
     const body = table.tBodies[0];
-    while (body.rows.length < last - first) body.append(document.createElement('tr'));
-    while (body.rows.length > Math.max(0, last - first)) body.lastElementChild.remove();
+    while (body.rows.length < rows.length) body.append(document.createElement('tr'));
+    while (body.rows.length > rows.length) body.lastElementChild.remove();
     const now = performance.now();
     let flashing = false;
-    for (let i = first; i < last; i++) {
-      const tr = body.rows[i - first];
-      const entry = this.rows.get(this.keys[i]);
-      if (tr.entry !== entry) {
-        tr.entry = entry;
-        tr.dataset.key = String(this.keys[i]);
+    rows.forEach((entry, i) => {
+      const tr = body.rows[i];
+      if (tr.key !== entry.key || tr.seq !== entry.seq) {
+        tr.key = entry.key;
+        tr.seq = entry.seq;
+        tr.dataset.key = String(entry.key);
         while (tr.cells.length < entry.row.length) tr.append(document.createElement('td'));
         while (tr.cells.length > entry.row.length) tr.lastElementChild.remove();
         entry.row.forEach((v, c) => setCell(tr.cells[c], v, types[c]));
@@ -162,6 +156,10 @@ export class WatchView {
         tr.classList.remove('changed');
         tr.style.background = '';
       }
+    });
+    if (this.unacked && this.subId) {
+      this.unacked = false;
+      this.app.conn.ack(this.subId);
     }
     if (flashing) this.scheduleRender();
   }

@@ -144,6 +144,48 @@ test('the entity list pages and the entity view shows every component', async ()
   });
 });
 
+test('the entity view follows another client\'s exec, and stops polling while hidden or gone', async () => {
+  await withInspector({ allowWrites: true }, async ({ server, page, problems }) => {
+    await page.getByRole('tab', { name: 'Entities' }).click();
+    await page.locator('[data-testid="entity-list"] button', { hasText: 'bob' }).click();
+    const view = page.locator('[data-testid="entity-view"]');
+    const hp = view.locator('.value-btn[data-key="Health.hp"]');
+    await hp.filter({ hasText: '50.5' }).waitFor();
+    await server.rpc('exec', { text: "UPDATE Health SET hp = 12.5 WHERE Name.value = 'bob'" });
+    await server.rpc('exec', { text: "ADD Frozen WHERE Name.value = 'bob'" });
+    await hp.filter({ hasText: '12.5' }).waitFor({ timeout: 5000 });
+    await view.locator('.comp-card .comp-name', { hasText: 'Frozen' }).waitFor();
+
+    // Counts the page's `entity` calls from now on.
+    const entityCalls = () => page.evaluate(() => window.entityCalls);
+    await page.evaluate(() => {
+      const conn = window.inspector.conn;
+      const call = conn.call.bind(conn);
+      window.entityCalls = 0;
+      conn.call = (method, params) => {
+        if (method === 'entity') window.entityCalls += 1;
+        return call(method, params);
+      };
+    });
+    // Another tab: no polling. Back: the view catches up at once.
+    await page.getByRole('tab', { name: 'Query' }).click();
+    await page.evaluate(() => (window.entityCalls = 0));
+    await page.waitForTimeout(2200);
+    assert.equal(await entityCalls(), 0);
+    await server.rpc('exec', { text: "UPDATE Health SET hp = 33 WHERE Name.value = 'bob'" });
+    await page.getByRole('tab', { name: 'Entities' }).click();
+    await hp.filter({ hasText: /^33$/ }).waitFor({ timeout: 2000 });
+
+    // Despawned by another client: the view says so and stops asking.
+    await server.rpc('exec', { text: "DESPAWN WHERE Name.value = 'bob'" });
+    await view.getByText('no longer exists').waitFor({ timeout: 5000 });
+    await page.evaluate(() => (window.entityCalls = 0));
+    await page.waitForTimeout(2200);
+    assert.equal(await entityCalls(), 0);
+    assert.deepEqual(problems, []);
+  });
+});
+
 test('with writes allowed, an edit in the entity view changes the world', async () => {
   await withInspector({ allowWrites: true }, async ({ server, page, problems }) => {
     await page.locator('#conn-mode', { hasText: 'writable' }).waitFor();
@@ -224,7 +266,7 @@ test('the page reconnects by itself and its watch goes on', async () => {
         seen.push(e.detail.state);
         if (e.detail.state === 'connected') resolve(seen);
       });
-      conn.socket.close(); // as a dropped connection would
+      conn.drop(); // the worker closes its socket as a dropped connection would
     }));
     assert.deepEqual(states, ['reconnecting', 'connected']);
     assert.equal(await page.locator('#conn-text').textContent(), 'connected');
@@ -232,6 +274,27 @@ test('the page reconnects by itself and its watch goes on', async () => {
     await server.rpc('exec', { text: "UPDATE Level SET value = 99 WHERE Name.value = 'cleo'" });
     await table.locator('tbody tr', { hasText: 'cleo' }).locator('td', { hasText: /^99$/ }).waitFor();
   });
+});
+
+test('without a token in the URL the page asks for it, and a wrong one is refused', async () => {
+  const world = makeWorld();
+  const server = await startServer(world.world);
+  const page = await browser.newPage();
+  try {
+    await page.goto(`${server.origin}/`);
+    await page.locator('#token-banner').waitFor();
+    await page.fill('#token-input', 'wrong');
+    await page.press('#token-input', 'Enter');
+    await page.locator('#conn[data-state="unauthorized"]').waitFor();
+    await page.fill('#token-input', server.token);
+    await page.press('#token-input', 'Enter');
+    await page.locator('#conn[data-state="connected"]').waitFor({ timeout: 5000 });
+    await page.locator('[data-testid="schema"] .comp-name', { hasText: 'Health' }).first().waitFor();
+  } finally {
+    await page.close();
+    await server.stop();
+    world.cleanup();
+  }
 });
 
 test('an acyclic relation shows as a tree', async (t) => {
