@@ -14,8 +14,12 @@ import { BIN, startServer, launchBrowser, openInspector, tableCells } from '../h
 const ENTITIES = 1_000_000;
 /** No message the page receives may be bigger than this (a page of rows is a few KiB). */
 const MAX_MESSAGE_BYTES = 1024 * 1024;
-/** A main-thread task longer than this while browsing would be felt. */
-const MAX_TASK_MS = 200;
+/**
+ * A main-thread task longer than this while browsing would be felt. Page work here is a few
+ * milliseconds; the margin is for a CI machine whose CPU is busy (a starved renderer's tasks
+ * last long in wall time while doing little).
+ */
+const MAX_TASK_MS = 500;
 
 const cleanups = [];
 after(async () => {
