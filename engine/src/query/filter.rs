@@ -147,7 +147,10 @@ pub struct Changed<T>(PhantomData<T>);
 /// Per-table fetch of a change filter.
 #[derive(Clone)]
 pub struct TickFetch {
+    /// Table storage: row `r`'s tick is at `dense + (r & mask)` (mask 0 when every row of the
+    /// column was added at one tick, kept once).
     dense: *const Tick,
+    mask: usize,
     sparse: *const SparseSet,
     this_run: Tick,
     run_age: u32,
@@ -169,17 +172,17 @@ unsafe fn tick_fetch<T: Component>(
     ctx: &FetchContext,
     table: *const ArchetypeTable,
 ) -> TickFetch {
-    let (dense, sparse) = match T::STORAGE {
+    let ((dense, mask), sparse) = match T::STORAGE {
         StorageKind::Table => {
             // SAFETY: valid per the caller.
             let col = unsafe { &*table }.column(id.expect("matched")).expect("matched");
             // No reference to the tick slice is made: a writer of the same column may hold
             // `&mut` ticks of rows already visited.
-            (col.ticks_ptr(matches!(kind, TickKind::Added)), std::ptr::null())
+            (col.ticks_reader(matches!(kind, TickKind::Added)), std::ptr::null())
         }
-        StorageKind::Sparse => (std::ptr::null(), sparse_of(ctx, *id)),
+        StorageKind::Sparse => ((std::ptr::null(), 0), sparse_of(ctx, *id)),
     };
-    TickFetch { dense, sparse, this_run: ctx.this_run, run_age: ctx.run_age }
+    TickFetch { dense, mask, sparse, this_run: ctx.this_run, run_age: ctx.run_age }
 }
 
 /// # Safety
@@ -187,8 +190,8 @@ unsafe fn tick_fetch<T: Component>(
 #[inline(always)]
 unsafe fn tick_filter<T: Component>(kind: TickKind, f: &TickFetch, row: usize, entity: Entity) -> bool {
     let tick = match T::STORAGE {
-        // SAFETY: row < table length.
-        StorageKind::Table => unsafe { *f.dense.add(row) },
+        // SAFETY: row < table length, so `row & mask` is in bounds of the ticks read.
+        StorageKind::Table => unsafe { *f.dense.add(row & f.mask) },
         StorageKind::Sparse => {
             if f.sparse.is_null() {
                 return false;

@@ -766,7 +766,10 @@ fn column<'w>(
     }
     if ticks {
         w.u8(1);
-        w.run(u32s(col.added_ticks()));
+        match col.added_ticks() {
+            crate::storage::AddedView::Rows(ticks) => w.run(u32s(ticks)),
+            shared => w.run(Run::Owned(shared.iter().flat_map(|t| t.to_le_bytes()).collect())),
+        }
         w.run(u32s(col.changed_ticks()));
     } else {
         w.u8(0);

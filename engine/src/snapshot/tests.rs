@@ -445,7 +445,7 @@ fn change_ticks_survive_when_asked() {
     l2.load_bytes_into(&without, &LoadOptions::default()).unwrap();
     for t in l2.tables() {
         for c in t.columns() {
-            assert!(c.added_ticks().iter().chain(c.changed_ticks()).all(|&k| k == w.change_tick()));
+            assert!(c.added_ticks().iter().chain(c.changed_ticks().iter().copied()).all(|k| k == w.change_tick()));
         }
     }
     assert!(without.len() < with.len());

@@ -12,7 +12,11 @@ use std::ptr::NonNull;
 use crate::component::{ComponentInfo, DropFn};
 use crate::tick::Tick;
 
+mod added;
 mod bulk;
+
+use added::AddedTicks;
+pub use added::AddedView;
 
 /// One component's values for every row of a table (or a sparse set), plus change ticks.
 pub struct Column {
@@ -23,7 +27,8 @@ pub struct Column {
     /// Rows that fit without reallocating values or ticks: min of the three capacities.
     room: usize,
     drop: Option<DropFn>,
-    added: Vec<Tick>,
+    /// When each row was added: one tick while all rows share it (see `added`).
+    added: AddedTicks,
     changed: Vec<Tick>,
 }
 
@@ -47,7 +52,7 @@ impl Column {
             cap: if item.size() == 0 { usize::MAX } else { 0 },
             room: 0,
             drop,
-            added: Vec::new(),
+            added: AddedTicks::default(),
             changed: Vec::new(),
         }
     }
@@ -72,8 +77,8 @@ impl Column {
 
     /// Ticks at which each row's value was added.
     #[inline]
-    pub fn added_ticks(&self) -> &[Tick] {
-        &self.added
+    pub fn added_ticks(&self) -> AddedView<'_> {
+        self.added.view(self.len)
     }
 
     /// Ticks at which each row's value was last written.
@@ -89,14 +94,14 @@ impl Column {
 
     /// Clamps ticks too old to compare (see [`crate::tick`]).
     pub(crate) fn clamp_ticks(&mut self, now: Tick) {
-        crate::tick::clamp_ticks(&mut self.added, now);
+        self.added.clamp(now);
         crate::tick::clamp_ticks(&mut self.changed, now);
     }
 
     /// Bytes held (values and ticks, by capacity).
     pub fn memory_bytes(&self) -> (usize, usize) {
         let data = if self.item.size() == 0 { 0 } else { self.cap * self.item.size() };
-        (data, (self.added.capacity() + self.changed.capacity()) * std::mem::size_of::<Tick>())
+        (data, self.added.memory_bytes() + self.changed.capacity() * std::mem::size_of::<Tick>())
     }
 
     /// Pointer to the start of the values. It carries the allocation's provenance (no
@@ -120,13 +125,14 @@ impl Column {
         self.changed.as_mut_ptr()
     }
 
-    /// Pointer to the ticks of one kind for reading, made without a reference to the slice.
+    /// Pointer and mask for reading ticks of one kind without a reference to them: row `r`'s
+    /// tick is at `ptr + (r & mask)` (added ticks shared by every row have mask 0).
     #[inline]
-    pub(crate) fn ticks_ptr(&self, added: bool) -> *const Tick {
+    pub(crate) fn ticks_reader(&self, added: bool) -> (*const Tick, usize) {
         if added {
-            self.added.as_ptr()
+            self.added.reader()
         } else {
-            self.changed.as_ptr()
+            (self.changed.as_ptr(), usize::MAX)
         }
     }
 
@@ -135,8 +141,8 @@ impl Column {
     #[inline]
     pub(crate) fn row_ticks(&self, row: usize) -> (Tick, Tick) {
         assert!(row < self.len, "row {row} out of bounds ({})", self.len);
-        // SAFETY: both tick vectors hold `len` initialised ticks.
-        unsafe { (*self.added.as_ptr().add(row), *self.changed.as_ptr().add(row)) }
+        // SAFETY: the changed ticks hold `len` initialised ticks.
+        (self.added.get(row), unsafe { *self.changed.as_ptr().add(row) })
     }
 
     /// Pointer to row `row`'s value (panics past the end). Reading through it is valid while
@@ -174,7 +180,7 @@ impl Column {
         };
         self.data = NonNull::new(ptr).unwrap_or_else(|| alloc::handle_alloc_error(new_layout));
         self.cap = new_cap;
-        self.room = self.cap.min(self.added.capacity()).min(self.changed.capacity());
+        self.room = self.cap.min(self.changed.capacity());
     }
 
     /// Makes room for `additional` more rows.
@@ -185,7 +191,7 @@ impl Column {
         }
         self.added.reserve(additional);
         self.changed.reserve(additional);
-        self.room = self.cap.min(self.added.capacity()).min(self.changed.capacity());
+        self.room = self.cap.min(self.changed.capacity());
     }
 
     #[cold]
@@ -205,11 +211,10 @@ impl Column {
             self.make_room();
         }
         let row = self.len;
-        // SAFETY: row < room, so values and both tick vectors have capacity for it; the tick
-        // vectors always have the same length as the column.
+        self.added.push_n(row, 1, tick);
+        // SAFETY: row < room, so the values and changed ticks have capacity for it; the
+        // changed ticks always have the same length as the column.
         unsafe {
-            self.added.as_mut_ptr().add(row).write(tick);
-            self.added.set_len(row + 1);
             self.changed.as_mut_ptr().add(row).write(tick);
             self.changed.set_len(row + 1);
             self.len = row + 1;
@@ -250,7 +255,7 @@ impl Column {
     /// who must not use or drop it afterwards.
     pub(crate) unsafe fn replace(&mut self, row: usize, src: *const u8, tick: Tick) {
         let dst = self.get_ptr(row);
-        self.added[row] = tick;
+        self.added.set(self.len, row, tick);
         self.changed[row] = tick;
         /// Moves the new value in when dropped: after the old value's drop returns, and also
         /// when it panics, so the row never holds a dropped value.
@@ -330,7 +335,7 @@ impl Column {
     pub(crate) fn move_row_to(&mut self, row: usize, dst: &mut Column) {
         assert!(row < self.len);
         debug_assert_eq!(self.item, dst.item);
-        let (added, changed) = (self.added[row], self.changed[row]);
+        let (added, changed) = (self.added.get(row), self.changed[row]);
         // SAFETY: the value is moved bit-for-bit to `dst` and then forgotten here.
         unsafe {
             dst.push_from(self.get_ptr(row), added);
@@ -396,16 +401,16 @@ impl Column {
         self.len += n;
         match saved {
             None => {
-                self.added.resize(self.len, tick);
+                self.added.push_n(self.len - n, n, tick);
                 self.changed.resize(self.len, tick);
             }
             Some((added, changed)) => {
                 let le = |c: &[u8]| Tick::from_le_bytes([c[0], c[1], c[2], c[3]]);
-                self.added.extend(added.chunks_exact(4).take(n).map(le));
+                self.added.extend_le(self.len - n, added, n);
                 self.changed.extend(changed.chunks_exact(4).take(n).map(le));
             }
         }
-        debug_assert!(self.added.len() == self.len && self.changed.len() == self.len);
+        debug_assert!(self.added.view(self.len).len() == self.len && self.changed.len() == self.len);
         Ok(())
     }
 }

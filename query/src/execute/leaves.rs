@@ -151,8 +151,11 @@ impl<'w> TableCtx<'w> {
         match (self.slots.get(slot), id) {
             (Some(SlotReader::Dense(_)), Some(id)) => match self.table.column(id) {
                 Some(col) => {
-                    let ticks = if added { col.added_ticks() } else { col.changed_ticks() };
-                    rows.iter().map(|&r| ticks.get(r as usize).is_some_and(|t| window.is_new(*t))).collect()
+                    let tick = |r: u32| match added {
+                        true => col.added_ticks().get(r as usize),
+                        false => col.changed_ticks().get(r as usize).copied(),
+                    };
+                    rows.iter().map(|&r| tick(r).is_some_and(|t| window.is_new(t))).collect()
                 }
                 None => vec![false; rows.len()],
             },

@@ -3,7 +3,7 @@
 //! rows; removal swap-removes from the highest row down, so every hole is filled by a row
 //! that stays.
 
-use super::Column;
+use super::{AddedView, Column};
 
 impl Column {
     /// Moves `rows` (ascending, distinct, in bounds) to the end of `dst` (same component) in
@@ -35,8 +35,12 @@ impl Column {
                     n * size,
                 );
             }
+            let src_added = match self.added.view(self.len) {
+                AddedView::Same(t, _) => AddedView::Same(t, n),
+                AddedView::Rows(r) => AddedView::Rows(&r[start..end]),
+            };
+            dst.added.extend(dst.len, src_added);
             dst.len += n;
-            dst.added.extend_from_slice(&self.added[start..end]);
             dst.changed.extend_from_slice(&self.changed[start..end]);
         }
         // SAFETY: every value of `rows` was moved to `dst` above.
@@ -115,7 +119,7 @@ mod tests {
     fn read(c: &Column) -> Vec<(String, u32)> {
         // SAFETY: the column holds Strings.
         let v = unsafe { c.as_slice::<String>() };
-        v.iter().cloned().zip(c.added_ticks().iter().copied()).collect()
+        v.iter().cloned().zip(c.added_ticks().iter()).collect()
     }
 
     #[test]

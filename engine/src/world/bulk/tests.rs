@@ -82,7 +82,7 @@ fn dump(w: &World) -> Dump {
                         Some(s) if s.contains(e) => (s.added_tick(e).unwrap(), s.changed_tick(e).unwrap()),
                         _ => {
                             let c = w.tables()[loc.table as usize].column(id).unwrap();
-                            (c.added_ticks()[loc.row as usize], c.changed_ticks()[loc.row as usize])
+                            (c.added_ticks().get(loc.row as usize).unwrap(), c.changed_ticks()[loc.row as usize])
                         }
                     };
                     (w.components().info(id).name().to_string(), w.get_component_value(e, id).unwrap(), added, changed)
