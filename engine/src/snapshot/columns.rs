@@ -18,7 +18,7 @@ use crate::snapshot::format::{
     FieldRecord, FieldRun, IndexRecord, IndexSection, SparseRecord, TableRecord, Text,
 };
 use crate::snapshot::load::load_into;
-use crate::snapshot::{IndexDefinition, LoadOptions, LoadStats, SnapshotError};
+use crate::snapshot::{IndexBuild, IndexDefinition, LoadOptions, LoadStats, SnapshotError};
 use crate::world::World;
 
 /// One field's values for every row of a [`ComponentColumns`].
@@ -596,12 +596,22 @@ impl World {
     /// assert_eq!(world.get_field(e, "Health", "hp").unwrap(), Value::Float(25.0));
     /// ```
     pub fn import_columns(&mut self, data: &ColumnarWorld) -> Result<LoadStats, SnapshotError> {
+        self.import_columns_with(data, IndexBuild::Now)
+    }
+
+    /// [`World::import_columns`], building the indexes of `data` when `indexes` says (their
+    /// definitions are checked, and the unusable ones returned, either way).
+    pub fn import_columns_with(
+        &mut self,
+        data: &ColumnarWorld,
+        indexes: IndexBuild,
+    ) -> Result<LoadStats, SnapshotError> {
         if !self.is_empty() {
             return Err(SnapshotError::WorldNotEmpty(self.len()));
         }
         let body = columns_to_body(data)?;
         let mut stats = load_into(self, &body, 0, &LoadOptions::default(), None)?;
-        self.rebuild_snapshot_indexes(&mut stats);
+        self.rebuild_snapshot_indexes(&mut stats, indexes);
         Ok(stats)
     }
 }
