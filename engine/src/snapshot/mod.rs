@@ -100,6 +100,7 @@ mod json;
 mod load;
 mod lock;
 mod opaque;
+mod placement;
 mod read;
 mod save;
 #[cfg(test)]
