@@ -4,7 +4,7 @@ use std::io::{IsTerminal, Write};
 use std::time::Instant;
 
 use ecsdb::transfer::{self, ExportOptions, ImportOptions};
-use ecsdb::World;
+use ecsdb::{IndexBuild, World};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use crate::format::{millis, thousands};
@@ -64,7 +64,9 @@ pub fn import(args: &ImportArgs) -> Result<(), Failure> {
             world.len()
         )));
     }
-    let opts = ImportOptions { format: args.format.map(Into::into) };
+    // The file keeps only the index definitions, and loading it builds them: building them
+    // here too would be thrown away (on the demo world it was most of the import).
+    let opts = ImportOptions { format: args.format.map(Into::into), indexes: IndexBuild::Deferred };
     let started = Instant::now();
     let stats = transfer::import(&mut world, &args.dir, &opts)
         .map_err(|e| Failure::usage(format!("cannot import {}: {e}", args.dir.display())))?;

@@ -52,6 +52,8 @@ fn select_dump(dir: &Path, world: &str) -> String {
         out += &ok(run(dir, &["query", world, &format!("SELECT entity, {c} FROM {c}"), "--format", "csv"]));
     }
     out += &ok(run(dir, &["query", world, "SHOW COMPONENTS", "--format", "csv"]));
+    // The import saves the index definitions without building them; loading builds them.
+    out += &ok(run(dir, &["query", world, "SHOW INDEXES", "--format", "csv"]));
     out
 }
 

@@ -59,8 +59,8 @@ pub use query::{Added, Changed, Or, Query, QueryData, QueryFilter, QueryState, R
 pub use reference::{Chain, OnDelete, Reference, ReferenceDef, ReferenceWrite};
 pub use schedule_record::{ScheduleRecord, SystemBody, SystemRecord};
 pub use snapshot::{
-    FileStamp, IndexDefinition, JsonOptions, LoadOptions, LoadStats, SaveOptions, SaveStats, SnapshotError, WorldLock,
-    DEFAULT_BUSY_TIMEOUT,
+    FileStamp, IndexBuild, IndexDefinition, JsonOptions, LoadOptions, LoadStats, SaveOptions, SaveStats, SnapshotError,
+    WorldLock, DEFAULT_BUSY_TIMEOUT,
 };
 pub use tick::{is_newer, ChangeWindow, Mut, Tick};
 pub use value::{convert_value, read_field, read_object, FieldValue, Value, ValueType};

@@ -42,6 +42,7 @@ pub mod schema;
 
 use std::path::PathBuf;
 
+pub use ecsdb_engine::IndexBuild;
 pub use error::{DataProblem, Place, TransferError};
 pub use export::{export, export_with_progress};
 pub use import::{import, read_dir};
@@ -113,6 +114,11 @@ pub struct ImportOptions {
     /// Without `schema.json`, read only files of this format (all known formats when
     /// `None`; a component found in two formats is an error).
     pub format: Option<Format>,
+    /// When the indexes of `schema.json` are built: [`IndexBuild::Now`] for a world used
+    /// right away, [`IndexBuild::Deferred`] for one that is only saved (its file keeps the
+    /// definitions; loading it builds them). Definitions that do not fit are reported in
+    /// [`ImportStats::unbuilt_indexes`] either way.
+    pub indexes: IndexBuild,
 }
 
 /// What an import read.

@@ -679,13 +679,18 @@ impl World {
         component: ComponentId,
         source: Source,
         index: Box<dyn SecondaryIndex>,
+        build: bool,
     ) -> String {
         let name = def.name.clone().unwrap_or_default();
         let mut slot =
             Slot { def, component, source, index, last_tick: 0, unreadable: RoaringBitmap::new(), needs_rebuild: true };
         let world: &World = self;
-        let this = world.read_change_tick_wide();
-        slot.refresh(world, this);
+        if build {
+            let this = world.read_change_tick_wide();
+            slot.refresh(world, this);
+        }
+        // Unbuilt, the slot keeps `needs_rebuild`: the next refresh (every read of the
+        // indexes goes through one) builds it from the rows as they are then.
         world.indexes.write().slots.push(slot);
         self.indexes.version.fetch_add(1, Ordering::Relaxed);
         name
@@ -698,6 +703,18 @@ impl World {
     /// [`IndexDef::fields`]), an invalid or taken name, or kind `function` (use
     /// [`World::create_function_index`]).
     pub fn create_index(&mut self, def: IndexDef) -> Result<String> {
+        self.create_index_built(def, true)
+    }
+
+    /// [`World::create_index`] with the same checks and name, but the index is built by the
+    /// next read of the indexes (a query, [`World::refresh_indexes`], [`World::indexes`])
+    /// instead of now: for a world about to be saved, whose file keeps only the definition,
+    /// building it would be wasted.
+    pub fn create_index_deferred(&mut self, def: IndexDef) -> Result<String> {
+        self.create_index_built(def, false)
+    }
+
+    fn create_index_built(&mut self, def: IndexDef, build: bool) -> Result<String> {
         let id = self.component_id(&def.component)?;
         let info = self.components().info(id);
         let (fields, source, index) = resolve(info, &def, RtreeUpdate::default())?;
@@ -716,7 +733,7 @@ impl World {
         };
         self.check_new_index_name(&name)?;
         let def = IndexDef { name: Some(name), component: info.name().to_string(), fields, kind: def.kind };
-        Ok(self.install(def, id, source, index))
+        Ok(self.install(def, id, source, index, build))
     }
 
     /// Registers a predicate over a component as a function index named `name`: the set of
@@ -757,7 +774,7 @@ impl World {
             kind: IndexKind::Function,
         };
         let source = Source::Dynamic(Arc::new(f));
-        Ok(self.install(def, id, source, Box::new(FunctionIndex::new(name))))
+        Ok(self.install(def, id, source, Box::new(FunctionIndex::new(name)), true))
     }
 
     /// Like [`World::create_function_index`] with a predicate over the Rust type (which is
@@ -785,7 +802,7 @@ impl World {
         let component = self.components().info(id).name().to_string();
         let def = IndexDef { name: Some(name.to_string()), component, fields: Vec::new(), kind: IndexKind::Function };
         let typed: TypedFn = Arc::new(move |w: &World, e: Entity| w.get::<T>(e).ok().map(&f));
-        Ok(self.install(def, id, Source::Typed(typed), Box::new(FunctionIndex::new(name))))
+        Ok(self.install(def, id, Source::Typed(typed), Box::new(FunctionIndex::new(name)), true))
     }
 
     /// Drops an index (an error if there is none by that name).
@@ -1024,6 +1041,23 @@ mod tests {
         fn clone_err(&mut self, d: IndexDef) -> String {
             self.create_index(d).unwrap_err().to_string()
         }
+    }
+
+    #[test]
+    fn a_deferred_index_is_checked_now_and_built_at_the_first_read() {
+        let mut w = World::new();
+        let a = w.spawn(Team { id: 1 });
+        assert!(w.create_index_deferred(IndexDef::new("Team", &["nope"], IndexKind::Bitmap)).is_err());
+        let tb = w.create_index_deferred(IndexDef::new("Team", &["id"], IndexKind::Bitmap)).unwrap();
+        // Listing the definitions (as a save does) does not build it...
+        assert_eq!(w.snapshot_index_definitions().len(), 1);
+        assert_eq!(w.indexes.read().find(&tb).map(|s| (s.needs_rebuild, s.entries())), Some((true, 0)));
+        // ... rows written before the first read are in it, and removals on the way do no harm.
+        let b = w.spawn(Team { id: 1 });
+        let c = w.spawn(Team { id: 1 });
+        w.despawn(c).unwrap();
+        assert_eq!(set(&w, &tb, &IndexPredicate::Eq(Value::Int(1))), [a.index(), b.index()]);
+        assert_eq!(w.index_info(&tb).map(|i| i.entries), Some(2));
     }
 
     #[test]

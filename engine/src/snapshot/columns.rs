@@ -18,7 +18,8 @@ use crate::snapshot::format::{
     FieldRecord, FieldRun, IndexRecord, IndexSection, SparseRecord, TableRecord, Text,
 };
 use crate::snapshot::load::load_into;
-use crate::snapshot::{IndexDefinition, LoadOptions, LoadStats, SnapshotError};
+use crate::snapshot::placement::{claim, tables, Tables};
+use crate::snapshot::{IndexBuild, IndexDefinition, LoadOptions, LoadStats, SnapshotError};
 use crate::world::World;
 
 /// One field's values for every row of a [`ComponentColumns`].
@@ -98,70 +99,9 @@ const MIN_INDEX_LIMIT: usize = 1 << 24;
 const ALLOCATOR: &str = "(allocator)";
 const BARE: &str = "(entities without components)";
 
-fn invalid(component: &str, row: Option<usize>, reason: impl Into<String>) -> SnapshotError {
+pub(super) fn invalid(component: &str, row: Option<usize>, reason: impl Into<String>) -> SnapshotError {
     SnapshotError::Columns { component: component.to_string(), row, reason: reason.into() }
 }
-
-/// Per entity index: its generation, which components it has, and its row in each.
-struct Slots {
-    /// `u32::MAX` for indices no component names.
-    generation: Vec<u32>,
-    /// Bit `c % 64` of `present[slot * words + c / 64]`: the slot's entity has component `c`.
-    present: Vec<u64>,
-    words: usize,
-    /// `rows[c * slots + slot]`: the row of the slot's entity in component `c`, where
-    /// `present` says it has it. Component-major, so claiming one component's entities walks
-    /// one region in order.
-    rows: Vec<u32>,
-    slots: usize,
-}
-
-impl Slots {
-    fn new(slots: usize, components: usize) -> Slots {
-        let words = components.div_ceil(64).max(1);
-        Slots {
-            generation: vec![u32::MAX; slots],
-            present: vec![0; slots * words],
-            words,
-            rows: vec![0; slots * components],
-            slots,
-        }
-    }
-
-    /// Records that entity `e` is at `row` of component `k`; an entity twice in one component
-    /// or two generations of one index are errors.
-    fn claim(&mut self, c: &ComponentColumns, k: usize, row: usize, e: Entity) -> Result<(), SnapshotError> {
-        let i = e.index() as usize;
-        let g = &mut self.generation[i];
-        if *g == u32::MAX {
-            *g = e.generation();
-        } else if *g != e.generation() {
-            let other = Entity::from_parts(e.index(), *g);
-            return Err(invalid(&c.def.name, Some(row), format!("entity {e} and entity {other} share an index")));
-        }
-        let bits = &mut self.present[i * self.words + k / 64];
-        let bit = 1u64 << (k % 64);
-        if *bits & bit != 0 {
-            return Err(SnapshotError::DuplicateEntity { component: c.def.name.clone(), row, entity: e });
-        }
-        *bits |= bit;
-        self.rows[k * self.slots + i] = row as u32;
-        Ok(())
-    }
-
-    /// The components of `slot`, as bits.
-    fn components(&self, slot: usize) -> &[u64] {
-        &self.present[slot * self.words..(slot + 1) * self.words]
-    }
-
-    /// The row of `slot`'s entity in component `k` (which it has).
-    fn row(&self, k: usize, slot: u32) -> u32 {
-        self.rows[k * self.slots + slot as usize]
-    }
-}
-
-/// Up to this many distinct tables, a slot's table is found by comparing sets, not hashing.
-const SCANNED_SETS: usize = 32;
 
 /// The components whose bits are set in `set`, in order.
 fn set_members(set: &[u64]) -> impl Iterator<Item = usize> + '_ {
@@ -327,7 +267,14 @@ fn columns_to_body(data: &ColumnarWorld) -> Result<Body<'_>, SnapshotError> {
         if seen.insert(c.def.name.as_str(), ()).is_some() {
             return Err(invalid(&c.def.name, None, "the component is given twice"));
         }
-        check_component(c)?;
+    }
+    // Each component checked, and the highest index it names found, in parallel.
+    let checked = crate::par::map(data.components.iter().collect(), |c| {
+        check_component(c).map(|()| c.entities.iter().map(|e| e.index() as usize + 1).max().unwrap_or(0))
+    });
+    let mut live_needed = 0;
+    for needed in checked {
+        live_needed = live_needed.max(needed?);
     }
     let catalog = data
         .components
@@ -360,14 +307,7 @@ fn columns_to_body(data: &ColumnarWorld) -> Result<Body<'_>, SnapshotError> {
     if let Some(row) = data.bare_entities.iter().position(|e| e.is_null()) {
         return Err(invalid(BARE, Some(row), "the null entity is never alive"));
     }
-    let live_needed = data
-        .components
-        .iter()
-        .flat_map(|c| c.entities.iter())
-        .chain(&data.bare_entities)
-        .map(|e| e.index() as usize + 1)
-        .max()
-        .unwrap_or(0);
+    let live_needed = data.bare_entities.iter().map(|e| e.index() as usize + 1).fold(live_needed, usize::max);
     let slots_needed = match &data.dead {
         Some(dead) if (dead.issued as usize) < live_needed => {
             return Err(invalid(
@@ -390,76 +330,42 @@ fn columns_to_body(data: &ColumnarWorld) -> Result<Body<'_>, SnapshotError> {
             format!("index {} is far past the {given} rows given (at most {limit} indices)", slots_needed - 1),
         ));
     }
-    let mut slots = Slots::new(slots_needed, data.components.len());
-    for (ci, c) in data.components.iter().enumerate() {
-        for (row, &e) in c.entities.iter().enumerate() {
-            slots.claim(c, ci, row, e)?;
-        }
-    }
-    for (row, &e) in data.bare_entities.iter().enumerate() {
-        let g = &mut slots.generation[e.index() as usize];
-        if *g != u32::MAX {
-            return Err(invalid(BARE, Some(row), format!("entity {e} is listed twice, or also has components")));
-        }
-        *g = e.generation();
-    }
-
-    // Tables: one per distinct set of table components.
-    let mut table_mask = vec![0u64; slots.words];
-    for (ci, c) in data.components.iter().enumerate() {
-        if c.def.storage == StorageKind::Table {
-            table_mask[ci / 64] |= 1 << (ci % 64);
-        }
-    }
-    let mut table_of_set: HashMap<Vec<u64>, u32> = HashMap::new();
-    let mut table_sets: Vec<Vec<u64>> = Vec::new();
-    let mut table_of_slot = vec![u32::MAX; slots_needed];
-    let mut key = vec![0u64; slots.words];
-    let mut last: Option<u32> = None;
-    for (slot, table) in table_of_slot.iter_mut().enumerate() {
-        if slots.generation[slot] == u32::MAX {
-            continue;
-        }
-        let mut same = last.is_some();
-        for ((k, &bits), &mask) in key.iter_mut().zip(slots.components(slot)).zip(&table_mask) {
-            same &= *k == bits & mask;
-            *k = bits & mask;
-        }
-        // Neighbouring ids often share a table, and tables are few: the last set, then a
-        // scan of the sets, and a hash only when there are many.
-        let t = match last {
-            Some(t) if same => t,
-            _ => {
-                let found = if table_sets.len() <= SCANNED_SETS {
-                    table_sets.iter().position(|s| *s == key).map(|t| t as u32)
-                } else {
-                    table_of_set.get(&key[..]).copied()
-                };
-                found.unwrap_or_else(|| {
-                    table_sets.push(key.clone());
-                    table_of_set.insert(key.clone(), table_sets.len() as u32 - 1);
-                    table_sets.len() as u32 - 1
-                })
-            }
-        };
-        last = Some(t);
-        *table = t;
-    }
+    let slots = claim(data, slots_needed, BARE)?;
+    let Tables { sets: table_sets, of_slot: table_of_slot } = tables(data, &slots);
     // Row order within each table: the order of its first component's rows (every component
     // lists a table's entities in the same order when the input came from an export), and
     // entities with only sparse components in index order. One pass per first component.
     let first_of: Vec<Option<usize>> = table_sets.iter().map(|set| set_members(set).next()).collect();
-    let mut members: Vec<Vec<u32>> = vec![Vec::new(); table_sets.len()];
-    let mut firsts: Vec<usize> = first_of.iter().flatten().copied().collect();
-    firsts.sort_unstable();
-    firsts.dedup();
-    for ci in firsts {
-        for e in &data.components[ci].entities {
-            let t = table_of_slot[e.index() as usize] as usize;
-            if first_of[t] == Some(ci) {
-                members[t].push(e.index());
-            }
+    // Per component, in parallel: the members of the tables it comes first in, and (a table
+    // component) each change of table between consecutive rows.
+    let per_component = crate::par::map(data.components.iter().enumerate().collect(), |(ci, c)| {
+        let leads = first_of.contains(&Some(ci));
+        let table = c.def.storage == StorageKind::Table;
+        let mut members: Vec<Vec<u32>> = if leads { vec![Vec::new(); table_sets.len()] } else { Vec::new() };
+        let mut edges = Vec::new();
+        if !leads && !table {
+            return (members, edges);
         }
+        let mut prev = u32::MAX;
+        for e in &c.entities {
+            let t = table_of_slot[e.index() as usize];
+            if leads && first_of[t as usize] == Some(ci) {
+                members[t as usize].push(e.index());
+            }
+            if prev != u32::MAX && prev != t {
+                edges.push((prev as usize, t as usize));
+            }
+            prev = t;
+        }
+        (members, if table { edges } else { Vec::new() })
+    });
+    let mut members: Vec<Vec<u32>> = vec![Vec::new(); table_sets.len()];
+    let mut edges = Vec::new();
+    for (ci, (mut lead, e)) in per_component.into_iter().enumerate() {
+        for (t, m) in members.iter_mut().enumerate().filter(|(t, _)| first_of[*t] == Some(ci)) {
+            *m = std::mem::take(&mut lead[t]);
+        }
+        edges.extend(e);
     }
     if first_of.contains(&None) {
         for (s, &t) in table_of_slot.iter().enumerate() {
@@ -468,21 +374,10 @@ fn columns_to_body(data: &ColumnarWorld) -> Result<Body<'_>, SnapshotError> {
             }
         }
     }
-    let mut edges = Vec::new();
-    for c in data.components.iter().filter(|c| c.def.storage == StorageKind::Table) {
-        let mut prev = u32::MAX;
-        for e in &c.entities {
-            let t = table_of_slot[e.index() as usize];
-            if prev != u32::MAX && prev != t {
-                edges.push((prev as usize, t as usize));
-            }
-            prev = t;
-        }
-    }
     let order = table_order(table_sets.len(), &edges);
 
     // Each table's columns, gathered in parallel.
-    let starts: Vec<Vec<Vec<usize>>> = data.components.iter().map(string_starts).collect();
+    let starts: Vec<Vec<Vec<usize>>> = crate::par::map(data.components.iter().collect(), string_starts);
     let tables = crate::par::map(order, |t| {
         let slots_of = &members[t];
         let mut components = Vec::new();
@@ -596,12 +491,22 @@ impl World {
     /// assert_eq!(world.get_field(e, "Health", "hp").unwrap(), Value::Float(25.0));
     /// ```
     pub fn import_columns(&mut self, data: &ColumnarWorld) -> Result<LoadStats, SnapshotError> {
+        self.import_columns_with(data, IndexBuild::Now)
+    }
+
+    /// [`World::import_columns`], building the indexes of `data` when `indexes` says (their
+    /// definitions are checked, and the unusable ones returned, either way).
+    pub fn import_columns_with(
+        &mut self,
+        data: &ColumnarWorld,
+        indexes: IndexBuild,
+    ) -> Result<LoadStats, SnapshotError> {
         if !self.is_empty() {
             return Err(SnapshotError::WorldNotEmpty(self.len()));
         }
         let body = columns_to_body(data)?;
         let mut stats = load_into(self, &body, 0, &LoadOptions::default(), None)?;
-        self.rebuild_snapshot_indexes(&mut stats);
+        self.rebuild_snapshot_indexes(&mut stats, indexes);
         Ok(stats)
     }
 }

@@ -858,7 +858,7 @@ impl World {
                 stats.skipped_opaque.push(s);
             }
         }
-        self.rebuild_snapshot_indexes(&mut stats);
+        self.rebuild_snapshot_indexes(&mut stats, crate::snapshot::IndexBuild::Now);
         Ok(stats)
     }
 }

@@ -100,6 +100,7 @@ mod json;
 mod load;
 mod lock;
 mod opaque;
+mod placement;
 mod read;
 mod save;
 #[cfg(test)]
@@ -129,6 +130,17 @@ pub struct SaveOptions {
     /// that `Added`/`Changed` filters see the same history after loading. Without them,
     /// every loaded row is stamped with the saved world tick.
     pub change_ticks: bool,
+}
+
+/// When a load or import builds the indexes its data defines.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum IndexBuild {
+    /// Before it returns.
+    #[default]
+    Now,
+    /// At the next read of the indexes (see [`World::create_index_deferred`]): for a world
+    /// that is saved right away, whose file keeps only the definitions.
+    Deferred,
 }
 
 /// What to do while loading.
@@ -462,7 +474,7 @@ impl World {
             e => e,
         })?;
         stats.bytes = total;
-        self.rebuild_snapshot_indexes(&mut stats);
+        self.rebuild_snapshot_indexes(&mut stats, IndexBuild::Now);
         Ok(stats)
     }
 
@@ -474,7 +486,7 @@ impl World {
         let (header, body) = load::parse_header(bytes)?;
         let mut stats = load::load_snapshot(self, &read::Input::Mem(body), &header, opts)?;
         stats.bytes = bytes.len() as u64;
-        self.rebuild_snapshot_indexes(&mut stats);
+        self.rebuild_snapshot_indexes(&mut stats, IndexBuild::Now);
         Ok(stats)
     }
 
@@ -488,11 +500,13 @@ impl World {
             fields: vec![r.field, r.on_delete.name().to_string(), if r.acyclic { "acyclic" } else { "cyclic" }.into()],
         });
         references
-            .chain(self.indexes().into_iter().map(|i| IndexDefinition {
-                name: i.name,
-                kind: i.kind.name().to_string(),
-                component: i.component,
-                fields: i.fields,
+            // The definitions as registered: listing them must not build an index whose build
+            // was deferred (see `World::create_index_deferred`).
+            .chain(self.index_definitions().into_iter().map(|d| IndexDefinition {
+                name: d.name.unwrap_or_default(),
+                kind: d.kind.name().to_string(),
+                component: d.component,
+                fields: d.fields,
             }))
             .collect()
     }
@@ -501,7 +515,7 @@ impl World {
     /// (whose predicate is Rust code) and definitions that no longer fit the catalog stay in
     /// `stats.index_definitions` for the program to handle; the rest are rebuilt and removed
     /// from that list.
-    pub(crate) fn rebuild_snapshot_indexes(&mut self, stats: &mut LoadStats) {
+    pub(crate) fn rebuild_snapshot_indexes(&mut self, stats: &mut LoadStats, build: IndexBuild) {
         let defs = std::mem::take(&mut stats.index_definitions);
         for d in defs {
             let kind = crate::index::IndexKind::from_name(&d.kind);
@@ -528,7 +542,10 @@ impl World {
                         fields: d.fields.clone(),
                         kind,
                     };
-                    self.create_index(def).is_ok()
+                    match build {
+                        IndexBuild::Now => self.create_index(def).is_ok(),
+                        IndexBuild::Deferred => self.create_index_deferred(def).is_ok(),
+                    }
                 }
                 _ => false,
             };

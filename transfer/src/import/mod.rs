@@ -116,7 +116,7 @@ pub fn import(world: &mut World, dir: &Path, opts: &ImportOptions) -> Result<Imp
     let (sources, _) = sources(dir, opts)?;
     let data = read_dir(dir, opts)?;
     let file_of = |component: &str| sources.iter().find(|s| s.name == component).map(|s| s.path.clone());
-    let stats = world.import_columns(&data).map_err(|e| match e {
+    let stats = world.import_columns_with(&data, opts.indexes).map_err(|e| match e {
         SnapshotError::DuplicateEntity { component, row, entity } => TransferError::data(
             file_of(&component).unwrap_or_default(),
             Place::cell(row + 1, "entity"),

@@ -11,7 +11,9 @@ use arrow_array::{Array, ArrowPrimitiveType, FixedSizeListArray, GenericStringAr
 use arrow_schema::{DataType, Field};
 use ecsdb_engine::snapshot::ComponentColumns;
 use ecsdb_engine::{ComponentDef, Entity, FieldType, StorageKind};
-use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+use parquet::arrow::arrow_reader::{ArrowReaderMetadata, ArrowReaderOptions, ParquetRecordBatchReaderBuilder};
+use parquet::arrow::ProjectionMask;
+use rayon::prelude::*;
 
 use super::values::{parse_entity_bytes, plain_size, Builder};
 use crate::error::{DataProblem, Place, TransferError};
@@ -21,6 +23,28 @@ const TYPE_KEY: &str = "ecsdb.type";
 
 /// Rows per batch read.
 const BATCH: usize = 1 << 16;
+
+/// A primitive array's values as the little-endian bytes a [`Builder`] holds, copied in one
+/// go: on little-endian machines Arrow's buffer already is that. `a` must be of type `T`.
+fn le_bytes<T: ArrowPrimitiveType>(a: &dyn Array) -> Option<&[u8]> {
+    cfg!(target_endian = "little").then(|| a.as_primitive::<T>().values().inner().as_slice())
+}
+
+/// The values of an integer column whose Arrow type is the field's own (the usual case: an
+/// export writes each integer at its width), as bytes; `None` when a conversion is needed.
+fn same_int_bytes(ty: FieldType, a: &dyn Array) -> Option<&[u8]> {
+    match (ty, a.data_type()) {
+        (FieldType::I8, DataType::Int8) => le_bytes::<Int8Type>(a),
+        (FieldType::I16, DataType::Int16) => le_bytes::<Int16Type>(a),
+        (FieldType::I32, DataType::Int32) => le_bytes::<Int32Type>(a),
+        (FieldType::I64, DataType::Int64) => le_bytes::<Int64Type>(a),
+        (FieldType::U8, DataType::UInt8) => le_bytes::<UInt8Type>(a),
+        (FieldType::U16, DataType::UInt16) => le_bytes::<UInt16Type>(a),
+        (FieldType::U32, DataType::UInt32) => le_bytes::<UInt32Type>(a),
+        (FieldType::U64, DataType::UInt64) => le_bytes::<UInt64Type>(a),
+        _ => None,
+    }
+}
 
 /// The field type a column of a file without schema is read as.
 fn field_type_of(path: &Path, f: &Field) -> Result<FieldType, TransferError> {
@@ -78,6 +102,10 @@ fn push_ints(
     a: &dyn Array,
     out: &mut Vec<u8>,
 ) -> Result<(), TransferError> {
+    if let Some(b) = same_int_bytes(ty, a) {
+        out.extend_from_slice(b);
+        return Ok(());
+    }
     fn values<T: ArrowPrimitiveType>(a: &dyn Array) -> impl Iterator<Item = i128> + '_
     where
         T::Native: Into<i128>,
@@ -170,6 +198,12 @@ fn push_vectors(
     let values = l.values();
     let values = values.slice(l.offset() * n as usize, l.len() * n as usize);
     no_nulls(path, first_row, column, ty, values.as_ref())?;
+    if let Some(b) =
+        values.data_type().eq(&DataType::Float32).then(|| le_bytes::<Float32Type>(values.as_ref())).flatten()
+    {
+        out.extend_from_slice(b);
+        return Ok(());
+    }
     let it = floats(values.as_ref())
         .ok_or_else(|| mismatch(path, first_row, column, ty, format!("a list of {}", values.data_type())))?;
     for x in it {
@@ -224,10 +258,9 @@ fn push_column(
                 }
                 t if t.is_integer() => push_ints(path, first_row, column, ty, a, bytes)?,
                 FieldType::F32 => {
-                    if let DataType::Float32 = a.data_type() {
-                        for v in a.as_primitive::<Float32Type>().values().iter() {
-                            bytes.extend_from_slice(&v.to_le_bytes());
-                        }
+                    if let Some(b) = (a.data_type() == &DataType::Float32).then(|| le_bytes::<Float32Type>(a)).flatten()
+                    {
+                        bytes.extend_from_slice(b);
                     } else {
                         for (i, x) in floats(a).ok_or_else(wrong)?.enumerate() {
                             let y = x as f32;
@@ -239,6 +272,11 @@ fn push_column(
                     }
                 }
                 FieldType::F64 => {
+                    if let Some(b) = (a.data_type() == &DataType::Float64).then(|| le_bytes::<Float64Type>(a)).flatten()
+                    {
+                        bytes.extend_from_slice(b);
+                        return Ok(());
+                    }
                     for x in floats(a).ok_or_else(wrong)? {
                         bytes.extend_from_slice(&x.to_le_bytes());
                     }
@@ -305,15 +343,70 @@ fn push_ids<O: OffsetSizeTrait>(
     Ok(())
 }
 
-/// Reads a Parquet file.
+/// What one column of a file gave.
+enum Part {
+    Entities(Vec<Entity>),
+    Field(Builder),
+}
+
+/// Reads column `i` of a file whose metadata is `meta`, on its own (its own file handle:
+/// clones of one would share the read position).
+fn read_column(
+    path: &Path,
+    meta: &ArrowReaderMetadata,
+    i: usize,
+    column: &str,
+    field: Option<FieldType>,
+    rows: usize,
+) -> Result<Part, TransferError> {
+    let malformed = |e: &dyn std::fmt::Display| {
+        TransferError::data(path, Place::default(), DataProblem::Malformed(format!("reading Parquet: {e}")))
+    };
+    let file = File::open(path).map_err(|e| TransferError::io(path, e))?;
+    let mask = ProjectionMask::roots(meta.parquet_schema(), [i]);
+    let reader = ParquetRecordBatchReaderBuilder::new_with_metadata(file, meta.clone())
+        .with_projection(mask)
+        .with_batch_size(BATCH)
+        .build()
+        .map_err(|e| malformed(&e))?;
+    let mut part = match field {
+        None => Part::Entities(Vec::with_capacity(rows)),
+        Some(ty) => Part::Field(Builder::new(ty, rows)),
+    };
+    let mut first_row = 1;
+    for batch in reader {
+        let batch = batch.map_err(|e| malformed(&e))?;
+        let a = batch.column(0);
+        match &mut part {
+            Part::Entities(entities) => match a.data_type() {
+                DataType::Utf8 => push_ids(path, first_row, a.as_string::<i32>(), entities)?,
+                DataType::LargeUtf8 => push_ids(path, first_row, a.as_string::<i64>(), entities)?,
+                other => {
+                    return Err(TransferError::data(
+                        path,
+                        Place::column("entity"),
+                        DataProblem::BadEntity(format!("a column of type {other}")),
+                    ))
+                }
+            },
+            Part::Field(b) => push_column(path, first_row, column, b, a.as_ref())?,
+        }
+        first_row += batch.num_rows();
+    }
+    Ok(part)
+}
+
+/// Reads a Parquet file, its columns in parallel (a file's entity column alone costs about as
+/// much as its values, and one large file would otherwise keep one thread busy while the
+/// others idle).
 pub(super) fn read(path: &Path, name: &str, def: Option<&ComponentDef>) -> Result<ComponentColumns, TransferError> {
     let file = File::open(path).map_err(|e| TransferError::io(path, e))?;
     let malformed = |e: &dyn std::fmt::Display| {
         TransferError::data(path, Place::default(), DataProblem::Malformed(format!("reading Parquet: {e}")))
     };
-    let builder = ParquetRecordBatchReaderBuilder::try_new(file).map_err(|e| malformed(&e))?;
-    let rows = builder.metadata().file_metadata().num_rows().max(0) as usize;
-    let schema = builder.schema().clone();
+    let meta = ArrowReaderMetadata::load(&file, ArrowReaderOptions::new()).map_err(|e| malformed(&e))?;
+    let rows = meta.metadata().file_metadata().num_rows().max(0) as usize;
+    let schema = meta.schema().clone();
     let columns: Vec<String> = schema.fields().iter().map(|f| f.name().clone()).collect();
     let def = match def {
         Some(d) => d.clone(),
@@ -326,30 +419,28 @@ pub(super) fn read(path: &Path, name: &str, def: Option<&ComponentDef>) -> Resul
         }
     };
     let layout = super::text::layout(path, &def, &columns)?;
-    let reader = builder.with_batch_size(BATCH).build().map_err(|e| malformed(&e))?;
-    let mut entities = Vec::with_capacity(rows);
-    let mut builders: Vec<Builder> = def.fields.iter().map(|(_, ty)| Builder::new(*ty, rows)).collect();
-    let mut first_row = 1;
-    for batch in reader {
-        let batch = batch.map_err(|e| malformed(&e))?;
-        for (i, a) in batch.columns().iter().enumerate() {
-            let column = &columns[i];
-            match layout.field_of_column[i] {
-                None => match a.data_type() {
-                    DataType::Utf8 => push_ids(path, first_row, a.as_string::<i32>(), &mut entities)?,
-                    DataType::LargeUtf8 => push_ids(path, first_row, a.as_string::<i64>(), &mut entities)?,
-                    other => {
-                        return Err(TransferError::data(
-                            path,
-                            Place::column("entity"),
-                            DataProblem::BadEntity(format!("a column of type {other}")),
-                        ))
-                    }
-                },
-                Some(f) => push_column(path, first_row, column, &mut builders[f], a.as_ref())?,
-            }
+    let parts: Vec<Result<Part, TransferError>> = (0..columns.len())
+        .into_par_iter()
+        .map(|i| {
+            let field = layout.field_of_column[i].map(|f| def.fields[f].1);
+            read_column(path, &meta, i, &columns[i], field, rows)
+        })
+        .collect();
+    let mut entities = Vec::new();
+    let mut builders: Vec<Option<Builder>> = def.fields.iter().map(|_| None).collect();
+    // The first error in column order, whatever thread met it first.
+    for (i, part) in parts.into_iter().enumerate() {
+        match (part?, layout.field_of_column[i]) {
+            (Part::Entities(e), _) => entities = e,
+            (Part::Field(b), Some(f)) => builders[f] = Some(b),
+            (Part::Field(_), None) => unreachable!("the entity column reads as entities"),
         }
-        first_row += batch.num_rows();
     }
-    Ok(ComponentColumns { def, entities, fields: builders.into_iter().map(Builder::finish).collect() })
+    let fields = def
+        .fields
+        .iter()
+        .zip(builders)
+        .map(|((_, ty), b)| b.unwrap_or_else(|| Builder::new(*ty, 0)).finish())
+        .collect();
+    Ok(ComponentColumns { def, entities, fields })
 }
