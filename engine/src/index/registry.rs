@@ -28,6 +28,7 @@ use super::{Estimate, IndexAnswer, IndexDef, IndexInfo, IndexKind, IndexPredicat
 use crate::component::{is_identifier, Component, ComponentId, ComponentInfo, FieldType, StorageKind};
 use crate::entity::Entity;
 use crate::error::{EngineError, Result};
+use crate::snapshot::IndexBuild;
 use crate::storage::{FieldPlace, FieldView};
 use crate::tick::{is_new, run_age, Tick, EVERYTHING_NEW};
 use crate::value::Value;
@@ -679,13 +680,13 @@ impl World {
         component: ComponentId,
         source: Source,
         index: Box<dyn SecondaryIndex>,
-        build: bool,
+        build: IndexBuild,
     ) -> String {
         let name = def.name.clone().unwrap_or_default();
         let mut slot =
             Slot { def, component, source, index, last_tick: 0, unreadable: RoaringBitmap::new(), needs_rebuild: true };
         let world: &World = self;
-        if build {
+        if build == IndexBuild::Now {
             let this = world.read_change_tick_wide();
             slot.refresh(world, this);
         }
@@ -703,7 +704,7 @@ impl World {
     /// [`IndexDef::fields`]), an invalid or taken name, or kind `function` (use
     /// [`World::create_function_index`]).
     pub fn create_index(&mut self, def: IndexDef) -> Result<String> {
-        self.create_index_built(def, true)
+        self.create_index_with(def, IndexBuild::Now)
     }
 
     /// [`World::create_index`] with the same checks and name, but the index is built by the
@@ -711,10 +712,11 @@ impl World {
     /// instead of now: for a world about to be saved, whose file keeps only the definition,
     /// building it would be wasted.
     pub fn create_index_deferred(&mut self, def: IndexDef) -> Result<String> {
-        self.create_index_built(def, false)
+        self.create_index_with(def, IndexBuild::Deferred)
     }
 
-    fn create_index_built(&mut self, def: IndexDef, build: bool) -> Result<String> {
+    /// [`World::create_index`], built now or deferred.
+    pub(crate) fn create_index_with(&mut self, def: IndexDef, build: IndexBuild) -> Result<String> {
         let id = self.component_id(&def.component)?;
         let info = self.components().info(id);
         let (fields, source, index) = resolve(info, &def, RtreeUpdate::default())?;
@@ -774,7 +776,7 @@ impl World {
             kind: IndexKind::Function,
         };
         let source = Source::Dynamic(Arc::new(f));
-        Ok(self.install(def, id, source, Box::new(FunctionIndex::new(name)), true))
+        Ok(self.install(def, id, source, Box::new(FunctionIndex::new(name)), IndexBuild::Now))
     }
 
     /// Like [`World::create_function_index`] with a predicate over the Rust type (which is
@@ -802,7 +804,7 @@ impl World {
         let component = self.components().info(id).name().to_string();
         let def = IndexDef { name: Some(name.to_string()), component, fields: Vec::new(), kind: IndexKind::Function };
         let typed: TypedFn = Arc::new(move |w: &World, e: Entity| w.get::<T>(e).ok().map(&f));
-        Ok(self.install(def, id, Source::Typed(typed), Box::new(FunctionIndex::new(name)), true))
+        Ok(self.install(def, id, Source::Typed(typed), Box::new(FunctionIndex::new(name)), IndexBuild::Now))
     }
 
     /// Drops an index (an error if there is none by that name).

@@ -13,8 +13,7 @@ use crate::tick::{Mut, Tick};
 /// # Safety
 /// Implementations must report every component they touch through [`QueryData::access`],
 /// write only to components they report as writes, and return items that borrow only the
-/// rows they were asked for. An implementation whose `MAY_SKIP_ROWS` is `false` must return
-/// `Some` for every row of every table it matches.
+/// rows they were asked for.
 pub unsafe trait QueryData {
     /// What one row yields.
     type Item<'w>;
@@ -22,9 +21,6 @@ pub unsafe trait QueryData {
     type State: Clone + Send + Sync + 'static;
     /// Per-table state: column pointers.
     type Fetch<'w>: Clone;
-    /// Whether [`QueryData::item`] can return `None` for a row of a matched table (a sparse
-    /// component the row's entity lacks). When `false`, iterators skip the check per row.
-    const MAY_SKIP_ROWS: bool;
     /// This query type with every lifetime made `'static`: the key of the world's cache of
     /// one-shot query states (`&'a T` and `&'b T` are one query).
     type Static: 'static;
@@ -52,28 +48,6 @@ pub unsafe trait QueryData {
     unsafe fn item<'w>(fetch: &mut Self::Fetch<'w>, row: usize, entity: Entity) -> Option<Self::Item<'w>>;
 }
 
-/// The item of row `row`, as [`QueryData::item`], with the `None` case compiled out when `Q`
-/// never skips rows: the per-row test of the item would otherwise stay (LLVM cannot tell that
-/// a reference made from a column pointer is non-null, and `None` is the null reference).
-///
-/// # Safety
-/// As [`QueryData::item`], for a row of a table `Q` matches.
-#[inline(always)]
-pub(crate) unsafe fn row_item<'w, Q: QueryData>(
-    fetch: &mut Q::Fetch<'w>,
-    row: usize,
-    entity: Entity,
-) -> Option<Q::Item<'w>> {
-    // SAFETY: forwarded.
-    let item = unsafe { Q::item(fetch, row, entity) };
-    if !Q::MAY_SKIP_ROWS {
-        // SAFETY: `QueryData`'s contract: such queries yield an item for every row of a table
-        // they match.
-        return Some(unsafe { item.unwrap_unchecked() });
-    }
-    item
-}
-
 /// Queries that only read, so they can run on a shared `&World`.
 ///
 /// # Safety
@@ -85,7 +59,6 @@ unsafe impl QueryData for Entity {
     type Item<'w> = Entity;
     type State = ();
     type Fetch<'w> = ();
-    const MAY_SKIP_ROWS: bool = false;
     type Static = Entity;
     fn init_state(_: &mut Components) -> crate::Result<()> {
         Ok(())
@@ -116,7 +89,8 @@ pub struct ComponentFetch<T> {
     /// The column's first value (table storage: the table's column; sparse storage: the set's
     /// dense column).
     /// Non-null (dangling where there are no values) so that LLVM knows every item's
-    /// reference is non-null, and tests no `Option` of items per row.
+    /// reference is non-null: `None` is the null reference, and a `*mut` here left a test of
+    /// `Option<item>` on every row of a `for` loop.
     values: NonNull<T>,
     /// The column's changed ticks (null for readers).
     ticks: *mut Tick,
@@ -218,7 +192,6 @@ unsafe impl<T: Component> QueryData for &T {
     type Item<'w> = &'w T;
     type State = ComponentId;
     type Fetch<'w> = ComponentFetch<T>;
-    const MAY_SKIP_ROWS: bool = matches!(T::STORAGE, StorageKind::Sparse);
     type Static = &'static T;
     fn init_state(components: &mut Components) -> crate::Result<ComponentId> {
         components.register::<T>()
@@ -258,7 +231,6 @@ unsafe impl<T: Component> QueryData for &mut T {
     type Item<'w> = Mut<'w, T>;
     type State = ComponentId;
     type Fetch<'w> = (ComponentFetch<T>, Tick);
-    const MAY_SKIP_ROWS: bool = matches!(T::STORAGE, StorageKind::Sparse);
     type Static = &'static mut T;
     fn init_state(components: &mut Components) -> crate::Result<ComponentId> {
         components.register::<T>()
@@ -303,7 +275,6 @@ unsafe impl<Q: QueryData> QueryData for Option<Q> {
     type Item<'w> = Option<Q::Item<'w>>;
     type State = Option<Q::State>;
     type Fetch<'w> = Option<Q::Fetch<'w>>;
-    const MAY_SKIP_ROWS: bool = false;
     type Static = Option<Q::Static>;
     fn init_state(components: &mut Components) -> crate::Result<Self::State> {
         Q::init_state(components).map(Some)
@@ -342,7 +313,6 @@ macro_rules! tuple_query {
             type Item<'w> = ($($name::Item<'w>,)*);
             type State = ($($name::State,)*);
             type Fetch<'w> = ($($name::Fetch<'w>,)*);
-            const MAY_SKIP_ROWS: bool = false $(|| $name::MAY_SKIP_ROWS)*;
             type Static = ($($name::Static,)*);
             fn init_state(components: &mut Components) -> crate::Result<Self::State> {
                 Ok(($($name::init_state(components)?,)*))

@@ -28,6 +28,14 @@ impl QueryCache {
     fn get<D: Send + Sync + 'static, G: Send + Sync + 'static>(&self, key: TypeId) -> Option<&QueryMatch<D, G>> {
         self.states.get(&key)?.downcast_ref()
     }
+
+    /// The cached state under `key`, to update.
+    fn get_mut<D: Send + Sync + 'static, G: Send + Sync + 'static>(
+        &mut self,
+        key: TypeId,
+    ) -> Option<&mut QueryMatch<D, G>> {
+        self.states.get_mut(&key)?.downcast_mut()
+    }
 }
 
 /// A one-shot query borrowing the world, returned by [`World::query`] and friends. It is an
@@ -146,9 +154,7 @@ impl World {
             }
         }
         let world_id = self.id();
-        let cached =
-            self.query_cache.states.get_mut(&key).and_then(|s| s.downcast_mut::<QueryMatch<Q::State, F::State>>());
-        let cached = cached.expect("the state was cached above");
+        let cached = self.query_cache.get_mut::<Q::State, F::State>(key).expect("the state was cached above");
         cached.update_tables_in::<Q, F>(world_id, &self.storage.tables);
         self.maybe_check_change_ticks();
         let this_run = self.read_change_tick();

@@ -5,7 +5,6 @@ use std::marker::PhantomData;
 use crate::component::ComponentId;
 use crate::entity::Entity;
 use crate::error::{EngineError, Result};
-use crate::query::fetch::row_item;
 use crate::query::{Access, FetchContext, QueryData, QueryFilter, ReadOnlyQueryData};
 use crate::storage::{ArchetypeTable, TableId};
 use crate::tick::run_age;
@@ -345,7 +344,7 @@ unsafe fn run_rows<'w, Q: QueryData, F: QueryFilter>(
             if F::ROW_FILTER && !F::filter_row(filter, row, e) {
                 continue;
             }
-            if let Some(item) = row_item::<Q>(fetch, row, e) {
+            if let Some(item) = Q::item(fetch, row, e) {
                 f(item);
             }
         }
@@ -405,7 +404,7 @@ impl<'w, Q: QueryData, F: QueryFilter> Cursor<'w, Q, F> {
                     if F::ROW_FILTER && !F::filter_row(self.filter.as_ref().unwrap_unchecked(), row, e) {
                         continue;
                     }
-                    if let Some(item) = row_item::<Q>(self.fetch.as_mut().unwrap_unchecked(), row, e) {
+                    if let Some(item) = Q::item(self.fetch.as_mut().unwrap_unchecked(), row, e) {
                         return Some(item);
                     }
                 }

@@ -542,10 +542,7 @@ impl World {
                         fields: d.fields.clone(),
                         kind,
                     };
-                    match build {
-                        IndexBuild::Now => self.create_index(def).is_ok(),
-                        IndexBuild::Deferred => self.create_index_deferred(def).is_ok(),
-                    }
+                    self.create_index_with(def, build).is_ok()
                 }
                 _ => false,
             };
