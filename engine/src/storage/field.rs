@@ -154,6 +154,67 @@ impl<'a, T: FieldScalar> FieldColumn<'a, T> {
             .collect()
     }
 
+    /// Writes `f` of the values of rows `start .. start + out.len()` into `out`: the chunk
+    /// gather of the compiled expression tier, into caller-owned (stack) storage.
+    ///
+    /// # Panics
+    /// When the rows run past the end of the column.
+    ///
+    /// ```
+    /// use ecsdb_engine::{Component, World};
+    /// #[derive(Component)] struct Hp { v: f32, max: f32 }
+    /// let mut world = World::new();
+    /// let e = world.spawn(Hp { v: 1.0, max: 9.0 });
+    /// world.spawn(Hp { v: 2.0, max: 9.0 });
+    /// let t = ecsdb_engine::storage::TableId(world.location(e).unwrap().table);
+    /// let col = world.table_field::<f32>(t, world.component_id("Hp").unwrap(), 0).unwrap();
+    /// let mut out = [0.0f64; 2];
+    /// col.fill_range(0, &mut out, |v| *v as f64);
+    /// assert_eq!(out, [1.0, 2.0]);
+    /// ```
+    #[inline]
+    pub fn fill_range<R>(&self, start: usize, out: &mut [R], mut f: impl FnMut(&'a T) -> R) {
+        assert!(start.checked_add(out.len()).is_some_and(|end| end <= self.len), "rows past the end of the column");
+        let first = self.base.wrapping_add(start.wrapping_mul(self.stride)) as *const T;
+        // A stride the compiler knows lets it vectorise the walk: the field of a component of
+        // one to four fields of its type (positions, velocities, health pairs) has one of these.
+        let size = std::mem::size_of::<T>();
+        // SAFETY: rows start .. start + out.len() are in range (asserted above). In each of
+        // the four walks the stride is `K` values of `T`, so `first.add(j * K)` is row
+        // `start + j`'s field, an initialised, aligned `T` (see `new`); the last arm steps by
+        // the stride in bytes to the same rows.
+        unsafe {
+            match self.stride {
+                s if s == size => walk::<T, R, 1>(first, out, f),
+                s if s == 2 * size => walk::<T, R, 2>(first, out, f),
+                s if s == 3 * size => walk::<T, R, 3>(first, out, f),
+                s if s == 4 * size => walk::<T, R, 4>(first, out, f),
+                _ => {
+                    for (j, slot) in out.iter_mut().enumerate() {
+                        *slot = f(&*(first as *const u8).add(j * self.stride).cast::<T>());
+                    }
+                }
+            }
+        }
+    }
+
+    /// Writes `f` of the values of `rows` into `out` (`out[i]` for `rows[i]`; `out` at least
+    /// as long as `rows`): the chunk gather for a selection of rows.
+    ///
+    /// # Panics
+    /// When a row is past the end of the column, or `out` is shorter than `rows`.
+    #[inline]
+    pub fn fill_rows<R>(&self, rows: &[u32], out: &mut [R], mut f: impl FnMut(&'a T) -> R) {
+        assert!(out.len() >= rows.len(), "output shorter than the rows");
+        // One check for the whole list (a fold, so it vectorises), none per row.
+        let max = rows.iter().fold(0u32, |m, &r| m.max(r));
+        assert!(rows.is_empty() || (max as usize) < self.len, "rows past the end of the column");
+        for (slot, &row) in out.iter_mut().zip(rows) {
+            // SAFETY: row <= max < len (asserted above), so the row holds a `T` (see `new`).
+            *slot = f(unsafe { &*(self.base.add(row as usize * self.stride) as *const T) });
+        }
+    }
+
     /// Every row's value, in row order.
     #[inline]
     pub fn iter(&self) -> FieldIter<'a, T> {
@@ -172,6 +233,19 @@ impl<'a, T: FieldScalar> FieldColumn<'a, T> {
             remaining: end - start,
             _marker: PhantomData,
         }
+    }
+}
+
+/// `out[j] = f(*first.add(j * K))`: a strided walk whose stride is a compile-time constant.
+///
+/// # Safety
+/// `first.add(j * K)` must point to an initialised, aligned `T` that lives for `'a`, for every
+/// `j < out.len()`.
+#[inline(always)]
+unsafe fn walk<'a, T: 'a, R, const K: usize>(first: *const T, out: &mut [R], mut f: impl FnMut(&'a T) -> R) {
+    for (j, slot) in out.iter_mut().enumerate() {
+        // SAFETY: the caller's contract.
+        *slot = f(unsafe { &*first.add(j * K) });
     }
 }
 
@@ -314,5 +388,31 @@ mod tests {
         let row = set.row(last.unwrap()).unwrap();
         assert_eq!(*k.get(row).unwrap(), -9);
         assert!(world.sparse_field::<i64>(sparse, 0).is_none());
+    }
+
+    #[test]
+    fn chunk_gathers_read_the_rows_asked_for() {
+        let mut world = World::new();
+        let id =
+            world.define_component(&ComponentDef::new("P", &[("x", FieldType::F32), ("y", FieldType::I16)])).unwrap();
+        let mut last = None;
+        for i in 0..70 {
+            last = Some(world.spawn_values(&[("P", &[("x", Value::Float(i as f64)), ("y", Value::Int(-i))])]).unwrap());
+        }
+        let table = TableId(world.location(last.unwrap()).unwrap().table);
+        let y = world.table_field::<i16>(table, id, 1).unwrap();
+        let mut out = [0i64; 64];
+        y.fill_range(6, &mut out, |v| *v as i64);
+        assert_eq!(out[0], -6);
+        assert_eq!(out[63], -69);
+        let x = world.table_field::<f32>(table, id, 0).unwrap();
+        let mut some = [0.0f64; 4];
+        x.fill_rows(&[69, 0, 5], &mut some, |v| *v as f64);
+        assert_eq!(some, [69.0, 0.0, 5.0, 0.0]);
+        x.fill_range(70, &mut [], |v| *v as f64);
+        let past = std::panic::catch_unwind(|| x.fill_range(7, &mut [0.0f64; 64], |v| *v as f64));
+        assert!(past.is_err());
+        let past = std::panic::catch_unwind(|| x.fill_rows(&[3, 70], &mut [0.0f64; 2], |v| *v as f64));
+        assert!(past.is_err());
     }
 }

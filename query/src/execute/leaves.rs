@@ -10,21 +10,12 @@ use ecsdb_engine::{Entity, Value, World};
 
 use crate::error::Error;
 use crate::execute::scan::{out_of_range, SlotReader, TableCtx};
+use std::rc::Rc;
+
+use crate::expr::compiled::{as_range, compile, Columns, Program};
 use crate::expr::{eval_error, Leaves, Prim, StrVec, Vector};
 use crate::plan::logical::{Expr, ExprKind};
 use ecsdb_engine::storage::FieldView;
-
-/// `rows` as a range `start..end` when they are consecutive and ascending (a scan's batch of
-/// every row), so a gather can walk the column without a bounds check per row.
-#[inline]
-pub(crate) fn as_range(rows: &[u32]) -> Option<(usize, usize)> {
-    let (&first, &last) = (rows.first()?, rows.last()?);
-    // A fold over `row == first + i` with no early exit: it vectorises (the check runs on
-    // every batch of every leaf, so an element-by-element walk shows up in profiles).
-    let consecutive = (last as usize).checked_sub(first as usize) == Some(rows.len() - 1)
-        && rows.iter().enumerate().fold(true, |ok, (i, &r)| ok & (r.wrapping_sub(first) == i as u32));
-    consecutive.then_some((first as usize, last as usize + 1))
-}
 
 /// `conv(value)` for each of `rows` (all in range: they come from the table's own selection).
 #[inline]
@@ -192,9 +183,31 @@ impl<'w> TableCtx<'w> {
     }
 }
 
+impl<'w> Columns<'w> for TableCtx<'w> {
+    fn column(&self, slot: usize, field: usize) -> Option<FieldView<'w>> {
+        self.dense_reader(slot, field).copied()
+    }
+
+    fn field_count(&self, slot: usize) -> usize {
+        self.meta.get(slot).map_or(0, |m| m.fields.len())
+    }
+}
+
 impl<'w> Leaves<'w> for TableCtx<'w> {
     fn world(&self) -> Option<&'w World> {
         Some(self.world)
+    }
+
+    /// Compiled once per table and expression: the plan's expressions outlive the context,
+    /// so their addresses name them.
+    fn compiled(&self, e: &Expr, params: &[Value]) -> Option<Rc<Program<'w>>> {
+        let key = e as *const Expr as usize;
+        if let Some((_, p)) = self.compiled.borrow().iter().find(|(k, _)| *k == key) {
+            return p.clone();
+        }
+        let program = compile(e, self, params).map(Rc::new);
+        self.compiled.borrow_mut().push((key, program.clone()));
+        program
     }
 
     fn leaf(&self, e: &Expr, rows: &[u32]) -> Result<Vector<'w>, Error> {

@@ -19,7 +19,8 @@ use ecsdb_engine::{ChangeWindow, Entity, Value, World};
 use roaring::RoaringBitmap;
 
 use crate::error::{Error, ErrorKind};
-use crate::expr::{eval_error, Evaluator};
+use crate::expr::compiled::Program;
+use crate::expr::{eval_error, Evaluator, Leaves};
 use crate::plan::logical::{BinaryOp, Expr};
 use crate::plan::physical::{Access, FilterStep, PhysicalSlot, RowCheck, ScanPlan, SlotSource, TableFilter};
 
@@ -54,7 +55,13 @@ pub struct TableCtx<'w> {
     pub function_sets: Rc<FunctionSets<'w>>,
     /// The rows `changed(C)` and `added(C)` count as new in this run.
     pub changes: ChangeWindow,
+    /// Expressions compiled against this table's columns, by the address of the plan's
+    /// expression (`None`: it does not compile); see [`TableCtx::compiled`].
+    pub(crate) compiled: CompiledCache<'w>,
 }
+
+/// The compiled programs of a table's expressions (see [`crate::expr::compiled`]).
+pub(crate) type CompiledCache<'w> = RefCell<Vec<(usize, Option<Rc<Program<'w>>>)>>;
 
 /// The maintained answers of function indexes (`visible(Position)`), fetched once per
 /// statement on first use and shared by its tables: a call reads the index's bitmap rather
@@ -125,6 +132,7 @@ impl<'w> TableCtx<'w> {
             world,
             function_sets: function_sets.clone(),
             changes: plan.change_window(),
+            compiled: RefCell::new(Vec::new()),
         })
     }
 
@@ -465,6 +473,20 @@ fn apply_step(step: &FilterStep, ctx: &TableCtx<'_>, sel: &mut Selection, params
             compare_kernel(&reader, *op, rhs, sel).map_err(|m| eval_error(expr, m))
         }
         FilterStep::Expr(expr) => {
+            if let Some(cond) = ctx.compiled(expr, params) {
+                if let Some(cond) = cond.as_cond() {
+                    let mut kept = Vec::new();
+                    let done = match &*sel {
+                        Selection::All(n) => Program::select_all(cond, *n, &mut kept),
+                        Selection::Rows(rows) => Program::select(cond, rows, &mut kept),
+                    };
+                    if done.is_ok() {
+                        *sel = Selection::Rows(kept);
+                        return Ok(());
+                    }
+                    // A row needs the evaluator's general rules: filter with it instead.
+                }
+            }
             let ev = Evaluator::new(ctx, params);
             let rows = std::mem::replace(sel, Selection::Rows(Vec::new()));
             let mut kept = Vec::with_capacity(rows.len());
@@ -487,6 +509,19 @@ fn apply_step(step: &FilterStep, ctx: &TableCtx<'_>, sel: &mut Selection, params
             Ok(())
         }
     }
+}
+
+/// The number of rows of `sel` that pass `step`, when it can be counted without listing
+/// them (a compiled condition); `None` to apply the step instead.
+fn count_step(step: &FilterStep, ctx: &TableCtx<'_>, sel: &Selection, params: &[Value]) -> Option<usize> {
+    let FilterStep::Expr(expr) = step else { return None };
+    let program = ctx.compiled(expr, params)?;
+    let cond = program.as_cond()?;
+    match sel {
+        Selection::All(n) => Program::count_all(cond, *n),
+        Selection::Rows(rows) => Program::count(cond, rows),
+    }
+    .ok()
 }
 
 fn apply_check(check: &RowCheck, ctx: &TableCtx<'_>, sel: &mut Selection) {
@@ -584,11 +619,22 @@ pub fn run_scan<'w>(
         for check in &tp.checks {
             apply_check(check, &ctx, &mut sel);
         }
-        for step in steps {
+        let mut counted = None;
+        for (i, step) in steps.iter().enumerate() {
             if sel.is_empty() {
                 break;
             }
+            if i + 1 == steps.len() && sink.count_only() {
+                counted = count_step(step, &ctx, &sel, params);
+                if counted.is_some() {
+                    break;
+                }
+            }
             apply_step(step, &ctx, &mut sel, params)?;
+        }
+        if let Some(n) = counted {
+            sink.count(n);
+            continue;
         }
         if sel.is_empty() {
             continue;

@@ -14,9 +14,9 @@ use ecsdb_engine::{
 };
 
 use crate::error::Error;
-use crate::execute::leaves::as_range;
 use crate::execute::mutate::write_failed;
 use crate::execute::scan::{run_scan, Sink, SlotReader, TableCtx};
+use crate::expr::compiled::as_range;
 use crate::expr::{Evaluator, Vector};
 use crate::plan::logical::Expr;
 use crate::plan::physical::ScanPlan;

@@ -10,12 +10,14 @@
 //! through `AND`s so each conjunct sees only the rows still in.
 
 use std::marker::PhantomData;
+use std::rc::Rc;
 
 use ecsdb_engine::{Value, World};
 
 use crate::error::{Error, ErrorKind};
 use crate::execute::relations;
 use crate::expr::compare::{self, InSet};
+use crate::expr::compiled::Program;
 use crate::expr::vector::{Prim, Validity, Vector};
 use crate::expr::{arith, functions, like};
 use crate::functions::Function;
@@ -29,6 +31,12 @@ pub trait Leaves<'w> {
     /// The world the rows are in, for expressions that follow entities (paths, hierarchy
     /// functions); `None` where there are no table rows.
     fn world(&self) -> Option<&'w World> {
+        None
+    }
+
+    /// Expression `e` compiled against this source's columns ([`crate::expr::compiled`]),
+    /// when it compiles; sources without table columns have none.
+    fn compiled(&self, _e: &Expr, _params: &[Value]) -> Option<Rc<Program<'w>>> {
         None
     }
 }
@@ -88,6 +96,14 @@ impl<'s, 'w, S: Leaves<'w> + ?Sized> Evaluator<'s, 'w, S> {
             }
             return self.filter(right, &kept);
         }
+        if let Some(cond) = self.compiled(e) {
+            if let Some(c) = cond.as_cond() {
+                let mut out = Vec::with_capacity(rows.len());
+                if Program::select(c, rows, &mut out).is_ok() {
+                    return Ok(out);
+                }
+            }
+        }
         let v = self.eval(e, rows)?;
         if let Vector::Bool(p) = &v {
             return Ok(select(rows, &p.values, p.valid.as_deref()));
@@ -105,6 +121,12 @@ impl<'s, 'w, S: Leaves<'w> + ?Sized> Evaluator<'s, 'w, S> {
         if n > 1 && !matches!(e.kind, ExprKind::Literal(_) | ExprKind::Param(_)) && !e.reads_row() {
             let one = self.eval(e, &rows[..1])?;
             return Ok(Vector::Scalar(if one.is_empty() { Value::Null } else { one.value(0) }, n));
+        }
+        if let Some(program) = self.compiled(e) {
+            if let Ok(v) = program.eval(rows) {
+                return Ok(v);
+            }
+            // A row needs the general rules (an overflow, say): evaluate it here.
         }
         let at = |m: String| eval_error(e, m);
         Ok(match &e.kind {
@@ -206,6 +228,22 @@ impl<'s, 'w, S: Leaves<'w> + ?Sized> Evaluator<'s, 'w, S> {
                 functions::call(func, &cols, n).map_err(|m| call_error(e, func, m))?
             }
         })
+    }
+
+    /// `e` compiled against the source's columns, for the operators the compiled tier runs
+    /// (leaves are read directly either way).
+    fn compiled(&self, e: &Expr) -> Option<Rc<Program<'w>>> {
+        match e.kind {
+            ExprKind::Neg(_)
+            | ExprKind::Not(_)
+            | ExprKind::Binary { .. }
+            | ExprKind::Between { .. }
+            | ExprKind::InList { .. }
+            | ExprKind::Like { .. }
+            | ExprKind::IsNull { .. }
+            | ExprKind::Call { .. } => self.source.compiled(e, self.params),
+            _ => None,
+        }
     }
 
     fn world_for(&self, e: &Expr) -> Result<&'w World, Error> {

@@ -124,7 +124,8 @@ fn builtin<'a>(b: Builtin, args: &[Vector<'a>], n: usize) -> Result<Option<Vecto
             if xs.iter().any(|v| *v < 0.0) {
                 let m = valid.get_or_insert_with(|| vec![true; n]);
                 for (ok, v) in m.iter_mut().zip(xs.iter()) {
-                    *ok &= *v >= 0.0;
+                    // Null below zero only: NaN stays NaN, as in `Builtin::call`.
+                    *ok &= *v >= 0.0 || v.is_nan();
                 }
             }
             Vector::Float(Prim { values: xs.iter().map(|v| v.sqrt()).collect(), valid })
@@ -285,6 +286,9 @@ mod tests {
             check(b, std::slice::from_ref(&f), 4);
             check(b, std::slice::from_ref(&i), 4);
         }
+        // NaN beside a negative in one batch: the negative is null, the NaN stays NaN.
+        let nan_and_negative = Vector::from_values(vec![Value::Float(-1.0), Value::Float(f64::NAN), Value::Float(4.0)]);
+        check(Builtin::Sqrt, std::slice::from_ref(&nan_and_negative), 3);
         for b in [Builtin::Len, Builtin::Lower, Builtin::Upper] {
             check(b, std::slice::from_ref(&s), 4);
         }

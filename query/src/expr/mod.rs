@@ -18,6 +18,7 @@
 
 pub mod arith;
 pub mod compare;
+pub mod compiled;
 pub mod eval;
 pub mod fallback;
 pub mod fold;

@@ -1,0 +1,311 @@
+//! Conditions of the compiled tier: two bit masks per chunk, the rows where the condition is
+//! true and the rows where it is false; a null row is in neither.
+//!
+//! With that pair, SQL's three-valued logic is plain bit arithmetic: `a AND b` is true where
+//! both are true and false where either is false; `OR` is its mirror; `NOT` swaps the masks.
+//! Comparisons follow [`crate::execute::ops::compare`]: null or NaN on either side is null.
+
+use ecsdb_engine::storage::FieldColumn;
+
+use crate::expr::compiled::num::{squared_distance, FloatNode, IntNode};
+use crate::expr::compiled::{mask1, mask2, pack, Bail, Chunk, CHUNK};
+use crate::expr::like::LikeMatcher;
+use crate::plan::logical::BinaryOp;
+
+/// A condition.
+pub enum CondNode<'w> {
+    /// A constant: `Some(b)`, or null.
+    Const(Option<bool>),
+    /// A bool field.
+    Field(FieldColumn<'w, bool>),
+    /// Two floats compared (NaN is null).
+    CmpFloat(BinaryOp, Box<FloatNode<'w>>, Box<FloatNode<'w>>),
+    /// Two integers compared.
+    CmpInt(BinaryOp, Box<IntNode<'w>>, Box<IntNode<'w>>),
+    /// `a AND b`.
+    And(Box<CondNode<'w>>, Box<CondNode<'w>>),
+    /// `a OR b`.
+    Or(Box<CondNode<'w>>, Box<CondNode<'w>>),
+    /// `NOT a`.
+    Not(Box<CondNode<'w>>),
+    /// `x IS NULL` (`IS NOT NULL` is its `NOT`), for a float.
+    FloatIsNull(Box<FloatNode<'w>>),
+    /// `x IS NULL` for an integer.
+    IntIsNull(Box<IntNode<'w>>),
+    /// `c IS NULL` for a condition.
+    CondIsNull(Box<CondNode<'w>>),
+    /// `x IN (constants)` for an integer and integer constants.
+    IntIn(Box<IntNode<'w>>, Vec<i64>),
+    /// `x IN (constants)` for a float and numeric constants (none NaN); NaN is null.
+    FloatIn(Box<FloatNode<'w>>, Vec<f64>),
+    /// `within(p, center, radius)`: the distance (see [`FloatNode::Distance`]) of the
+    /// coordinate pairs `<=` the radius, true or false (NaN is false, not null, as in the
+    /// built-in).
+    Within(Vec<(FloatNode<'w>, FloatNode<'w>)>, Box<FloatNode<'w>>),
+    /// `inside(p, lo, hi)`: per coordinate, `(p, lo, hi)`.
+    Inside(Vec<(FloatNode<'w>, FloatNode<'w>, FloatNode<'w>)>),
+    /// `s LIKE pattern` for a string field and a constant pattern.
+    Like(FieldColumn<'w, String>, LikeMatcher),
+}
+
+impl CondNode<'_> {
+    /// Whether evaluating it can give up on some row (see [`FloatNode::can_bail`]).
+    pub fn can_bail(&self) -> bool {
+        match self {
+            CondNode::Const(_) | CondNode::Field(_) | CondNode::Like(..) => false,
+            CondNode::CmpFloat(_, a, b) => a.can_bail() || b.can_bail(),
+            CondNode::CmpInt(_, a, b) => a.can_bail() || b.can_bail(),
+            CondNode::And(a, b) | CondNode::Or(a, b) => a.can_bail() || b.can_bail(),
+            CondNode::Not(a) | CondNode::CondIsNull(a) => a.can_bail(),
+            CondNode::FloatIsNull(x) | CondNode::FloatIn(x, _) => x.can_bail(),
+            CondNode::IntIsNull(x) | CondNode::IntIn(x, _) => x.can_bail(),
+            CondNode::Within(pairs, r) => r.can_bail() || pairs.iter().any(|(a, b)| a.can_bail() || b.can_bail()),
+            CondNode::Inside(axes) => axes.iter().any(|(p, l, h)| p.can_bail() || l.can_bail() || h.can_bail()),
+        }
+    }
+
+    /// The rows of the chunk where the condition is true: what a filter needs, computed
+    /// without the false rows where that saves work (comparisons, `AND`, `OR`, `IN`).
+    pub fn truth(&self, c: Chunk<'_>) -> Result<u64, Bail> {
+        let n = c.len();
+        Ok(match self {
+            CondNode::CmpFloat(op, a, b) => {
+                let mut x = [0.0; CHUNK];
+                let valid = a.eval(c, &mut x)?;
+                if let FloatNode::Const(k) = **b {
+                    return Ok(cmp_float_true(*op, &x[..n], Rhs::Const(k)) & valid);
+                }
+                let mut y = [0.0; CHUNK];
+                let valid = valid & b.eval(c, &mut y)?;
+                cmp_float_true(*op, &x[..n], Rhs::Col(&y[..n])) & valid
+            }
+            CondNode::And(a, b) => {
+                let t = a.truth(c)?;
+                // No row true on the left: the result is false or null everywhere. The
+                // evaluator would still evaluate the right side on the left's null rows, so
+                // it is skipped only when it cannot fail.
+                if t == 0 && !b.can_bail() {
+                    return Ok(0);
+                }
+                t & b.truth(c)?
+            }
+            CondNode::Or(a, b) => {
+                let t = a.truth(c)?;
+                if t == c.all() {
+                    return Ok(t);
+                }
+                t | b.truth(c)?
+            }
+            CondNode::Not(a) => a.eval(c)?.1,
+            other => other.eval(c)?.0,
+        })
+    }
+
+    /// `(true rows, false rows)` of the chunk.
+    pub fn eval(&self, c: Chunk<'_>) -> Result<(u64, u64), Bail> {
+        let n = c.len();
+        let all = c.all();
+        Ok(match self {
+            CondNode::Const(Some(true)) => (all, 0),
+            CondNode::Const(Some(false)) => (0, all),
+            CondNode::Const(None) => (0, 0),
+            CondNode::Field(col) => {
+                let mut v = [false; CHUNK];
+                c.gather(col, &mut v, |b| *b);
+                let t = mask1(&v, n, |b| b);
+                (t, all & !t)
+            }
+            CondNode::CmpFloat(op, a, b) => {
+                let mut x = [0.0; CHUNK];
+                let valid = a.eval(c, &mut x)?;
+                if let FloatNode::Const(k) = **b {
+                    let (t, f) = cmp_float(*op, &x[..n], Rhs::Const(k));
+                    return Ok((t & valid, f & valid));
+                }
+                let mut y = [0.0; CHUNK];
+                let valid = valid & b.eval(c, &mut y)?;
+                let (t, f) = cmp_float(*op, &x[..n], Rhs::Col(&y[..n]));
+                (t & valid, f & valid)
+            }
+            CondNode::CmpInt(op, a, b) => {
+                let mut x = [0i64; CHUNK];
+                let mut valid = a.eval(c, &mut x)?;
+                let t = if let IntNode::Const(k) = **b {
+                    cmp_int(*op, &x[..n], Rhs::Const(k))
+                } else {
+                    let mut y = [0i64; CHUNK];
+                    valid &= b.eval(c, &mut y)?;
+                    cmp_int(*op, &x[..n], Rhs::Col(&y[..n]))
+                };
+                (t & valid, !t & valid)
+            }
+            CondNode::And(a, b) => {
+                let (ta, fa) = a.eval(c)?;
+                if fa == all {
+                    return Ok((0, all));
+                }
+                let (tb, fb) = b.eval(c)?;
+                (ta & tb, fa | fb)
+            }
+            CondNode::Or(a, b) => {
+                let (ta, fa) = a.eval(c)?;
+                if ta == all {
+                    return Ok((all, 0));
+                }
+                let (tb, fb) = b.eval(c)?;
+                (ta | tb, fa & fb)
+            }
+            CondNode::Not(a) => {
+                let (t, f) = a.eval(c)?;
+                (f, t)
+            }
+            CondNode::FloatIsNull(x) => {
+                let valid = x.eval(c, &mut [0.0; CHUNK])?;
+                (all & !valid, valid)
+            }
+            CondNode::IntIsNull(x) => {
+                let valid = x.eval(c, &mut [0; CHUNK])?;
+                (all & !valid, valid)
+            }
+            CondNode::CondIsNull(x) => {
+                let (t, f) = x.eval(c)?;
+                let valid = t | f;
+                (all & !valid, valid)
+            }
+            CondNode::IntIn(x, set) => {
+                let mut v = [0i64; CHUNK];
+                let valid = x.eval(c, &mut v)?;
+                let t = any_equal(&v[..n], set);
+                (t & valid, !t & valid)
+            }
+            CondNode::FloatIn(x, set) => {
+                let mut v = [0.0; CHUNK];
+                let valid = x.eval(c, &mut v)? & !mask1(&v, n, f64::is_nan);
+                let t = any_equal(&v[..n], set);
+                (t & valid, !t & valid)
+            }
+            CondNode::Within(pairs, r) => {
+                let mut sq = [0.0; CHUNK];
+                let mut valid = squared_distance(pairs, c, &mut sq)?;
+                let t = match **r {
+                    FloatNode::Const(r) => within_const(&sq[..n], r),
+                    _ => {
+                        let mut radius = [0.0; CHUNK];
+                        valid &= r.eval(c, &mut radius)?;
+                        mask2(&sq, &radius, n, |s, r| s.sqrt() <= r)
+                    }
+                };
+                (t & valid, !t & valid)
+            }
+            CondNode::Inside(axes) => {
+                let mut valid = all;
+                let mut t = all;
+                let (mut p, mut lo, mut hi) = ([0.0; CHUNK], [0.0; CHUNK], [0.0; CHUNK]);
+                for (pn, ln, hn) in axes {
+                    valid &= pn.eval(c, &mut p)? & ln.eval(c, &mut lo)? & hn.eval(c, &mut hi)?;
+                    t &= mask2(&p, &lo, n, |x, l| l <= x) & mask2(&p, &hi, n, |x, h| x <= h);
+                }
+                (t & valid, !t & valid)
+            }
+            CondNode::Like(col, matcher) => {
+                let mut v = [false; CHUNK];
+                c.gather(col, &mut v, |s| matcher.matches(s));
+                let t = mask1(&v, n, |b| b);
+                (t, all & !t)
+            }
+        })
+    }
+}
+
+/// The rows whose value equals one of `set`: one pass per constant into bytes, one pack.
+fn any_equal<T: Copy + PartialEq>(v: &[T], set: &[T]) -> u64 {
+    let mut bytes = [0u8; CHUNK];
+    for k in set {
+        for (b, x) in bytes.iter_mut().zip(v) {
+            *b |= (*x == *k) as u8;
+        }
+    }
+    pack(&bytes)
+}
+
+/// The right operand of a comparison: a chunk, or a constant held in a register.
+#[derive(Clone, Copy)]
+enum Rhs<'a, T> {
+    Col(&'a [T]),
+    Const(T),
+}
+
+/// Bit `j` set where `f(x[j], y[j])` holds.
+#[inline(always)]
+fn cmp_mask<T: Copy>(x: &[T], y: Rhs<'_, T>, f: impl Fn(T, T) -> bool) -> u64 {
+    match y {
+        Rhs::Col(ys) => mask2(x, ys, x.len(), f),
+        Rhs::Const(k) => mask1(x, x.len(), |a| f(a, k)),
+    }
+}
+
+/// The rows where `x op y` is true over floats (never where either side is NaN).
+fn cmp_float_true(op: BinaryOp, x: &[f64], y: Rhs<'_, f64>) -> u64 {
+    match op {
+        BinaryOp::Eq => cmp_mask(x, y, |a, b| a == b),
+        // `!=` is true for NaN in Rust; here NaN is null, so not `a != b`.
+        #[allow(clippy::double_comparisons)]
+        BinaryOp::Ne => cmp_mask(x, y, |a, b| a < b || a > b),
+        BinaryOp::Lt => cmp_mask(x, y, |a, b| a < b),
+        BinaryOp::Le => cmp_mask(x, y, |a, b| a <= b),
+        BinaryOp::Gt => cmp_mask(x, y, |a, b| a > b),
+        BinaryOp::Ge => cmp_mask(x, y, |a, b| a >= b),
+        // The compiler builds comparisons only.
+        _ => 0,
+    }
+}
+
+/// `(true rows, false rows)` of `x op y` over floats, NaN on either side in neither: the
+/// false rows are those of the opposite comparison, which is false for NaN as well.
+fn cmp_float(op: BinaryOp, x: &[f64], y: Rhs<'_, f64>) -> (u64, u64) {
+    let opposite = match op {
+        BinaryOp::Eq => BinaryOp::Ne,
+        BinaryOp::Ne => BinaryOp::Eq,
+        BinaryOp::Lt => BinaryOp::Ge,
+        BinaryOp::Le => BinaryOp::Gt,
+        BinaryOp::Gt => BinaryOp::Le,
+        BinaryOp::Ge => BinaryOp::Lt,
+        other => other,
+    };
+    (cmp_float_true(op, x, y), cmp_float_true(opposite, x, y))
+}
+
+/// The rows where `x op y` holds, over integers.
+fn cmp_int(op: BinaryOp, x: &[i64], y: Rhs<'_, i64>) -> u64 {
+    match op {
+        BinaryOp::Eq => cmp_mask(x, y, |a, b| a == b),
+        BinaryOp::Ne => cmp_mask(x, y, |a, b| a != b),
+        BinaryOp::Lt => cmp_mask(x, y, |a, b| a < b),
+        BinaryOp::Le => cmp_mask(x, y, |a, b| a <= b),
+        BinaryOp::Gt => cmp_mask(x, y, |a, b| a > b),
+        BinaryOp::Ge => cmp_mask(x, y, |a, b| a >= b),
+        _ => 0,
+    }
+}
+
+/// The rows where `sqrt(sq) <= r`, for a constant radius, taking square roots only near the
+/// boundary: where `sq` is clearly below or above `r²` (by far more than the rounding of `r²`
+/// and of the root), the answer is known without the root; rows within the band around `r²`
+/// take the root and compare exactly. Radii whose square is not a normal number (zero,
+/// subnormal, infinite, NaN, negative radii) take every root.
+fn within_const(sq: &[f64], r: f64) -> u64 {
+    let n = sq.len();
+    let r2 = r * r;
+    if !(r > 0.0 && r2.is_normal()) {
+        return mask1(sq, n, |s| s.sqrt() <= r);
+    }
+    const BAND: f64 = 1e-9;
+    let (below, above) = (r2 * (1.0 - BAND), r2 * (1.0 + BAND));
+    let surely = mask1(sq, n, |s| s < below);
+    // A fold with no early exit (it vectorises); rows near the boundary are rare.
+    if !sq.iter().fold(false, |any, &s| any | (s >= below && s <= above)) {
+        return surely;
+    }
+    let near = mask1(sq, n, |s| s >= below && s <= above);
+    surely | (mask1(sq, n, |s| s.sqrt() <= r) & near)
+}

@@ -1,0 +1,397 @@
+//! Float and integer nodes of the compiled tier.
+//!
+//! The rules are those of [`crate::expr::arith`] and [`crate::expr::functions`]: an int ∘ int
+//! is an int, an int with a float promotes, `/` and `%` by zero are null, `sqrt` of a negative
+//! is null, ties of `min`/`max` keep the first argument. Integer overflow and `min`/`max` of
+//! NaN on a row that is not null give up ([`Bail`]) so the evaluator reports them.
+
+use ecsdb_engine::storage::{FieldColumn, FieldView};
+
+use crate::expr::compiled::{mask1, mask2, Bail, Chunk, CHUNK};
+
+/// An arithmetic operator of the compiled tier.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ArithOp {
+    /// `+`
+    Add,
+    /// `-`
+    Sub,
+    /// `*`
+    Mul,
+    /// `/`
+    Div,
+    /// `%`
+    Rem,
+}
+
+/// A one-argument float function.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FloatFn {
+    /// `abs`
+    Abs,
+    /// `floor`
+    Floor,
+    /// `ceil`
+    Ceil,
+    /// `round` (one argument; a non-finite result keeps the input, as the built-in does)
+    Round,
+    /// `sqrt` (null below zero; NaN stays NaN)
+    Sqrt,
+}
+
+/// An expression with a float value.
+pub enum FloatNode<'w> {
+    /// An f32 field (read as f64).
+    F32(FieldColumn<'w, f32>),
+    /// An f64 field.
+    F64(FieldColumn<'w, f64>),
+    /// An integer expression, promoted.
+    FromInt(Box<IntNode<'w>>),
+    /// A constant.
+    Const(f64),
+    /// `a op b`.
+    Arith(ArithOp, Box<FloatNode<'w>>, Box<FloatNode<'w>>),
+    /// `a * k`: division by a power of two, whose reciprocal is exact (same result, no divide).
+    Scale(Box<FloatNode<'w>>, f64),
+    /// Unary minus.
+    Neg(Box<FloatNode<'w>>),
+    /// A one-argument function.
+    Func(FloatFn, Box<FloatNode<'w>>),
+    /// `max(a, b)` (true) or `min(a, b)`.
+    MinMax(bool, Box<FloatNode<'w>>, Box<FloatNode<'w>>),
+    /// `distance(a, b)`: the points' coordinates, pairwise.
+    Distance(Vec<(FloatNode<'w>, FloatNode<'w>)>),
+}
+
+/// An expression with an integer value.
+pub enum IntNode<'w> {
+    /// An integer field: a view of an integer type (a `u64` above `i64::MAX` gives up, for
+    /// the evaluator to report).
+    Field(FieldView<'w>),
+    /// A constant.
+    Const(i64),
+    /// `a op b`.
+    Arith(ArithOp, Box<IntNode<'w>>, Box<IntNode<'w>>),
+    /// Unary minus.
+    Neg(Box<IntNode<'w>>),
+    /// `abs`.
+    Abs(Box<IntNode<'w>>),
+    /// `max(a, b)` (true) or `min(a, b)`.
+    MinMax(bool, Box<IntNode<'w>>, Box<IntNode<'w>>),
+}
+
+type Floats = [f64; CHUNK];
+type Ints = [i64; CHUNK];
+
+impl FloatNode<'_> {
+    /// Whether evaluating it can give up on some row ([`Bail`]): the compiler must not drop
+    /// such a node where the evaluator would still evaluate it (and report its error).
+    pub fn can_bail(&self) -> bool {
+        match self {
+            FloatNode::F32(_) | FloatNode::F64(_) | FloatNode::Const(_) => false,
+            FloatNode::FromInt(i) => i.can_bail(),
+            FloatNode::Arith(_, a, b) => a.can_bail() || b.can_bail(),
+            FloatNode::Scale(a, _) | FloatNode::Neg(a) | FloatNode::Func(_, a) => a.can_bail(),
+            FloatNode::MinMax(..) => true,
+            FloatNode::Distance(pairs) => pairs.iter().any(|(a, b)| a.can_bail() || b.can_bail()),
+        }
+    }
+
+    /// The chunk's values into `out[..len]`; returns the rows that are not null.
+    pub fn eval(&self, c: Chunk<'_>, out: &mut Floats) -> Result<u64, Bail> {
+        let n = c.len();
+        Ok(match self {
+            FloatNode::F32(col) => {
+                c.gather(col, out, |v| *v as f64);
+                c.all()
+            }
+            FloatNode::F64(col) => {
+                c.gather(col, out, |v| *v);
+                c.all()
+            }
+            FloatNode::FromInt(x) => {
+                let mut ints = [0i64; CHUNK];
+                let valid = x.eval(c, &mut ints)?;
+                for (o, i) in out[..n].iter_mut().zip(&ints[..n]) {
+                    *o = *i as f64;
+                }
+                valid
+            }
+            FloatNode::Const(k) => {
+                out[..n].fill(*k);
+                c.all()
+            }
+            FloatNode::Arith(op, a, b) => {
+                // A constant operand stays in a register instead of filling a chunk.
+                if let FloatNode::Const(k) = **b {
+                    let valid = a.eval(c, out)?;
+                    return Ok(valid & float_arith_const(*op, &mut out[..n], k, false));
+                }
+                if let FloatNode::Const(k) = **a {
+                    let valid = b.eval(c, out)?;
+                    return Ok(valid & float_arith_const(*op, &mut out[..n], k, true));
+                }
+                let valid = a.eval(c, out)?;
+                let mut rhs = [0.0; CHUNK];
+                let valid = valid & b.eval(c, &mut rhs)?;
+                valid & float_arith(*op, &mut out[..n], &rhs[..n])
+            }
+            FloatNode::Scale(a, k) => {
+                let valid = a.eval(c, out)?;
+                for x in &mut out[..n] {
+                    *x *= *k;
+                }
+                valid
+            }
+            FloatNode::Neg(a) => {
+                let valid = a.eval(c, out)?;
+                for x in &mut out[..n] {
+                    *x = -*x;
+                }
+                valid
+            }
+            FloatNode::Func(f, a) => {
+                let valid = a.eval(c, out)?;
+                let xs = &mut out[..n];
+                match f {
+                    FloatFn::Abs => xs.iter_mut().for_each(|x| *x = x.abs()),
+                    FloatFn::Floor => xs.iter_mut().for_each(|x| *x = x.floor()),
+                    FloatFn::Ceil => xs.iter_mut().for_each(|x| *x = x.ceil()),
+                    FloatFn::Round => xs.iter_mut().for_each(|x| {
+                        let r = x.round();
+                        if r.is_finite() {
+                            *x = r;
+                        }
+                    }),
+                    FloatFn::Sqrt => {
+                        let negative = mask1(xs, n, |x| x < 0.0);
+                        xs.iter_mut().for_each(|x| *x = x.sqrt());
+                        return Ok(valid & !negative);
+                    }
+                }
+                valid
+            }
+            FloatNode::MinMax(max, a, b) => {
+                let valid = a.eval(c, out)?;
+                let mut rhs = [0.0; CHUNK];
+                let valid = valid & b.eval(c, &mut rhs)?;
+                if mask2(&out[..n], &rhs[..n], n, |p, q| p.is_nan() || q.is_nan()) & valid != 0 {
+                    return Err(Bail);
+                }
+                // Ties keep the first argument (it matters for -0 and 0).
+                for (p, q) in out[..n].iter_mut().zip(&rhs[..n]) {
+                    if (*max && *q > *p) || (!*max && *q < *p) {
+                        *p = *q;
+                    }
+                }
+                valid
+            }
+            FloatNode::Distance(pairs) => {
+                let valid = squared_distance(pairs, c, out)?;
+                for s in &mut out[..n] {
+                    *s = s.sqrt();
+                }
+                valid
+            }
+        })
+    }
+}
+
+/// The squared distance of two points, per coordinate pair, into `out`: the evaluator's
+/// order of operations (`s = 0; s += d·d` per coordinate), so its square root is the
+/// built-in's `distance` to the bit.
+pub fn squared_distance(pairs: &[(FloatNode<'_>, FloatNode<'_>)], c: Chunk<'_>, out: &mut Floats) -> Result<u64, Bail> {
+    let n = c.len();
+    out[..n].fill(0.0);
+    let mut valid = c.all();
+    let (mut a, mut b) = ([0.0; CHUNK], [0.0; CHUNK]);
+    for (pa, pb) in pairs {
+        valid &= pa.eval(c, &mut a)?;
+        if let FloatNode::Const(k) = *pb {
+            // A constant point (the usual centre) stays in registers.
+            for (s, x) in out[..n].iter_mut().zip(&a[..n]) {
+                let d = x - k;
+                *s += d * d;
+            }
+            continue;
+        }
+        valid &= pb.eval(c, &mut b)?;
+        for ((s, x), y) in out[..n].iter_mut().zip(&a[..n]).zip(&b[..n]) {
+            let d = x - y;
+            *s += d * d;
+        }
+    }
+    Ok(valid)
+}
+
+/// `xs[i] op ys[i]` in place; returns the rows that stay valid (division by zero is null).
+#[inline]
+fn float_arith(op: ArithOp, xs: &mut [f64], ys: &[f64]) -> u64 {
+    let n = xs.len();
+    let pairs = xs.iter_mut().zip(ys);
+    match op {
+        ArithOp::Add => pairs.for_each(|(x, y)| *x += y),
+        ArithOp::Sub => pairs.for_each(|(x, y)| *x -= y),
+        ArithOp::Mul => pairs.for_each(|(x, y)| *x *= y),
+        ArithOp::Div | ArithOp::Rem => {
+            if op == ArithOp::Div {
+                pairs.for_each(|(x, y)| *x /= y);
+            } else {
+                pairs.for_each(|(x, y)| *x %= y);
+            }
+            return !mask1(ys, n, |y| y == 0.0);
+        }
+    }
+    u64::MAX
+}
+
+/// `xs[i] op k` (or `k op xs[i]` when `flip`) in place; returns the rows that stay valid.
+#[inline]
+fn float_arith_const(op: ArithOp, xs: &mut [f64], k: f64, flip: bool) -> u64 {
+    let n = xs.len();
+    match (op, flip) {
+        (ArithOp::Add, _) => xs.iter_mut().for_each(|x| *x += k),
+        (ArithOp::Mul, _) => xs.iter_mut().for_each(|x| *x *= k),
+        (ArithOp::Sub, false) => xs.iter_mut().for_each(|x| *x -= k),
+        (ArithOp::Sub, true) => xs.iter_mut().for_each(|x| *x = k - *x),
+        (ArithOp::Div, false) => {
+            if k == 0.0 {
+                return 0;
+            }
+            xs.iter_mut().for_each(|x| *x /= k)
+        }
+        (ArithOp::Rem, false) => {
+            if k == 0.0 {
+                return 0;
+            }
+            xs.iter_mut().for_each(|x| *x %= k)
+        }
+        (ArithOp::Div | ArithOp::Rem, true) => {
+            let zero = mask1(xs, n, |y| y == 0.0);
+            if op == ArithOp::Div {
+                xs.iter_mut().for_each(|x| *x = k / *x);
+            } else {
+                xs.iter_mut().for_each(|x| *x = k % *x);
+            }
+            return !zero;
+        }
+    }
+    u64::MAX
+}
+
+/// `1 / k` when dividing by `k` is the same as multiplying by it for every operand: `k` a
+/// power of two whose reciprocal is a normal number (both products are the same real number,
+/// rounded once).
+pub fn exact_reciprocal(k: f64) -> Option<f64> {
+    const MANTISSA: u64 = (1 << 52) - 1;
+    let r = 1.0 / k;
+    (k.is_normal() && r.is_normal() && k.to_bits() & MANTISSA == 0).then_some(r)
+}
+
+impl IntNode<'_> {
+    /// Whether evaluating it can give up on some row (see [`FloatNode::can_bail`]).
+    pub fn can_bail(&self) -> bool {
+        match self {
+            IntNode::Field(FieldView::U64(_)) | IntNode::Arith(..) | IntNode::Neg(_) | IntNode::Abs(_) => true,
+            IntNode::MinMax(_, a, b) => a.can_bail() || b.can_bail(),
+            _ => false,
+        }
+    }
+
+    /// The chunk's values into `out[..len]`; returns the rows that are not null.
+    pub fn eval(&self, c: Chunk<'_>, out: &mut Ints) -> Result<u64, Bail> {
+        let n = c.len();
+        Ok(match self {
+            IntNode::Field(view) => {
+                match view {
+                    FieldView::I8(col) => c.gather(col, out, |v| *v as i64),
+                    FieldView::I16(col) => c.gather(col, out, |v| *v as i64),
+                    FieldView::I32(col) => c.gather(col, out, |v| *v as i64),
+                    FieldView::I64(col) => c.gather(col, out, |v| *v),
+                    FieldView::U8(col) => c.gather(col, out, |v| *v as i64),
+                    FieldView::U16(col) => c.gather(col, out, |v| *v as i64),
+                    FieldView::U32(col) => c.gather(col, out, |v| *v as i64),
+                    FieldView::U64(col) => {
+                        let mut raw = [0u64; CHUNK];
+                        c.gather(col, &mut raw, |v| *v);
+                        if raw[..n].iter().fold(false, |big, v| big | (*v > i64::MAX as u64)) {
+                            return Err(Bail);
+                        }
+                        for (o, v) in out[..n].iter_mut().zip(&raw[..n]) {
+                            *o = *v as i64;
+                        }
+                    }
+                    // The compiler makes integer leaves of integer views only.
+                    _ => return Err(Bail),
+                }
+                c.all()
+            }
+            IntNode::Const(k) => {
+                out[..n].fill(*k);
+                c.all()
+            }
+            IntNode::Arith(op, a, b) => {
+                let valid = a.eval(c, out)?;
+                let mut rhs = [0i64; CHUNK];
+                let valid = valid & b.eval(c, &mut rhs)?;
+                int_arith(*op, &mut out[..n], &rhs[..n], valid)?
+            }
+            IntNode::Neg(a) | IntNode::Abs(a) => {
+                let valid = a.eval(c, out)?;
+                if mask1(&out[..n], n, |x| x == i64::MIN) & valid != 0 {
+                    return Err(Bail);
+                }
+                let abs = matches!(self, IntNode::Abs(_));
+                for x in &mut out[..n] {
+                    *x = if abs { x.wrapping_abs() } else { x.wrapping_neg() };
+                }
+                valid
+            }
+            IntNode::MinMax(max, a, b) => {
+                let valid = a.eval(c, out)?;
+                let mut rhs = [0i64; CHUNK];
+                let valid = valid & b.eval(c, &mut rhs)?;
+                for (p, q) in out[..n].iter_mut().zip(&rhs[..n]) {
+                    *p = if *max { (*p).max(*q) } else { (*p).min(*q) };
+                }
+                valid
+            }
+        })
+    }
+}
+
+/// `xs[i] op ys[i]` in place over the `valid` rows; returns the rows that stay valid.
+/// Overflow on a valid row gives up.
+fn int_arith(op: ArithOp, xs: &mut [i64], ys: &[i64], valid: u64) -> Result<u64, Bail> {
+    let n = xs.len();
+    let f = match op {
+        ArithOp::Add => i64::overflowing_add,
+        ArithOp::Sub => i64::overflowing_sub,
+        ArithOp::Mul => i64::overflowing_mul,
+        ArithOp::Div | ArithOp::Rem => {
+            let zero = mask1(ys, n, |y| y == 0);
+            let valid = valid & !zero;
+            for (j, (x, y)) in xs.iter_mut().zip(ys).enumerate() {
+                let live = valid >> j & 1 == 1;
+                *x = match (op, x.checked_div(*y), x.checked_rem(*y)) {
+                    (ArithOp::Div, Some(q), _) => q,
+                    // i64::MIN / -1 overflows.
+                    (ArithOp::Div, None, _) if live => return Err(Bail),
+                    (ArithOp::Rem, _, Some(r)) => r,
+                    _ => 0,
+                };
+            }
+            return Ok(valid);
+        }
+    };
+    let mut overflow = 0u64;
+    for (j, (x, y)) in xs.iter_mut().zip(ys).enumerate() {
+        let (r, o) = f(*x, *y);
+        *x = r;
+        overflow |= (o as u64) << j;
+    }
+    if overflow & valid != 0 {
+        return Err(Bail);
+    }
+    Ok(valid)
+}

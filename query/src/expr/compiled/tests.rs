@@ -1,0 +1,379 @@
+//! Differential tests of the compiled tier against the evaluator: random expressions over a
+//! table of awkward values (NaN, ±0, infinities, extreme integers), evaluated both ways over
+//! every row and over a scattered list of rows.
+
+use ecsdb_engine::storage::{FieldPlace, FieldView, TableId};
+use ecsdb_engine::{ComponentDef, FieldRows, FieldType, TypedFieldValues, Value, World};
+use proptest::prelude::*;
+
+use crate::error::{Error, ErrorKind, Span};
+use crate::execute::leaves::gather_field;
+use crate::expr::compiled::{compile, Columns, Program};
+use crate::expr::{Evaluator, Leaves, Prim, Vector};
+use crate::functions::{Builtin, Function};
+use crate::plan::logical::{BinaryOp, DataType, Expr, ExprKind};
+
+/// Rows in the table: two full chunks and a partial one.
+const ROWS: usize = 150;
+
+/// One table's columns, read by the evaluator through plain gathers (no compiled tier).
+struct Table<'w> {
+    views: Vec<Vec<FieldView<'w>>>,
+}
+
+impl<'w> Columns<'w> for Table<'w> {
+    fn column(&self, slot: usize, field: usize) -> Option<FieldView<'w>> {
+        self.views.get(slot)?.get(field).copied()
+    }
+
+    fn field_count(&self, slot: usize) -> usize {
+        self.views.get(slot).map_or(0, Vec::len)
+    }
+}
+
+impl<'w> Leaves<'w> for Table<'w> {
+    fn leaf(&self, e: &Expr, rows: &[u32]) -> Result<Vector<'w>, Error> {
+        let bad = || Error::new(ErrorKind::Type, "no such leaf here");
+        match &e.kind {
+            ExprKind::Field { slot, field } => {
+                let view = self.column(*slot, *field).ok_or_else(bad)?;
+                gather_field(&view, rows).map_err(|_| Error::new(ErrorKind::Type, "u64 out of range"))
+            }
+            ExprKind::ComponentVector(slot) => {
+                let coords: Vec<Vector<'w>> = (0..self.field_count(*slot))
+                    .map(|f| gather_field(&self.views[*slot][f], rows).map_err(|_| bad()))
+                    .collect::<Result<_, _>>()?;
+                let xs: Vec<Vec<f64>> = coords
+                    .iter()
+                    .map(|c| c.f64s().map(|(v, _)| v.into_owned()))
+                    .collect::<Option<_>>()
+                    .ok_or_else(bad)?;
+                Ok(Vector::Vec3(Prim::all((0..rows.len()).map(|i| [xs[0][i], xs[1][i], xs[2][i]]).collect())))
+            }
+            _ => Err(bad()),
+        }
+    }
+}
+
+const FLOATS: [f64; 12] =
+    [0.0, -0.0, 1.5, -2.5, f64::NAN, f64::INFINITY, f64::NEG_INFINITY, 3.0, 1e-310, 1e300, -7.25, 200.0];
+const INTS: [i64; 10] = [0, 1, -1, 7, -8, i64::MAX, i64::MIN, 3, 1 << 40, 5];
+
+fn world() -> (World, TableId) {
+    let mut world = World::new();
+    let t = ComponentDef::new(
+        "T",
+        &[
+            ("f", FieldType::F32),
+            ("d", FieldType::F64),
+            ("i", FieldType::I32),
+            ("l", FieldType::I64),
+            ("u", FieldType::U64),
+            ("b", FieldType::Bool),
+            ("s", FieldType::String),
+        ],
+    );
+    world.define_component(&t).unwrap();
+    let v = ComponentDef::new("V", &[("x", FieldType::F32), ("y", FieldType::F32), ("z", FieldType::F32)]);
+    world.define_component(&v).unwrap();
+    let mut last = None;
+    for r in 0..ROWS {
+        // f32 fields hold the nearest f32 (1e300 becomes infinity).
+        let f = FLOATS[r % FLOATS.len()] as f32 as f64;
+        let d = FLOATS[(r * 7 + 3) % FLOATS.len()];
+        let l = INTS[(r * 3 + 1) % INTS.len()];
+        let i = INTS[r % INTS.len()].clamp(i32::MIN as i64, i32::MAX as i64);
+        let s = ["", "ab", "abc", "zz%", "ΣΑΣ", "b"][r % 6];
+        last = Some(
+            world
+                .spawn_values(&[
+                    (
+                        "T",
+                        &[
+                            ("f", Value::Float(f)),
+                            ("d", Value::Float(d)),
+                            ("i", Value::Int(i)),
+                            ("l", Value::Int(l)),
+                            ("u", Value::Int((r % 9) as i64)),
+                            ("b", Value::Bool(r % 3 == 0)),
+                            ("s", Value::Str(s.into())),
+                        ],
+                    ),
+                    (
+                        "V",
+                        &[
+                            ("x", Value::Float(f)),
+                            ("y", Value::Float(FLOATS[(r + 5) % 12] as f32 as f64)),
+                            ("z", Value::Float(1.0)),
+                        ],
+                    ),
+                ])
+                .unwrap(),
+        );
+    }
+    let table = TableId(world.location(last.unwrap()).unwrap().table);
+    // One u64 above i64::MAX: reading it is an error.
+    let t = world.component_id("T").unwrap();
+    world.write_field_rows(t, 4, FieldRows::Table(table, &[140]), TypedFieldValues::U64(vec![u64::MAX])).unwrap();
+    (world, table)
+}
+
+fn expr(kind: ExprKind) -> Expr {
+    Expr { kind, ty: DataType::Any, span: Span { start: 0, end: 0 } }
+}
+
+fn field(slot: usize, f: usize) -> Expr {
+    expr(ExprKind::Field { slot, field: f })
+}
+
+fn literal() -> impl Strategy<Value = Expr> {
+    let values = vec![
+        Value::Int(0),
+        Value::Int(1),
+        Value::Int(-1),
+        Value::Int(2),
+        Value::Int(i64::MAX),
+        Value::Int(i64::MIN),
+        Value::Float(0.0),
+        Value::Float(-0.0),
+        Value::Float(0.5),
+        Value::Float(2.0),
+        Value::Float(3.0),
+        Value::Float(f64::NAN),
+        Value::Float(f64::INFINITY),
+        Value::Float(1e300),
+        Value::Null,
+        Value::Bool(true),
+        Value::Bool(false),
+        Value::Str("ab%".into()),
+        Value::Str("%b%".into()),
+        Value::Vec3([0.0, 0.0, 0.0]),
+        Value::Vec3([1.5, -2.5, 1.0]),
+    ];
+    prop::sample::select(values).prop_map(|v| expr(ExprKind::Literal(v)))
+}
+
+fn leaf() -> impl Strategy<Value = Expr> {
+    prop_oneof![
+        4 => (0..7usize).prop_map(|f| field(0, f)),
+        2 => (0..3usize).prop_map(|f| field(1, f)),
+        1 => Just(expr(ExprKind::ComponentVector(1))),
+        1 => Just(expr(ExprKind::Param(0))),
+        3 => literal(),
+    ]
+}
+
+fn bin(op: BinaryOp, l: Expr, r: Expr) -> Expr {
+    expr(ExprKind::Binary { op, left: Box::new(l), right: Box::new(r) })
+}
+
+fn call(b: Builtin, args: Vec<Expr>) -> Expr {
+    expr(ExprKind::Call { func: Function::Builtin(b), args })
+}
+
+fn number_literal() -> impl Strategy<Value = Expr> {
+    let ints = prop::sample::select(INTS.to_vec()).prop_map(Value::Int);
+    let floats = prop::sample::select(FLOATS.to_vec()).prop_map(Value::Float);
+    prop_oneof![ints, floats, Just(Value::Null)].prop_map(|v| expr(ExprKind::Literal(v)))
+}
+
+/// A point: the vector component, a constant, or a vector of numbers.
+fn point(num: BoxedStrategy<Expr>) -> impl Strategy<Value = Expr> {
+    prop_oneof![
+        Just(expr(ExprKind::ComponentVector(1))),
+        Just(expr(ExprKind::Literal(Value::Vec3([1.5, -2.5, 1.0])))),
+        prop::collection::vec(num, 3).prop_map(|items| expr(ExprKind::Vector(items))),
+    ]
+}
+
+/// Expressions meant to be numbers (ints and floats mixed, with nulls).
+fn num_expr() -> BoxedStrategy<Expr> {
+    let leaf = prop_oneof![
+        4 => prop::sample::select(vec![0usize, 1, 2, 3, 4]).prop_map(|f| field(0, f)),
+        2 => (0..3usize).prop_map(|f| field(1, f)),
+        1 => Just(expr(ExprKind::Param(0))),
+        3 => number_literal(),
+    ];
+    let ops = prop::sample::select(vec![BinaryOp::Add, BinaryOp::Sub, BinaryOp::Mul, BinaryOp::Div, BinaryOp::Mod]);
+    let unary = prop::sample::select(vec![Builtin::Abs, Builtin::Sqrt, Builtin::Floor, Builtin::Ceil, Builtin::Round]);
+    leaf.prop_recursive(4, 24, 2, move |inner| {
+        prop_oneof![
+            4 => (ops.clone(), inner.clone(), inner.clone()).prop_map(|(op, l, r)| bin(op, l, r)),
+            1 => inner.clone().prop_map(|x| expr(ExprKind::Neg(Box::new(x)))),
+            2 => (unary.clone(), inner.clone()).prop_map(|(b, x)| call(b, vec![x])),
+            1 => (any::<bool>(), inner.clone(), inner.clone())
+                .prop_map(|(max, a, b)| call(if max { Builtin::Max } else { Builtin::Min }, vec![a, b])),
+            1 => (point(inner.clone()), point(inner.clone())).prop_map(|(a, b)| call(Builtin::Distance, vec![a, b])),
+        ]
+    })
+    .boxed()
+}
+
+/// Expressions meant to be conditions.
+fn cond_expr() -> impl Strategy<Value = Expr> {
+    let cmp =
+        prop::sample::select(vec![BinaryOp::Eq, BinaryOp::Ne, BinaryOp::Lt, BinaryOp::Le, BinaryOp::Gt, BinaryOp::Ge]);
+    let leaf = prop_oneof![
+        6 => (cmp, num_expr(), num_expr()).prop_map(|(op, l, r)| bin(op, l, r)),
+        1 => Just(field(0, 5)),
+        1 => prop::sample::select(vec![Value::Bool(true), Value::Bool(false), Value::Null]).prop_map(|v| expr(ExprKind::Literal(v))),
+        1 => (num_expr(), any::<bool>()).prop_map(|(x, negated)| expr(ExprKind::IsNull { expr: Box::new(x), negated })),
+        1 => (num_expr(), num_expr(), num_expr(), any::<bool>()).prop_map(|(x, lo, hi, negated)| expr(
+            ExprKind::Between { expr: Box::new(x), low: Box::new(lo), high: Box::new(hi), negated }
+        )),
+        2 => (num_expr(), prop::collection::vec(number_literal(), 1..5), any::<bool>())
+            .prop_map(|(x, list, negated)| expr(ExprKind::InList { expr: Box::new(x), list, negated })),
+        1 => (prop::sample::select(vec!["ab%", "%b", "%b%", "abc", "a_c", "", "%"]), any::<bool>()).prop_map(|(p, negated)| expr(ExprKind::Like {
+            expr: Box::new(field(0, 6)),
+            pattern: Box::new(expr(ExprKind::Literal(Value::Str(p.into())))),
+            negated
+        })),
+        1 => (point(num_expr()), point(num_expr()), num_expr()).prop_map(|(p, c, r)| call(Builtin::Within, vec![p, c, r])),
+        1 => (point(num_expr()), point(num_expr()), point(num_expr())).prop_map(|(p, l, h)| call(Builtin::Inside, vec![p, l, h])),
+    ];
+    leaf.prop_recursive(3, 16, 2, |inner| {
+        prop_oneof![
+            2 => (any::<bool>(), inner.clone(), inner.clone())
+                .prop_map(|(and, l, r)| bin(if and { BinaryOp::And } else { BinaryOp::Or }, l, r)),
+            1 => inner.clone().prop_map(|x| expr(ExprKind::Not(Box::new(x)))),
+            1 => (inner.clone(), any::<bool>()).prop_map(|(x, negated)| expr(ExprKind::IsNull { expr: Box::new(x), negated })),
+        ]
+    })
+}
+
+/// Anything: mostly typed shapes, some random mixtures (type errors included).
+fn any_expr() -> impl Strategy<Value = Expr> {
+    prop_oneof![3 => cond_expr(), 2 => num_expr(), 1 => mixed_expr()]
+}
+
+fn mixed_expr() -> impl Strategy<Value = Expr> {
+    let ops = prop::sample::select(vec![
+        BinaryOp::Add,
+        BinaryOp::Sub,
+        BinaryOp::Mul,
+        BinaryOp::Div,
+        BinaryOp::Mod,
+        BinaryOp::Eq,
+        BinaryOp::Ne,
+        BinaryOp::Lt,
+        BinaryOp::Le,
+        BinaryOp::Gt,
+        BinaryOp::Ge,
+        BinaryOp::And,
+        BinaryOp::Or,
+    ]);
+    let builtins = prop::sample::select(Builtin::ALL.to_vec());
+    leaf().prop_recursive(4, 40, 3, move |inner| {
+        prop_oneof![
+            4 => (ops.clone(), inner.clone(), inner.clone()).prop_map(|(op, l, r)| expr(ExprKind::Binary {
+                op,
+                left: Box::new(l),
+                right: Box::new(r)
+            })),
+            1 => inner.clone().prop_map(|x| expr(ExprKind::Neg(Box::new(x)))),
+            1 => inner.clone().prop_map(|x| expr(ExprKind::Not(Box::new(x)))),
+            1 => (inner.clone(), any::<bool>())
+                .prop_map(|(x, negated)| expr(ExprKind::IsNull { expr: Box::new(x), negated })),
+            1 => (inner.clone(), inner.clone(), inner.clone(), any::<bool>()).prop_map(|(x, lo, hi, negated)| expr(
+                ExprKind::Between { expr: Box::new(x), low: Box::new(lo), high: Box::new(hi), negated }
+            )),
+            1 => (inner.clone(), prop::collection::vec(literal(), 1..4), any::<bool>())
+                .prop_map(|(x, list, negated)| expr(ExprKind::InList { expr: Box::new(x), list, negated })),
+            1 => (literal(), any::<bool>()).prop_map(|(p, negated)| expr(ExprKind::Like {
+                expr: Box::new(field(0, 6)),
+                pattern: Box::new(p),
+                negated
+            })),
+            2 => (builtins.clone(), prop::collection::vec(inner.clone(), 1..4))
+                .prop_map(|(b, args)| expr(ExprKind::Call { func: Function::Builtin(b), args })),
+        ]
+    })
+}
+
+fn same_value(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Float(x), Value::Float(y)) => x.to_bits() == y.to_bits() || (x.is_nan() && y.is_nan()),
+        _ => a == b,
+    }
+}
+
+/// Checks one expression over `rows`: where the compiled tier gives an answer, the evaluator
+/// gives the same one.
+fn check(table: &Table<'_>, e: &Expr, rows: &[u32]) -> Result<(), TestCaseError> {
+    let params = [Value::Int(3)];
+    let Some(program) = compile(e, table, &params) else { return Ok(()) };
+    let general = Evaluator::new(table, &params).eval(e, rows);
+    let compiled = program.eval(rows);
+    let Ok(compiled) = compiled else { return Ok(()) };
+    let general = match general {
+        Ok(v) => v.into_values(),
+        Err(err) => return Err(TestCaseError::fail(format!("{e:?}: compiled ran, evaluator failed: {err:?}"))),
+    };
+    let got = compiled.into_values();
+    prop_assert_eq!(got.len(), general.len());
+    for (i, (g, w)) in got.iter().zip(&general).enumerate() {
+        prop_assert!(same_value(g, w), "{:?}: row {}: compiled {:?}, evaluator {:?}", e, rows[i], g, w);
+    }
+    if let Some(cond) = program.as_cond() {
+        let want: Vec<u32> =
+            rows.iter().zip(&general).filter(|(_, v)| **v == Value::Bool(true)).map(|(r, _)| *r).collect();
+        let mut kept = Vec::new();
+        if Program::select(cond, rows, &mut kept).is_ok() {
+            prop_assert_eq!(&kept, &want, "{:?}", e);
+            prop_assert_eq!(Program::count(cond, rows).ok(), Some(want.len()));
+        }
+    }
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 2000, ..ProptestConfig::default() })]
+
+    #[test]
+    fn compiled_tier_agrees_with_the_evaluator(e in any_expr()) {
+        let (world, t) = world();
+        let views = [("T", 7), ("V", 3)]
+            .iter()
+            .map(|(name, n)| {
+                let id = world.component_id(name).unwrap();
+                (0..*n).map(|f| FieldView::new(&world, FieldPlace::Table(t), id, f)).collect()
+            })
+            .collect();
+        let table = Table { views };
+        let all: Vec<u32> = (0..ROWS as u32).collect();
+        check(&table, &e, &all)?;
+        let scattered: Vec<u32> = (0..ROWS as u32).filter(|r| r % 3 != 1).collect();
+        check(&table, &e, &scattered)?;
+    }
+}
+
+/// The shapes the tier exists for do compile (a test that the differential one is not
+/// comparing nothing).
+#[test]
+fn common_shapes_compile() {
+    let (world, t) = world();
+    let id = world.component_id("T").unwrap();
+    let views = vec![(0..7).map(|f| FieldView::new(&world, FieldPlace::Table(t), id, f)).collect()];
+    let table = Table { views };
+    let lit = |v: Value| expr(ExprKind::Literal(v));
+    let bin = |op, l, r| expr(ExprKind::Binary { op, left: Box::new(l), right: Box::new(r) });
+    let half = bin(BinaryOp::Div, field(0, 1), lit(Value::Int(2)));
+    let cond = bin(BinaryOp::Lt, field(0, 0), half);
+    let program = compile(&cond, &table, &[]).expect("compiles");
+    let c = program.as_cond().expect("a condition");
+    let all: Vec<u32> = (0..ROWS as u32).collect();
+    let general = Evaluator::new(&table, &[]).filter(&cond, &all).unwrap();
+    assert!(!general.is_empty());
+    assert_eq!(Program::count_all(c, ROWS).unwrap(), general.len());
+    let mut kept = Vec::new();
+    Program::select_all(c, ROWS, &mut kept).unwrap();
+    assert_eq!(kept, general);
+    // A u64 above i64::MAX gives up, for the evaluator to report.
+    let big = bin(BinaryOp::Gt, field(0, 4), lit(Value::Int(0)));
+    let program = compile(&big, &table, &[]).expect("compiles");
+    assert!(Program::count_all(program.as_cond().unwrap(), ROWS).is_err());
+    assert!(Evaluator::new(&table, &[]).filter(&big, &all).is_err());
+    // Integer overflow gives up too.
+    let over = bin(BinaryOp::Add, field(0, 3), lit(Value::Int(i64::MAX)));
+    assert!(compile(&over, &table, &[]).unwrap().eval(&all).is_err());
+}
