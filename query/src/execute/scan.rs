@@ -446,19 +446,25 @@ pub trait Sink<'w> {
     /// Takes every row `0..n` of one table (no filter narrowed it). By default, in batches
     /// through [`Sink::rows`]; sinks that can read whole columns override it.
     fn rows_all(&mut self, ctx: &TableCtx<'w>, n: usize) -> Result<bool, Error> {
-        let mut start = 0u32;
-        let mut buf = Vec::with_capacity(BATCH.min(n));
-        while (start as usize) < n {
-            let end = (start as usize + BATCH).min(n) as u32;
-            buf.clear();
-            buf.extend(start..end);
-            if !self.rows(ctx, &buf)? {
-                return Ok(false);
-            }
-            start = end;
-        }
-        Ok(true)
+        rows_in_batches(self, ctx, n)
     }
+}
+
+/// Hands rows `0..n` of a table to `sink` in batches of [`BATCH`] through [`Sink::rows`]: the
+/// default of [`Sink::rows_all`], for sinks that override it only for some tables.
+pub fn rows_in_batches<'w, S: Sink<'w> + ?Sized>(sink: &mut S, ctx: &TableCtx<'w>, n: usize) -> Result<bool, Error> {
+    let mut start = 0u32;
+    let mut buf = Vec::with_capacity(BATCH.min(n));
+    while (start as usize) < n {
+        let end = (start as usize + BATCH).min(n) as u32;
+        buf.clear();
+        buf.extend(start..end);
+        if !sink.rows(ctx, &buf)? {
+            return Ok(false);
+        }
+        start = end;
+    }
+    Ok(true)
 }
 
 /// Runs a filter step over a selection.

@@ -9,15 +9,16 @@
 //! change detection read. Every target's new values are computed from the state before the
 //! statement, and a failing statement changes nothing.
 
+use ecsdb_engine::storage::TableId;
 use ecsdb_engine::{
     convert_value, ComponentId, Entity, FieldInfo, FieldRows, FieldType, ReferenceWrite, TypedFieldValues, Value, World,
 };
 
 use crate::error::Error;
 use crate::execute::mutate::write_failed;
-use crate::execute::scan::{run_scan, Sink, SlotReader, TableCtx};
-use crate::expr::compiled::as_range;
-use crate::expr::{Evaluator, Vector};
+use crate::execute::scan::{rows_in_batches, run_scan, Sink, SlotReader, TableCtx};
+use crate::expr::compiled::{as_range, Numbers, Program, RowSet};
+use crate::expr::{Evaluator, Leaves, Vector};
 use crate::plan::logical::Expr;
 use crate::plan::physical::ScanPlan;
 use crate::result::ResultSet;
@@ -52,23 +53,65 @@ struct UpdateSink<'a> {
     writes_references: bool,
 }
 
-impl<'w> Sink<'w> for UpdateSink<'_> {
-    fn rows(&mut self, ctx: &TableCtx<'w>, rows: &[u32]) -> Result<bool, Error> {
-        let ev = Evaluator::new(ctx, self.params);
-        let mut values = Vec::with_capacity(self.assignments.len());
-        for ((_, expr), field) in self.assignments.iter().zip(&self.fields) {
-            let v = ev.eval(expr, rows)?;
-            values.push(
-                convert_vector(&v, rows.len(), self.component_name, field)
-                    .map_err(|e| Error::from(e).with_span(expr.span))?,
-            );
+impl UpdateSink<'_> {
+    /// Every assignment's new values over `rows` (`n` of them) from its compiled program,
+    /// converted straight into the field's type; `None` (an assignment that does not compile,
+    /// a null, a value that does not convert) leaves the rows to the evaluator, which reports
+    /// what is wrong.
+    fn compiled_values(&self, ctx: &TableCtx<'_>, rows: RowSet<'_>, n: usize) -> Option<Vec<TypedFieldValues>> {
+        self.assignments
+            .iter()
+            .zip(&self.fields)
+            .map(|((_, expr), field)| convert_compiled(&*ctx.compiled(expr, self.params)?, rows, n, field.ty))
+            .collect()
+    }
+
+    /// The table of the current matched table, where the target component is a column of it.
+    fn dense_table(&self, ctx: &TableCtx<'_>) -> Result<Option<TableId>, Error> {
+        if !matches!(ctx.slots.get(self.slot), Some(SlotReader::Dense(_))) {
+            return Ok(None);
         }
+        let table = self.scan.tables.get(ctx.plan_index).map(|t| t.table);
+        table.map(Some).ok_or_else(|| Error::internal("matched table out of range"))
+    }
+}
+
+impl<'w> Sink<'w> for UpdateSink<'_> {
+    fn rows_all(&mut self, ctx: &TableCtx<'w>, n: usize) -> Result<bool, Error> {
+        // A whole table whose new values all compile: one batch, written as one run.
+        if let Some(table) = self.dense_table(ctx)? {
+            if !self.writes_references {
+                if let Some(values) = self.compiled_values(ctx, RowSet::Range(0, n), n) {
+                    let at = PendingRows::TableRun(table, 0, n as u32);
+                    self.targets += n;
+                    self.pending.push(PendingBatch { at, entities: Vec::new(), values });
+                    return Ok(true);
+                }
+            }
+        }
+        rows_in_batches(self, ctx, n)
+    }
+
+    fn rows(&mut self, ctx: &TableCtx<'w>, rows: &[u32]) -> Result<bool, Error> {
+        let values = match self.compiled_values(ctx, RowSet::List(rows), rows.len()) {
+            Some(values) => values,
+            None => {
+                let ev = Evaluator::new(ctx, self.params);
+                let mut values = Vec::with_capacity(self.assignments.len());
+                for ((_, expr), field) in self.assignments.iter().zip(&self.fields) {
+                    let v = ev.eval(expr, rows)?;
+                    values.push(
+                        convert_vector(&v, rows.len(), self.component_name, field)
+                            .map_err(|e| Error::from(e).with_span(expr.span))?,
+                    );
+                }
+                values
+            }
+        };
         let entity_list =
             || rows.iter().filter_map(|&r| ctx.entities.get(r as usize).copied()).collect::<Vec<Entity>>();
-        let (at, entities) = match ctx.slots.get(self.slot) {
-            Some(SlotReader::Dense(_)) => {
-                let table = self.scan.tables.get(ctx.plan_index).map(|t| t.table);
-                let table = table.ok_or_else(|| Error::internal("matched table out of range"))?;
+        let (at, entities) = match self.dense_table(ctx)? {
+            Some(table) => {
                 // The entities are needed only to check reference fields.
                 let entities = if self.writes_references { entity_list() } else { Vec::new() };
                 let at = match as_range(rows) {
@@ -77,7 +120,7 @@ impl<'w> Sink<'w> for UpdateSink<'_> {
                 };
                 (at, entities)
             }
-            _ => {
+            None => {
                 let entities = entity_list();
                 (PendingRows::Sparse(entities.clone()), entities)
             }
@@ -223,35 +266,165 @@ fn int_of<T: TryFrom<i128>>(v: &Value) -> Option<T> {
     T::try_from(i).ok()
 }
 
+/// The nearest f32 to `x`, unless a finite `x` rounds to infinity (its value would be lost).
 fn f32_of(x: f64) -> Option<f32> {
-    let y = x as f32;
-    // Rounding to the nearest f32 is expected; overflowing to infinity loses the value.
-    (!(x.is_finite() && y.is_infinite())).then_some(y)
+    // The finite values that round to infinity are those from 2^128 - 2^103 up (half an f32
+    // ulp above f32::MAX; the tie goes to the even neighbour, 2^128): said with two f64
+    // comparisons, which vectorise, rather than by classifying both values.
+    const ROUNDS_TO_INFINITY: f64 = 340_282_356_779_733_661_637_539_395_458_142_568_448.0;
+    let a = x.abs();
+    (!(ROUNDS_TO_INFINITY..f64::INFINITY).contains(&a)).then_some(x as f32)
 }
 
-/// Typed fast paths: a float or int vector without nulls converts without building values.
-/// The loops convert every value and remember whether any failed, with no early exit, so they
-/// write exact-size storage and vectorise; a failure is then reported by the row-by-row path.
-fn numeric_fast<T: Default>(
-    v: &Vector<'_>,
-    float: impl Fn(f64) -> Option<T>,
-    int: impl Fn(i64) -> Option<T>,
-) -> Option<Vec<T>> {
-    fn all<S: Copy, T: Default>(xs: &[S], f: impl Fn(S) -> Option<T>) -> Option<Vec<T>> {
-        let mut ok = true;
-        let out: Vec<T> = xs
-            .iter()
-            .map(|x| {
-                let r = f(*x);
-                ok &= r.is_some();
-                r.unwrap_or_default()
-            })
-            .collect();
-        ok.then_some(out)
+/// The Rust type of a numeric field, with the language's conversions into it (the rules of
+/// [`convert_value`]): one definition for the vector path and the compiled path. Each
+/// conversion is a test and a cast, so a batch is checked in one pass and cast in another,
+/// both vectorised.
+trait NumericField: Copy + Default {
+    /// Whether float `x` converts.
+    fn fits_f64(x: f64) -> bool;
+    /// `x` converted, where it fits.
+    fn cast_f64(x: f64) -> Self;
+    /// Whether int `x` converts.
+    fn fits_i64(x: i64) -> bool;
+    /// `x` converted, where it fits.
+    fn cast_i64(x: i64) -> Self;
+    fn values(xs: Vec<Self>) -> TypedFieldValues;
+
+    fn from_f64(x: f64) -> Option<Self> {
+        Self::fits_f64(x).then(|| Self::cast_f64(x))
     }
-    match v {
-        Vector::Float(p) if p.valid.is_none() => all(&p.values, float),
-        Vector::Int(p) if p.valid.is_none() => all(&p.values, int),
+
+    fn from_i64(x: i64) -> Option<Self> {
+        Self::fits_i64(x).then(|| Self::cast_i64(x))
+    }
+}
+
+macro_rules! int_fields {
+    ($($t:ty => $variant:ident),*) => {$(
+        impl NumericField for $t {
+            fn fits_f64(x: f64) -> bool {
+                int_of::<$t>(&Value::Float(x)).is_some()
+            }
+            fn cast_f64(x: f64) -> $t {
+                x as $t
+            }
+            fn fits_i64(x: i64) -> bool {
+                <$t>::try_from(x).is_ok()
+            }
+            fn cast_i64(x: i64) -> $t {
+                x as $t
+            }
+            fn values(xs: Vec<$t>) -> TypedFieldValues {
+                TypedFieldValues::$variant(xs)
+            }
+        }
+    )*};
+}
+int_fields!(i8 => I8, i16 => I16, i32 => I32, i64 => I64, u8 => U8, u16 => U16, u32 => U32, u64 => U64);
+
+impl NumericField for f32 {
+    fn fits_f64(x: f64) -> bool {
+        f32_of(x).is_some()
+    }
+    fn cast_f64(x: f64) -> f32 {
+        x as f32
+    }
+    fn fits_i64(x: i64) -> bool {
+        f32_of(x as f64).is_some()
+    }
+    fn cast_i64(x: i64) -> f32 {
+        x as f64 as f32
+    }
+    fn values(xs: Vec<f32>) -> TypedFieldValues {
+        TypedFieldValues::F32(xs)
+    }
+}
+
+impl NumericField for f64 {
+    fn fits_f64(_: f64) -> bool {
+        true
+    }
+    fn cast_f64(x: f64) -> f64 {
+        x
+    }
+    fn fits_i64(_: i64) -> bool {
+        true
+    }
+    fn cast_i64(x: i64) -> f64 {
+        x as f64
+    }
+    fn values(xs: Vec<f64>) -> TypedFieldValues {
+        TypedFieldValues::F64(xs)
+    }
+}
+
+/// Appends every value cast with `cast` to `out`; returns whether every one `fits`. Two
+/// passes with no early exit, so both vectorise (a failure is reported by the row-by-row path).
+fn convert_all<S: Copy, T>(xs: &[S], out: &mut Vec<T>, fits: impl Fn(S) -> bool, cast: impl Fn(S) -> T) -> bool {
+    let ok = xs.iter().fold(true, |ok, x| ok & fits(*x));
+    out.extend(xs.iter().map(|x| cast(*x)));
+    ok
+}
+
+/// A float or int vector without nulls, converted without building values.
+fn numeric_fast<T: NumericField>(v: &Vector<'_>) -> Option<Vec<T>> {
+    let mut out = Vec::with_capacity(v.len());
+    let ok = match v {
+        Vector::Float(p) if p.valid.is_none() => convert_all(&p.values, &mut out, T::fits_f64, T::cast_f64),
+        Vector::Int(p) if p.valid.is_none() => convert_all(&p.values, &mut out, T::fits_i64, T::cast_i64),
+        _ => false,
+    };
+    ok.then_some(out)
+}
+
+/// A numeric vector converted into a numeric field's type; the row-by-row path reports the
+/// first value that does not convert.
+fn numeric_field<T: NumericField>(
+    v: &Vector<'_>,
+    n: usize,
+    component: &str,
+    field: &FieldInfo,
+) -> Result<TypedFieldValues, ecsdb_engine::EngineError> {
+    Ok(T::values(match numeric_fast::<T>(v) {
+        Some(xs) => xs,
+        None => rows_with(v, n, component, field, |x| match *x {
+            Value::Int(i) => T::from_i64(i),
+            Value::Float(f) => T::from_f64(f),
+            _ => None,
+        })?,
+    }))
+}
+
+/// A compiled program's values over `rows` converted into a numeric field's type, chunk by
+/// chunk; `None` where a row is null or does not convert.
+fn numeric_compiled<T: NumericField>(program: &Program<'_>, rows: RowSet<'_>, n: usize) -> Option<TypedFieldValues> {
+    let mut out = Vec::with_capacity(n);
+    let mut ok = true;
+    program
+        .for_each_number_chunk(rows, |chunk| {
+            ok &= match chunk {
+                Numbers::Floats(xs) => convert_all(xs, &mut out, T::fits_f64, T::cast_f64),
+                Numbers::Ints(xs) => convert_all(xs, &mut out, T::fits_i64, T::cast_i64),
+            }
+        })
+        .ok()?;
+    ok.then(|| T::values(out))
+}
+
+/// [`convert_vector`] for a compiled program: numeric fields only.
+fn convert_compiled(program: &Program<'_>, rows: RowSet<'_>, n: usize, ty: FieldType) -> Option<TypedFieldValues> {
+    match ty {
+        FieldType::I8 => numeric_compiled::<i8>(program, rows, n),
+        FieldType::I16 => numeric_compiled::<i16>(program, rows, n),
+        FieldType::I32 => numeric_compiled::<i32>(program, rows, n),
+        FieldType::I64 => numeric_compiled::<i64>(program, rows, n),
+        FieldType::U8 => numeric_compiled::<u8>(program, rows, n),
+        FieldType::U16 => numeric_compiled::<u16>(program, rows, n),
+        FieldType::U32 => numeric_compiled::<u32>(program, rows, n),
+        FieldType::U64 => numeric_compiled::<u64>(program, rows, n),
+        FieldType::F32 => numeric_compiled::<f32>(program, rows, n),
+        FieldType::F64 => numeric_compiled::<f64>(program, rows, n),
         _ => None,
     }
 }
@@ -263,36 +436,21 @@ pub fn convert_vector(
     component: &str,
     field: &FieldInfo,
 ) -> Result<TypedFieldValues, ecsdb_engine::EngineError> {
-    macro_rules! int_field {
-        ($variant:ident, $t:ty) => {{
-            let fast = numeric_fast(v, |f| int_of::<$t>(&Value::Float(f)), |i| <$t>::try_from(i).ok());
-            TypedFieldValues::$variant(match fast {
-                Some(xs) => xs,
-                None => rows_with(v, n, component, field, int_of::<$t>)?,
-            })
-        }};
-    }
     Ok(match field.ty {
         FieldType::Bool => TypedFieldValues::Bool(match v {
             Vector::Bool(p) if p.valid.is_none() => p.values.clone(),
             _ => rows_with(v, n, component, field, |x| if let Value::Bool(b) = x { Some(*b) } else { None })?,
         }),
-        FieldType::I8 => int_field!(I8, i8),
-        FieldType::I16 => int_field!(I16, i16),
-        FieldType::I32 => int_field!(I32, i32),
-        FieldType::I64 => int_field!(I64, i64),
-        FieldType::U8 => int_field!(U8, u8),
-        FieldType::U16 => int_field!(U16, u16),
-        FieldType::U32 => int_field!(U32, u32),
-        FieldType::U64 => int_field!(U64, u64),
-        FieldType::F32 => TypedFieldValues::F32(match numeric_fast(v, f32_of, |i| f32_of(i as f64)) {
-            Some(xs) => xs,
-            None => rows_with(v, n, component, field, |x| x.as_f64().and_then(f32_of))?,
-        }),
-        FieldType::F64 => TypedFieldValues::F64(match numeric_fast(v, Some, |i| Some(i as f64)) {
-            Some(xs) => xs,
-            None => rows_with(v, n, component, field, Value::as_f64)?,
-        }),
+        FieldType::I8 => numeric_field::<i8>(v, n, component, field)?,
+        FieldType::I16 => numeric_field::<i16>(v, n, component, field)?,
+        FieldType::I32 => numeric_field::<i32>(v, n, component, field)?,
+        FieldType::I64 => numeric_field::<i64>(v, n, component, field)?,
+        FieldType::U8 => numeric_field::<u8>(v, n, component, field)?,
+        FieldType::U16 => numeric_field::<u16>(v, n, component, field)?,
+        FieldType::U32 => numeric_field::<u32>(v, n, component, field)?,
+        FieldType::U64 => numeric_field::<u64>(v, n, component, field)?,
+        FieldType::F32 => numeric_field::<f32>(v, n, component, field)?,
+        FieldType::F64 => numeric_field::<f64>(v, n, component, field)?,
         FieldType::String => TypedFieldValues::Str(rows_with(v, n, component, field, |x| match x {
             Value::Str(s) => Some(s.clone()),
             _ => None,
@@ -327,6 +485,61 @@ pub fn convert_vector(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Whole tables of compiled values: written when every row converts; when one row of
+    /// one assignment does not, the statement fails with the evaluator's error and nothing
+    /// changes.
+    #[test]
+    fn compiled_updates_convert_every_row_or_change_nothing() {
+        use crate::Database;
+        use ecsdb_engine::ComponentDef;
+        let mut world = World::new();
+        world.define_component(&ComponentDef::new("C", &[("v", FieldType::I8), ("f", FieldType::F32)])).unwrap();
+        let es: Vec<Entity> = (0..300)
+            .map(|i| {
+                let fields = [("v", Value::Int(i % 100)), ("f", Value::Float(i as f64 / 4.0))];
+                world.spawn_values(&[("C", &fields)]).unwrap()
+            })
+            .collect();
+        let mut db = Database::from_world(world);
+        let snapshot = |db: &Database| -> Vec<(Value, Value)> {
+            es.iter()
+                .map(|e| (db.world().get_field(*e, "C", "v").unwrap(), db.world().get_field(*e, "C", "f").unwrap()))
+                .collect()
+        };
+        let before = snapshot(&db);
+        for bad in [
+            "UPDATE C SET f = C.f + 1, v = C.v * 2",
+            "UPDATE C SET v = C.v + 1, f = C.f * 1e38",
+            "UPDATE C SET v = C.f",
+        ] {
+            let err = db.execute(bad).expect_err(bad);
+            assert!(err.span.is_some(), "{bad}: {err:?}");
+            assert_eq!(snapshot(&db), before, "{bad} changed something");
+        }
+        db.execute("UPDATE C SET v = C.v - 1, f = C.f / 2 + C.v").unwrap();
+        for (i, e) in es.iter().enumerate() {
+            let (v, f) = ((i % 100) as i64, i as f64 / 4.0);
+            assert_eq!(db.world().get_field(*e, "C", "v").unwrap(), Value::Int(v - 1));
+            assert_eq!(db.world().get_field(*e, "C", "f").unwrap(), Value::Float(((f / 2.0 + v as f64) as f32) as f64));
+        }
+    }
+
+    /// The comparison form of `f32_of` agrees with converting and looking at the result.
+    #[test]
+    fn f32_overflow_is_the_values_that_round_to_infinity() {
+        let limit = (2f64.powi(128) - 2f64.powi(103)).abs();
+        let below = f64::from_bits(limit.to_bits() - 1);
+        for x in
+            [0.0, -0.0, 1.5, f32::MAX as f64, below, limit, 1e39, 1e300, f64::INFINITY, f64::NAN, f64::MIN_POSITIVE]
+        {
+            for x in [x, -x] {
+                let y = x as f32;
+                let lost = x.is_finite() && y.is_infinite();
+                assert_eq!(f32_of(x).is_none(), lost, "{x:e}");
+            }
+        }
+    }
 
     /// The typed conversions accept and refuse exactly what `convert_value` does.
     #[test]

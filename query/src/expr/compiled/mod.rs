@@ -133,6 +133,15 @@ pub(crate) fn pack(bytes: &[u8; CHUNK]) -> u64 {
     bits
 }
 
+/// A chunk of a program's numbers.
+#[derive(Clone, Copy, Debug)]
+pub enum Numbers<'a> {
+    /// Floats.
+    Floats(&'a [f64]),
+    /// Integers.
+    Ints(&'a [i64]),
+}
+
 /// A compiled expression, by result type.
 pub enum Program<'w> {
     /// A float result.
@@ -161,6 +170,34 @@ fn chunks(rows: &[u32]) -> impl Iterator<Item = Chunk<'_>> {
         Some((start, end)) => Chunk::Range { start, len: end - start },
         None => Chunk::Rows(c),
     })
+}
+
+/// The rows a program runs over: a consecutive range, or a list (ascending).
+#[derive(Clone, Copy, Debug)]
+pub enum RowSet<'r> {
+    /// Rows `start..end`.
+    Range(usize, usize),
+    /// These rows.
+    List(&'r [u32]),
+}
+
+impl RowSet<'_> {
+    /// Calls `f` with each chunk of the rows, in order.
+    fn for_each_chunk<E>(self, mut f: impl FnMut(Chunk<'_>) -> Result<(), E>) -> Result<(), E> {
+        match self {
+            RowSet::Range(start, end) => {
+                for s in (start..end).step_by(CHUNK) {
+                    f(Chunk::Range { start: s, len: CHUNK.min(end - s) })?;
+                }
+            }
+            RowSet::List(rows) => {
+                for chunk in chunks(rows) {
+                    f(chunk)?;
+                }
+            }
+        }
+        Ok(())
+    }
 }
 
 /// Appends to `out` the rows of `chunk` whose bit is set in `bits`.
@@ -233,6 +270,34 @@ impl<'w> Program<'w> {
             count += cond.truth(chunk)?.count_ones() as usize;
         }
         Ok(count)
+    }
+
+    /// Calls `f` with the values of each chunk of `rows`, in row order, as floats or integers
+    /// by the program's type: the typed output of UPDATE, written without a vector in
+    /// between. A null row gives up (as does a condition): the evaluator then says what is
+    /// wrong with it.
+    pub fn for_each_number_chunk(&self, rows: RowSet<'_>, mut f: impl FnMut(Numbers<'_>)) -> Result<(), Bail> {
+        rows.for_each_chunk(|chunk| {
+            let n = chunk.len();
+            match self {
+                Program::Float(node) => {
+                    let mut buf = [0.0; CHUNK];
+                    if node.eval(chunk, &mut buf)? != chunk.all() {
+                        return Err(Bail);
+                    }
+                    f(Numbers::Floats(&buf[..n]));
+                }
+                Program::Int(node) => {
+                    let mut buf = [0; CHUNK];
+                    if node.eval(chunk, &mut buf)? != chunk.all() {
+                        return Err(Bail);
+                    }
+                    f(Numbers::Ints(&buf[..n]));
+                }
+                Program::Cond(_) => return Err(Bail),
+            }
+            Ok(())
+        })
     }
 
     /// The value of the program for each of `rows`, as a typed vector.

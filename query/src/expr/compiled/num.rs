@@ -175,14 +175,19 @@ impl FloatNode<'_> {
                 let valid = a.eval(c, out)?;
                 let mut rhs = [0.0; CHUNK];
                 let valid = valid & b.eval(c, &mut rhs)?;
-                if mask2(&out[..n], &rhs[..n], n, |p, q| p.is_nan() || q.is_nan()) & valid != 0 {
+                // NaN on a row that is not null is the evaluator's error to report. A fold
+                // with no early exit finds out (it vectorises); the mask only when needed.
+                let any_nan = out[..n].iter().zip(&rhs[..n]).fold(false, |seen, (p, q)| seen | p.is_nan() | q.is_nan());
+                if any_nan && mask2(&out[..n], &rhs[..n], n, |p, q| p.is_nan() || q.is_nan()) & valid != 0 {
                     return Err(Bail);
                 }
-                // Ties keep the first argument (it matters for -0 and 0).
-                for (p, q) in out[..n].iter_mut().zip(&rhs[..n]) {
-                    if (*max && *q > *p) || (!*max && *q < *p) {
-                        *p = *q;
-                    }
+                // Ties keep the first argument (it matters for -0 and 0). One loop per
+                // direction, branch-free, so each is a vector max or min.
+                let pairs = out[..n].iter_mut().zip(&rhs[..n]);
+                if *max {
+                    pairs.for_each(|(p, q)| *p = if *q > *p { *q } else { *p });
+                } else {
+                    pairs.for_each(|(p, q)| *p = if *q < *p { *q } else { *p });
                 }
                 valid
             }
