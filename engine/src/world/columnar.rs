@@ -175,6 +175,116 @@ unsafe fn store_run<T, const K: usize>(first: *mut T, values: Vec<T>) {
     }
 }
 
+/// The values of one field not yet written by [`World::write_fields_run`]: a vector whose
+/// elements are moved out front to back, each exactly once.
+struct Left<T> {
+    /// The buffer, with length 0: its first `len` slots hold the values, owned by `Left`.
+    buf: Vec<T>,
+    len: usize,
+    /// How many values from the front have been moved out.
+    moved: usize,
+}
+
+impl<T> Left<T> {
+    fn new(mut values: Vec<T>) -> Left<T> {
+        let len = values.len();
+        // SAFETY: shrinking the length never exposes uninitialised slots; the values stay in
+        // the buffer, owned by `Left` from here (moved out by `write_next`, or dropped by
+        // `Drop`), so the vector never drops them.
+        unsafe { values.set_len(0) };
+        Left { buf: values, len, moved: 0 }
+    }
+
+    /// Moves the next `count` values into the field at `offset` of rows `row..row + count`.
+    ///
+    /// # Safety
+    /// The field at `offset` of `column` has type `T`, and `row + count <= column.len()`.
+    unsafe fn write_next(&mut self, column: &mut Column, offset: usize, row: usize, count: usize) {
+        assert!(self.moved + count <= self.len, "more values written than given");
+        let stride = column.item_size();
+        let first = column.data_ptr().wrapping_add(row * stride + offset);
+        let src = self.buf.as_ptr().wrapping_add(self.moved);
+        let size = std::mem::size_of::<T>();
+        // SAFETY: the caller's contract makes each destination row `row + i`'s field, an
+        // initialised `T` (assignment drops it); the sources are the values `moved..moved +
+        // count`, initialised and owned by `self`, each read once (`moved` advances past them).
+        unsafe {
+            match stride {
+                s if s == size => move_run::<T, 1>(first as *mut T, src, count),
+                s if s == 2 * size => move_run::<T, 2>(first as *mut T, src, count),
+                s if s == 3 * size => move_run::<T, 3>(first as *mut T, src, count),
+                s if s == 4 * size => move_run::<T, 4>(first as *mut T, src, count),
+                _ => {
+                    for i in 0..count {
+                        *(first.add(i * stride) as *mut T) = src.add(i).read();
+                    }
+                }
+            }
+        }
+        self.moved += count;
+    }
+}
+
+impl<T> Drop for Left<T> {
+    fn drop(&mut self) {
+        for i in self.moved..self.len {
+            // SAFETY: values `moved..len` are initialised and still owned here; each is
+            // dropped once.
+            unsafe { std::ptr::drop_in_place(self.buf.as_mut_ptr().add(i)) };
+        }
+    }
+}
+
+/// `*dst.add(i * K) = src.add(i).read()` for `i < count`, with a compile-time stride.
+///
+/// # Safety
+/// Each `dst.add(i * K)` must be an initialised, aligned `T` the caller may overwrite; each
+/// `src.add(i)` an initialised `T` the caller gives up.
+#[inline(always)]
+unsafe fn move_run<T, const K: usize>(dst: *mut T, src: *const T, count: usize) {
+    for i in 0..count {
+        // SAFETY: the caller's contract.
+        unsafe { *dst.add(i * K) = src.add(i).read() };
+    }
+}
+
+macro_rules! values_left {
+    ($($variant:ident: $t:ty),*) => {
+        /// [`Left`] values of any field type.
+        enum ValuesLeft {
+            $($variant(Left<$t>),)*
+        }
+
+        impl ValuesLeft {
+            fn new(values: TypedFieldValues) -> ValuesLeft {
+                match values {
+                    $(TypedFieldValues::$variant(v) => ValuesLeft::$variant(Left::new(v)),)*
+                }
+            }
+
+            /// See [`Left::write_next`].
+            ///
+            /// # Safety
+            /// As [`Left::write_next`], with `T` these values' type.
+            unsafe fn write_next(&mut self, column: &mut Column, offset: usize, row: usize, count: usize) {
+                match self {
+                    // SAFETY: the caller's contract, arm by arm.
+                    $(ValuesLeft::$variant(left) => unsafe { left.write_next(column, offset, row, count) },)*
+                }
+            }
+        }
+    };
+}
+
+values_left!(
+    Bool: bool, I8: i8, I16: i16, I32: i32, I64: i64, U8: u8, U16: u16, U32: u32, U64: u64, F32: f32, F64: f64,
+    Str: String, Entity: Entity, Vec2: [f32; 2], Vec3: [f32; 3]
+);
+
+/// Rows written per field before moving to the next field, in [`World::write_fields_run`]: a
+/// few KiB of each column, so a row's cache lines are still there for its next field.
+const RUN_CHUNK: usize = 256;
+
 /// Where [`World::write_field_rows`] writes.
 #[derive(Clone, Copy, Debug)]
 pub enum FieldRows<'a> {
@@ -195,6 +305,83 @@ pub enum FieldRows<'a> {
 }
 
 impl World {
+    /// Writes several fields of component `id` over the consecutive rows `start..end` of
+    /// `table`, one value per row in each field's values: every field checked first (nothing
+    /// is written if one fails), then written a few hundred rows at a time, every field of
+    /// those rows before the next ones, so each line of the column is read and written once;
+    /// the rows' changed ticks are stamped once.
+    ///
+    /// ```
+    /// use ecsdb_engine::{Component, TypedFieldValues, World};
+    /// #[derive(Component)] struct P { x: f32, y: f32 }
+    /// let mut world = World::new();
+    /// let e = world.spawn(P { x: 1.0, y: 2.0 });
+    /// let table = ecsdb_engine::storage::TableId(world.location(e).unwrap().table);
+    /// let id = world.component_id("P").unwrap();
+    /// let fields = vec![(0, TypedFieldValues::F32(vec![5.0])), (1, TypedFieldValues::F32(vec![6.0]))];
+    /// world.write_fields_run(id, table, 0, 1, fields).unwrap();
+    /// assert_eq!((world.get::<P>(e).unwrap().x, world.get::<P>(e).unwrap().y), (5.0, 6.0));
+    /// ```
+    pub fn write_fields_run(
+        &mut self,
+        id: ComponentId,
+        table: TableId,
+        start: u32,
+        end: u32,
+        fields: Vec<(usize, TypedFieldValues)>,
+    ) -> Result<()> {
+        let mut offsets = Vec::with_capacity(fields.len());
+        for (field, values) in &fields {
+            offsets.push(self.field_offset_for(id, *field, values)?);
+        }
+        if self.components.info(id).storage() != StorageKind::Table {
+            return Err(EngineError::Invalid("the component is not stored that way".into()));
+        }
+        let tick = self.write_tick();
+        let column =
+            self.storage.tables.get_mut(table.index()).and_then(|t| t.column_mut(id)).ok_or_else(|| {
+                EngineError::Invalid(format!("table {} does not store this component", table.index()))
+            })?;
+        let (start, end) = (start as usize, end as usize);
+        if start > end || end > column.len() || fields.iter().any(|(_, v)| v.len() != end - start) {
+            return Err(EngineError::Invalid("rows and values do not match the column".into()));
+        }
+        let mut left: Vec<ValuesLeft> = fields.into_iter().map(|(_, v)| ValuesLeft::new(v)).collect();
+        for row in (start..end).step_by(RUN_CHUNK) {
+            let count = RUN_CHUNK.min(end - row);
+            for (values, offset) in left.iter_mut().zip(&offsets) {
+                // SAFETY: each field's type is its values' (checked above), `offset` is the
+                // field's, rows `row..row + count` are inside `start..end` (in range, checked),
+                // and each field has `end - start` values, `row - start` of them written.
+                unsafe { values.write_next(column, *offset, row, count) };
+            }
+        }
+        column.changed_ticks_mut()[start..end].fill(tick);
+        Ok(())
+    }
+
+    /// The offset of field `field` of component `id`, after checking that `values` may be
+    /// written into it (a known component, not opaque, the field's type).
+    fn field_offset_for(&self, id: ComponentId, field: usize, values: &TypedFieldValues) -> Result<usize> {
+        if id.index() >= self.components.len() {
+            return Err(EngineError::Invalid(format!("unknown component id {}", id.index())));
+        }
+        let info = self.components.info(id);
+        let Some(f) = info.fields().get(field).filter(|_| !info.is_opaque()) else {
+            return Err(EngineError::Invalid(format!("component '{}' has no field {field}", info.name())));
+        };
+        if f.ty != values.field_type() {
+            return Err(EngineError::Invalid(format!(
+                "field '{}.{}' has type {}, not {}",
+                info.name(),
+                f.name,
+                f.ty.name(),
+                values.field_type().name()
+            )));
+        }
+        Ok(f.offset)
+    }
+
     /// Writes new values for field `field` of component `id` into many rows at once, stamping
     /// each row's changed tick. Everything is checked before the first write: the component
     /// is stored where `at` says, the field exists with `values`' type, every row exists and
@@ -218,24 +405,9 @@ impl World {
         at: FieldRows<'_>,
         values: TypedFieldValues,
     ) -> Result<()> {
-        if id.index() >= self.components.len() {
-            return Err(EngineError::Invalid(format!("unknown component id {}", id.index())));
-        }
+        let offset = self.field_offset_for(id, field, &values)?;
         let tick = self.write_tick();
         let info = self.components.info(id);
-        let Some(f) = info.fields().get(field).filter(|_| !info.is_opaque()) else {
-            return Err(EngineError::Invalid(format!("component '{}' has no field {field}", info.name())));
-        };
-        if f.ty != values.field_type() {
-            return Err(EngineError::Invalid(format!(
-                "field '{}.{}' has type {}, not {}",
-                info.name(),
-                f.name,
-                f.ty.name(),
-                values.field_type().name()
-            )));
-        }
-        let offset = f.offset;
         fn table_column(tables: &mut [ArchetypeTable], table: TableId, id: ComponentId) -> Result<&mut Column> {
             tables
                 .get_mut(table.index())
@@ -324,6 +496,37 @@ mod tests {
         assert_eq!(world.get_field(b, "N", "name").unwrap(), Value::Str("B".into()));
         let col = world.tables()[table.index()].column(id).unwrap();
         assert!(col.changed_ticks().iter().all(|t| *t > before));
+    }
+
+    #[test]
+    fn several_fields_of_a_run_are_checked_then_written_together() {
+        let mut world = World::new();
+        let id = world
+            .define_component(&ComponentDef::new("P", &[("x", FieldType::F32), ("n", FieldType::String)]))
+            .unwrap();
+        let es: Vec<_> = (0..600).map(|_| world.spawn_values(&[("P", &[])]).unwrap()).collect();
+        let table = TableId(world.location(es[0]).unwrap().table);
+        let before = world.read_change_tick();
+        let xs = |n: usize| TypedFieldValues::F32((0..n).map(|i| i as f32).collect());
+        let names = |n: usize| TypedFieldValues::Str((0..n).map(|i| format!("n{i}")).collect());
+        // A wrong type, a length mismatch, a run past the end: nothing written.
+        assert!(world.write_fields_run(id, table, 0, 600, vec![(0, xs(600)), (1, xs(600))]).is_err());
+        assert!(world.write_fields_run(id, table, 0, 600, vec![(0, xs(600)), (1, names(599))]).is_err());
+        assert!(world.write_fields_run(id, table, 100, 700, vec![(0, xs(600))]).is_err());
+        let col = world.tables()[table.index()].column(id).unwrap();
+        assert!(col.changed_ticks().iter().all(|t| *t <= before));
+        world.write_fields_run(id, table, 50, 590, vec![(0, xs(540)), (1, names(540))]).unwrap();
+        for (i, e) in es.iter().enumerate() {
+            let (x, n) = (world.get_field(*e, "P", "x").unwrap(), world.get_field(*e, "P", "n").unwrap());
+            if (50..590).contains(&i) {
+                assert_eq!((x, n), (Value::Float((i - 50) as f64), Value::Str(format!("n{}", i - 50))));
+            } else {
+                assert_eq!((x, n), (Value::Float(0.0), Value::Str(String::new())));
+            }
+        }
+        let col = world.tables()[table.index()].column(id).unwrap();
+        let stamped: Vec<bool> = col.changed_ticks().iter().map(|t| *t > before).collect();
+        assert!(stamped.iter().enumerate().all(|(i, s)| *s == (50..590).contains(&i)));
     }
 
     #[test]

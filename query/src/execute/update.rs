@@ -17,7 +17,9 @@ use ecsdb_engine::{
 use crate::error::Error;
 use crate::execute::mutate::write_failed;
 use crate::execute::scan::{rows_in_batches, run_scan, Sink, SlotReader, TableCtx};
-use crate::expr::compiled::{as_range, Numbers, Program, RowSet};
+use std::rc::Rc;
+
+use crate::expr::compiled::{as_range, Bail, Numbers, Program, RowSet};
 use crate::expr::{Evaluator, Leaves, Vector};
 use crate::plan::logical::Expr;
 use crate::plan::physical::ScanPlan;
@@ -59,11 +61,13 @@ impl UpdateSink<'_> {
     /// a null, a value that does not convert) leaves the rows to the evaluator, which reports
     /// what is wrong.
     fn compiled_values(&self, ctx: &TableCtx<'_>, rows: RowSet<'_>, n: usize) -> Option<Vec<TypedFieldValues>> {
-        self.assignments
+        let programs: Vec<(Rc<Program<'_>>, FieldType)> = self
+            .assignments
             .iter()
             .zip(&self.fields)
-            .map(|((_, expr), field)| convert_compiled(&*ctx.compiled(expr, self.params)?, rows, n, field.ty))
-            .collect()
+            .map(|((_, expr), field)| Some((ctx.compiled(expr, self.params)?, field.ty)))
+            .collect::<Option<_>>()?;
+        convert_compiled(&programs, rows, n)
     }
 
     /// The table of the current matched table, where the target component is a column of it.
@@ -151,6 +155,12 @@ impl StagedUpdate {
     /// Writes every batch's values into their column rows.
     pub(crate) fn apply(self, world: &mut World) -> Result<ResultSet, Error> {
         for batch in self.pending {
+            if let PendingRows::TableRun(table, start, end) = batch.at {
+                // Every field of the run in one pass over the column.
+                let fields = self.fields.iter().copied().zip(batch.values).collect();
+                world.write_fields_run(self.component, table, start, end, fields).map_err(write_failed)?;
+                continue;
+            }
             for (index, values) in self.fields.iter().zip(batch.values) {
                 let at = match &batch.at {
                     PendingRows::Table(t, rows) => FieldRows::Table(*t, rows),
@@ -396,37 +406,72 @@ fn numeric_field<T: NumericField>(
     }))
 }
 
-/// A compiled program's values over `rows` converted into a numeric field's type, chunk by
-/// chunk; `None` where a row is null or does not convert.
-fn numeric_compiled<T: NumericField>(program: &Program<'_>, rows: RowSet<'_>, n: usize) -> Option<TypedFieldValues> {
-    let mut out = Vec::with_capacity(n);
-    let mut ok = true;
-    program
-        .for_each_number_chunk(rows, |chunk| {
-            ok &= match chunk {
-                Numbers::Floats(xs) => convert_all(xs, &mut out, T::fits_f64, T::cast_f64),
-                Numbers::Ints(xs) => convert_all(xs, &mut out, T::fits_i64, T::cast_i64),
-            }
-        })
-        .ok()?;
-    ok.then(|| T::values(out))
+/// New values of one numeric field being computed chunk by chunk, in the field's type.
+trait StagedNumbers {
+    /// Converts and appends a chunk's values.
+    fn push(&mut self, chunk: Numbers<'_>);
+    /// The values, if every one converted.
+    fn finish(self: Box<Self>) -> Option<TypedFieldValues>;
 }
 
-/// [`convert_vector`] for a compiled program: numeric fields only.
-fn convert_compiled(program: &Program<'_>, rows: RowSet<'_>, n: usize, ty: FieldType) -> Option<TypedFieldValues> {
-    match ty {
-        FieldType::I8 => numeric_compiled::<i8>(program, rows, n),
-        FieldType::I16 => numeric_compiled::<i16>(program, rows, n),
-        FieldType::I32 => numeric_compiled::<i32>(program, rows, n),
-        FieldType::I64 => numeric_compiled::<i64>(program, rows, n),
-        FieldType::U8 => numeric_compiled::<u8>(program, rows, n),
-        FieldType::U16 => numeric_compiled::<u16>(program, rows, n),
-        FieldType::U32 => numeric_compiled::<u32>(program, rows, n),
-        FieldType::U64 => numeric_compiled::<u64>(program, rows, n),
-        FieldType::F32 => numeric_compiled::<f32>(program, rows, n),
-        FieldType::F64 => numeric_compiled::<f64>(program, rows, n),
-        _ => None,
+struct Staged<T> {
+    values: Vec<T>,
+    ok: bool,
+}
+
+impl<T: NumericField> StagedNumbers for Staged<T> {
+    fn push(&mut self, chunk: Numbers<'_>) {
+        self.ok &= match chunk {
+            Numbers::Floats(xs) => convert_all(xs, &mut self.values, T::fits_f64, T::cast_f64),
+            Numbers::Ints(xs) => convert_all(xs, &mut self.values, T::fits_i64, T::cast_i64),
+        };
     }
+
+    fn finish(self: Box<Self>) -> Option<TypedFieldValues> {
+        self.ok.then(|| T::values(self.values))
+    }
+}
+
+fn staged<T: NumericField + 'static>(n: usize) -> Box<dyn StagedNumbers> {
+    Box::new(Staged::<T> { values: Vec::with_capacity(n), ok: true })
+}
+
+/// Room for `n` new values of a numeric field; `None` for other field types.
+fn staged_numbers(ty: FieldType, n: usize) -> Option<Box<dyn StagedNumbers>> {
+    Some(match ty {
+        FieldType::I8 => staged::<i8>(n),
+        FieldType::I16 => staged::<i16>(n),
+        FieldType::I32 => staged::<i32>(n),
+        FieldType::I64 => staged::<i64>(n),
+        FieldType::U8 => staged::<u8>(n),
+        FieldType::U16 => staged::<u16>(n),
+        FieldType::U32 => staged::<u32>(n),
+        FieldType::U64 => staged::<u64>(n),
+        FieldType::F32 => staged::<f32>(n),
+        FieldType::F64 => staged::<f64>(n),
+        _ => return None,
+    })
+}
+
+/// Every program's values over `rows` (`n` of them) converted into its field's type: chunk
+/// by chunk, every program on a chunk before the next chunk, so the columns they read are
+/// brought into cache once. `None` where a program is not numeric, a row is null or a value
+/// does not convert.
+fn convert_compiled(
+    programs: &[(Rc<Program<'_>>, FieldType)],
+    rows: RowSet<'_>,
+    n: usize,
+) -> Option<Vec<TypedFieldValues>> {
+    let mut staged: Vec<Box<dyn StagedNumbers>> =
+        programs.iter().map(|(_, ty)| staged_numbers(*ty, n)).collect::<Option<_>>()?;
+    rows.for_each_chunk(|chunk| {
+        for ((program, _), out) in programs.iter().zip(&mut staged) {
+            program.numbers(chunk, |numbers| out.push(numbers))?;
+        }
+        Ok::<(), Bail>(())
+    })
+    .ok()?;
+    staged.into_iter().map(|s| s.finish()).collect()
 }
 
 /// A vector's values converted into a field's type, checked as [`convert_value`] checks.

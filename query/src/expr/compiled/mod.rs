@@ -183,7 +183,7 @@ pub enum RowSet<'r> {
 
 impl RowSet<'_> {
     /// Calls `f` with each chunk of the rows, in order.
-    fn for_each_chunk<E>(self, mut f: impl FnMut(Chunk<'_>) -> Result<(), E>) -> Result<(), E> {
+    pub fn for_each_chunk<E>(self, mut f: impl FnMut(Chunk<'_>) -> Result<(), E>) -> Result<(), E> {
         match self {
             RowSet::Range(start, end) => {
                 for s in (start..end).step_by(CHUNK) {
@@ -272,32 +272,29 @@ impl<'w> Program<'w> {
         Ok(count)
     }
 
-    /// Calls `f` with the values of each chunk of `rows`, in row order, as floats or integers
-    /// by the program's type: the typed output of UPDATE, written without a vector in
-    /// between. A null row gives up (as does a condition): the evaluator then says what is
-    /// wrong with it.
-    pub fn for_each_number_chunk(&self, rows: RowSet<'_>, mut f: impl FnMut(Numbers<'_>)) -> Result<(), Bail> {
-        rows.for_each_chunk(|chunk| {
-            let n = chunk.len();
-            match self {
-                Program::Float(node) => {
-                    let mut buf = [0.0; CHUNK];
-                    if node.eval(chunk, &mut buf)? != chunk.all() {
-                        return Err(Bail);
-                    }
-                    f(Numbers::Floats(&buf[..n]));
+    /// Calls `f` with the chunk's values, as floats or integers by the program's type: the
+    /// typed output of UPDATE, written without a vector in between. A null row gives up (as
+    /// does a condition): the evaluator then says what is wrong with it.
+    pub fn numbers(&self, chunk: Chunk<'_>, f: impl FnOnce(Numbers<'_>)) -> Result<(), Bail> {
+        let n = chunk.len();
+        match self {
+            Program::Float(node) => {
+                let mut buf = [0.0; CHUNK];
+                if node.eval(chunk, &mut buf)? != chunk.all() {
+                    return Err(Bail);
                 }
-                Program::Int(node) => {
-                    let mut buf = [0; CHUNK];
-                    if node.eval(chunk, &mut buf)? != chunk.all() {
-                        return Err(Bail);
-                    }
-                    f(Numbers::Ints(&buf[..n]));
-                }
-                Program::Cond(_) => return Err(Bail),
+                f(Numbers::Floats(&buf[..n]));
             }
-            Ok(())
-        })
+            Program::Int(node) => {
+                let mut buf = [0; CHUNK];
+                if node.eval(chunk, &mut buf)? != chunk.all() {
+                    return Err(Bail);
+                }
+                f(Numbers::Ints(&buf[..n]));
+            }
+            Program::Cond(_) => return Err(Bail),
+        }
+        Ok(())
     }
 
     /// The value of the program for each of `rows`, as a typed vector.
