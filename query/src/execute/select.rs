@@ -21,9 +21,10 @@ use ecsdb_engine::{Entity, Value, World};
 use crate::error::{Error, ErrorKind};
 use crate::execute::aggregate::{AggregateSink, GroupRows};
 use crate::execute::ops::sort_cmp;
-use crate::execute::scan::{run_scan, FunctionSets, Sink, SlotReader, TableCtx};
+use crate::execute::scan::{run_scan, FunctionSets, Sink, SlotReader, TableCtx, BATCH};
+use crate::expr::compiled::RowSet;
 use crate::expr::eval_constant;
-use crate::expr::{Evaluator, Vector};
+use crate::expr::{Evaluator, Leaves, Vector};
 use crate::plan::logical::{DataType, Expr, ExprKind, SelectPlan};
 use crate::plan::physical::ScanPlan;
 use crate::plan::{PhysicalSelect, Strategy};
@@ -368,6 +369,8 @@ struct FastSortSink<'p> {
     /// The worst key kept once the heap is full: rows with a larger key cannot enter.
     threshold: Option<(u8, u64)>,
     xs: Vec<f64>,
+    /// Which of `xs` are not null (compiled keys).
+    valid: Vec<bool>,
 }
 
 /// The f64 a fast key was made from (`None` for null).
@@ -421,6 +424,30 @@ impl FastSortSink<'_> {
     }
 
     #[inline]
+    /// Offers the rows of one batch with keys from the key expression's compiled program,
+    /// computed into the sink's buffers (no vector per batch); `false` when the key does not
+    /// compile or a row needs the evaluator, before anything is offered.
+    fn compiled_keys(&mut self, ctx: &TableCtx<'_>, rows: RowSet<'_>) -> bool {
+        let FastKey::Expr { expr, params } = self.key else { return false };
+        let Some(program) = ctx.compiled(expr, params) else { return false };
+        let (mut xs, mut valid) = (std::mem::take(&mut self.xs), std::mem::take(&mut self.valid));
+        let ok = program.floats(rows, &mut xs, &mut valid).is_ok();
+        if ok {
+            let table_plan = ctx.plan_index as u32;
+            let row_at = |i: usize| match rows {
+                RowSet::Range(start, _) => (start + i) as u32,
+                RowSet::List(list) => list[i],
+            };
+            for (i, (&x, &ok)) in xs.iter().zip(&valid).enumerate() {
+                let r = row_at(i);
+                let entity = ctx.entities.get(r as usize).copied().unwrap_or(Entity::NULL);
+                self.offer(fast_key(ok.then_some(x), self.desc), entity, table_plan, r);
+            }
+        }
+        (self.xs, self.valid) = (xs, valid);
+        ok
+    }
+
     fn offer(&mut self, key: (u8, u64), entity: Entity, table_plan: u32, row: u32) {
         if self.threshold.is_some_and(|t| key > t) {
             return;
@@ -451,9 +478,14 @@ impl<'w> Sink<'w> for FastSortSink<'_> {
             Some(FieldView::F32(c)) => self.all_rows(c, ctx, n),
             Some(FieldView::F64(c)) => self.all_rows(c, ctx, n),
             _ => {
-                let rows: Vec<u32> = (0..n as u32).collect();
-                for chunk in rows.chunks(crate::execute::scan::BATCH) {
-                    self.rows(ctx, chunk)?;
+                let mut rows = Vec::with_capacity(BATCH.min(n));
+                for start in (0..n).step_by(BATCH) {
+                    let end = (start + BATCH).min(n);
+                    if !self.compiled_keys(ctx, RowSet::Range(start, end)) {
+                        rows.clear();
+                        rows.extend(start as u32..end as u32);
+                        self.rows(ctx, &rows)?;
+                    }
                 }
             }
         }
@@ -466,6 +498,9 @@ impl<'w> Sink<'w> for FastSortSink<'_> {
         let (slot, field) = match self.key {
             FastKey::Field { slot, field } => (slot, field),
             FastKey::Expr { expr, params } => {
+                if self.compiled_keys(ctx, RowSet::List(rows)) {
+                    return Ok(true);
+                }
                 let keys = Evaluator::new(ctx, params).eval(expr, rows)?;
                 match &keys {
                     Vector::Float(p) => {
@@ -545,7 +580,8 @@ fn sorted_rows(phys: &PhysicalSelect, world: &World, params: &[Value], bounds: B
     };
     let refs: Vec<RowRef> = if let Some(key) = fast_key {
         let desc = plan.order_by.first().is_some_and(|k| k.descending);
-        let mut sink = FastSortSink { key, desc, best: Best::new(k), threshold: None, xs: Vec::new() };
+        let mut sink =
+            FastSortSink { key, desc, best: Best::new(k), threshold: None, xs: Vec::new(), valid: Vec::new() };
         run_scan(&phys.scan, world, params, &mut sink)?;
         sink.best.into_sorted().into_iter().map(|(_, r)| r).collect()
     } else {

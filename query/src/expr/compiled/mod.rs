@@ -297,6 +297,33 @@ impl<'w> Program<'w> {
         Ok(())
     }
 
+    /// The program's values over `rows` as floats (integers promoted) into `xs`, with
+    /// `valid[i]` false where row `i` is null; both buffers are cleared first (callers reuse
+    /// them). A condition gives up.
+    pub fn floats(&self, rows: RowSet<'_>, xs: &mut Vec<f64>, valid: &mut Vec<bool>) -> Result<(), Bail> {
+        xs.clear();
+        valid.clear();
+        rows.for_each_chunk(|chunk| {
+            let n = chunk.len();
+            let mut buf = [0.0; CHUNK];
+            let bits = match self {
+                Program::Float(node) => node.eval(chunk, &mut buf)?,
+                Program::Int(node) => {
+                    let mut ints = [0i64; CHUNK];
+                    let bits = node.eval(chunk, &mut ints)?;
+                    for (x, i) in buf[..n].iter_mut().zip(&ints[..n]) {
+                        *x = *i as f64;
+                    }
+                    bits
+                }
+                Program::Cond(_) => return Err(Bail),
+            };
+            xs.extend_from_slice(&buf[..n]);
+            valid.extend((0..n).map(|j| bits >> j & 1 == 1));
+            Ok(())
+        })
+    }
+
     /// The value of the program for each of `rows`, as a typed vector.
     pub fn eval(&self, rows: &[u32]) -> Result<Vector<'w>, Bail> {
         let n = rows.len();

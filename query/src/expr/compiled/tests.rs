@@ -8,7 +8,7 @@ use proptest::prelude::*;
 
 use crate::error::{Error, ErrorKind, Span};
 use crate::execute::leaves::gather_field;
-use crate::expr::compiled::{compile, Columns, Program};
+use crate::expr::compiled::{compile, Columns, Program, RowSet};
 use crate::expr::{Evaluator, Leaves, Prim, Vector};
 use crate::functions::{Builtin, Function};
 use crate::plan::logical::{BinaryOp, DataType, Expr, ExprKind};
@@ -313,6 +313,25 @@ fn check(table: &Table<'_>, e: &Expr, rows: &[u32]) -> Result<(), TestCaseError>
     prop_assert_eq!(got.len(), general.len());
     for (i, (g, w)) in got.iter().zip(&general).enumerate() {
         prop_assert!(same_value(g, w), "{:?}: row {}: compiled {:?}, evaluator {:?}", e, rows[i], g, w);
+    }
+    if program.as_cond().is_none() {
+        // The float output of sort keys: the same values, ints promoted, nulls marked.
+        let (mut xs, mut valid) = (Vec::new(), Vec::new());
+        if program.floats(RowSet::List(rows), &mut xs, &mut valid).is_ok() {
+            for (i, w) in general.iter().enumerate() {
+                let want = w.as_f64();
+                let got = valid[i].then_some(xs[i]);
+                prop_assert!(
+                    want.map(f64::to_bits) == got.map(f64::to_bits)
+                        || want.is_some_and(f64::is_nan) && got.is_some_and(f64::is_nan),
+                    "{:?}: row {}: floats {:?}, evaluator {:?}",
+                    e,
+                    rows[i],
+                    got,
+                    w
+                );
+            }
+        }
     }
     if let Some(cond) = program.as_cond() {
         let want: Vec<u32> =
