@@ -439,9 +439,14 @@ impl FastSortSink<'_> {
                 RowSet::List(list) => list[i],
             };
             for (i, (&x, &ok)) in xs.iter().zip(&valid).enumerate() {
+                let key = fast_key(ok.then_some(x), self.desc);
+                // Most rows cannot enter a full heap: skip them before looking anything up.
+                if self.threshold.is_some_and(|t| key > t) {
+                    continue;
+                }
                 let r = row_at(i);
                 let entity = ctx.entities.get(r as usize).copied().unwrap_or(Entity::NULL);
-                self.offer(fast_key(ok.then_some(x), self.desc), entity, table_plan, r);
+                self.offer(key, entity, table_plan, r);
             }
         }
         (self.xs, self.valid) = (xs, valid);
