@@ -6,10 +6,10 @@ use ecsdb_engine::{ComponentDef, ComponentId, Entity, QueryState, Value, World};
 
 use crate::bind::{bind_statement, Bound};
 use crate::error::{Error, ErrorKind, Span};
-use crate::execute::{catalog, mutate, select};
+use crate::execute::{catalog, literal_spawn, mutate, select};
 use crate::functions::{FunctionRegistry, RegisteredFn};
 use crate::params::Params;
-use crate::parse::{self, ast};
+use crate::parse::{self, ast, ScriptItem};
 use crate::plan::explain::explain_select;
 use crate::plan::logical::{ComponentValue, Expr, LogicalPlan, ParamKey, ParamSpec, ScheduleOp, ShowKind};
 use crate::plan::physical::ScanPlan;
@@ -341,32 +341,67 @@ impl Database {
     /// statement is bound just before it runs, so it sees what earlier ones created. Error
     /// spans are relative to the whole script.
     ///
-    /// Consecutive SPAWNs of the same components are checked one by one as they come and
-    /// written together, before the next statement of another kind runs (or an error is
-    /// returned): what is written is exactly what running them one by one writes.
+    /// Consecutive SPAWNs are checked one by one as they come and written together, before
+    /// the next statement of another kind runs (or an error is returned), or before a SPAWN
+    /// that writes a reference is checked: what is written is exactly what running them one
+    /// by one writes.
+
     pub fn execute_script(&mut self, text: &str) -> Result<Vec<ResultSet>, Error> {
-        let statements = parse::parse_script(text)?;
-        let mut out = Vec::with_capacity(statements.len());
+        let script = parse::parse_script_items(text)?;
+        let mut out = Vec::with_capacity(script.items.len());
         let mut batch = mutate::SpawnBatch::default();
+        let mut names = literal_spawn::ComponentNames::default();
         let none = Params::new();
-        for stmt in &statements {
-            let step = self.prepare_statement(stmt).and_then(|mut p| {
-                if let Executable::Spawn(comps) = &p.exec {
-                    let params = resolve_params(&p.params, &none)?;
-                    return mutate::spawn_values(&self.world, comps, &params).map(Some);
+        for item in &script.items {
+            // SPAWNs of literals in the plain case skip the syntax tree, the binder and the plan.
+            let literal = match item {
+                ScriptItem::Spawn(s) => literal_spawn::spawn_values(&self.world, &script, s, text, &mut names),
+                ScriptItem::Statement(_) => None,
+            };
+            let step = match literal {
+                Some(spawn) => Ok(Some(spawn)),
+                None => {
+                    names.clear();
+                    let tree;
+                    let stmt = match item {
+                        ScriptItem::Statement(s) => s,
+                        ScriptItem::Spawn(s) => {
+                            tree = script.statement(s, text);
+                            &tree
+                        }
+                    };
+                    self.prepare_statement(stmt).and_then(|mut p| {
+                        if let Executable::Spawn(comps) = &p.exec {
+                            // References are checked against the entities before, written.
+                            if comps
+                                .iter()
+                                .any(|c| c.fields.iter().any(|(f, _)| self.world.reference(c.id, *f).is_some()))
+                            {
+                                self.flush_spawns(&mut batch, &mut out)?;
+                            }
+                            let params = resolve_params(&p.params, &none)?;
+                            return mutate::spawn_values(&self.world, comps, &params).map(Some);
+                        }
+                        self.flush_spawns(&mut batch, &mut out)?;
+                        p.execute(self, &none).map(|rs| {
+                            out.push(rs);
+                            None
+                        })
+                    })
                 }
-                self.flush_spawns(&mut batch, &mut out)?;
-                p.execute(self, &none).map(|rs| {
-                    out.push(rs);
-                    None
-                })
-            });
+            };
             match step {
                 Ok(Some(spawn)) => {
-                    if !batch.accepts(&spawn) {
+                    // The engine refuses to build an opaque component from fields: such a SPAWN
+                    // fails when written, so it is written alone, after the ones before it.
+                    let alone = spawn.has_opaque(&self.world);
+                    if alone {
                         self.flush_spawns(&mut batch, &mut out)?;
                     }
                     batch.push(spawn);
+                    if alone {
+                        self.flush_spawns(&mut batch, &mut out)?;
+                    }
                 }
                 Ok(None) => {}
                 Err(e) => {

@@ -226,50 +226,88 @@ impl World {
         components: &[ComponentId],
         values: Vec<Vec<(usize, FieldValue)>>,
     ) -> Result<Vec<Entity>> {
-        let k = components.len();
-        self.check_component_values(components, &values, n)?;
-        let mut set: Vec<ComponentId> =
-            components.iter().copied().filter(|&c| self.components.info(c).storage() == StorageKind::Table).collect();
-        set.sort_unstable();
-        let table = self.storage.table_for(&set, &self.components);
-        let tick = self.change_tick();
-        let first = self.storage.tables[table.index()].len();
-        let mut spawned = Vec::with_capacity(n);
-        self.entities.reserve(n);
-        for t in 0..n {
-            let e = self.entities.alloc();
-            self.entities.set_location(e.index(), EntityLocation { table: table.0, row: (first + t) as u32 });
-            self.storage.tables[table.index()].push_entity(e);
-            spawned.push(e);
+        self.spawn_mixed(&[components], &vec![0; n], values)
+    }
+
+    /// Spawns entities of several component sets in one call, in order: the `i`-th new
+    /// entity has the components `sets[order[i]]`, and its converted fields per component
+    /// (in set order) come next in `values`. The result equals spawning them one by one
+    /// (same entities, rows, values and ticks), but each table is looked up once and each
+    /// column written in one run. Returns the new entities in order. Fails, changing nothing,
+    /// if a set index is out of range, a component is opaque or listed twice in its set, or
+    /// a value does not fit its field.
+    pub fn spawn_mixed(
+        &mut self,
+        sets: &[&[ComponentId]],
+        order: &[u32],
+        values: Vec<Vec<(usize, FieldValue)>>,
+    ) -> Result<Vec<Entity>> {
+        let mut counts = vec![0usize; sets.len()];
+        for &g in order {
+            *counts.get_mut(g as usize).ok_or_else(|| EngineError::Invalid(format!("no component set {g}")))? += 1;
         }
-        let Storage { tables, sparse, .. } = &mut self.storage;
-        let dst = &mut tables[table.index()];
-        let mut values = values.into_iter();
-        let mut per_component: Vec<Vec<ComponentFields>> = (0..k).map(|_| Vec::with_capacity(n)).collect();
-        for _ in 0..n {
-            for list in per_component.iter_mut() {
-                list.push(values.next().expect("length checked"));
+        let expected: usize = counts.iter().zip(sets).map(|(n, set)| n * set.len()).sum();
+        if values.len() != expected {
+            return Err(EngineError::Invalid(format!(
+                "{} component values for {} entities; their components take {expected}",
+                values.len(),
+                order.len()
+            )));
+        }
+        for set in sets {
+            self.check_components(set)?;
+        }
+        let mut at = 0;
+        for &g in order {
+            let set = sets[g as usize];
+            for (&c, fields) in set.iter().zip(&values[at..at + set.len()]) {
+                check_fields(self.components.info(c), fields)?;
             }
+            at += set.len();
         }
-        for (j, (&c, list)) in components.iter().zip(per_component).enumerate() {
-            let info = self.components.info(c);
-            debug_assert!(!components[..j].contains(&c));
-            match info.storage() {
-                StorageKind::Table => {
-                    let col = dst.column_mut(c).expect("the table has every component");
-                    col.reserve(n);
-                    for fields in list {
-                        // SAFETY: the zero value is written into the fresh row, then fields
-                        // converted for this component over it.
-                        unsafe {
-                            let p = col.push_uninit(tick);
-                            write_value(info, p, fields);
-                        }
-                    }
+        // Sets may share a table (the same stored components in another order, or other
+        // sparse ones): each table's columns are gathered over all its sets, in entity order.
+        let mut tables: Vec<(TableId, Vec<ComponentId>, usize)> = Vec::new();
+        // Per set: its table (in `tables`) and, per component, its column there (None: sparse).
+        let mut placement: Vec<(usize, Vec<Option<usize>>)> = Vec::with_capacity(sets.len());
+        for (set, &n) in sets.iter().zip(&counts) {
+            let mut stored: Vec<ComponentId> =
+                set.iter().copied().filter(|&c| self.components.info(c).storage() == StorageKind::Table).collect();
+            stored.sort_unstable();
+            let table = self.storage.table_for(&stored, &self.components);
+            let slot = match tables.iter().position(|(t, ..)| *t == table) {
+                Some(slot) => slot,
+                None => {
+                    tables.push((table, stored.clone(), 0));
+                    tables.len() - 1
                 }
-                StorageKind::Sparse => {
-                    for (&e, fields) in spawned.iter().zip(list) {
-                        let v = OwnedValue::from_converted(info, fields);
+            };
+            tables[slot].2 += n;
+            placement.push((slot, set.iter().map(|c| stored.binary_search(c).ok()).collect()));
+        }
+        let tick = self.change_tick();
+        self.entities.reserve(order.len());
+        for &(table, _, n) in &tables {
+            self.storage.tables[table.index()].reserve(n);
+        }
+        let Storage { tables: all_tables, sparse, .. } = &mut self.storage;
+        let mut columns: Vec<Vec<Vec<ComponentFields>>> =
+            tables.iter().map(|(_, stored, n)| stored.iter().map(|_| Vec::with_capacity(*n)).collect()).collect();
+        let mut spawned = Vec::with_capacity(order.len());
+        let mut values = values.into_iter();
+        for &g in order {
+            let (slot, at) = &placement[g as usize];
+            let table = tables[*slot].0;
+            let e = self.entities.alloc();
+            let row = all_tables[table.index()].push_entity(e);
+            self.entities.set_location(e.index(), EntityLocation { table: table.0, row: row as u32 });
+            spawned.push(e);
+            for (&c, column) in sets[g as usize].iter().zip(at) {
+                let fields = values.next().expect("length checked");
+                match column {
+                    Some(column) => columns[*slot][*column].push(fields),
+                    None => {
+                        let v = OwnedValue::from_converted(self.components.info(c), fields);
                         let s = sparse_mut(sparse, c, &self.components);
                         // SAFETY: a valid value of `c`, given up below (not dropped).
                         unsafe { s.insert(e, v.ptr.as_ptr(), tick) };
@@ -278,11 +316,25 @@ impl World {
                 }
             }
         }
+        for ((table, stored, _), lists) in tables.iter().zip(columns) {
+            let dst = &mut all_tables[table.index()];
+            for (&c, list) in stored.iter().zip(lists) {
+                let info = self.components.info(c);
+                let col = dst.column_mut(c).expect("the table has every component");
+                for fields in list {
+                    // SAFETY: the zero value is written into the fresh row, then fields
+                    // converted for this component over it.
+                    unsafe {
+                        let p = col.push_uninit(tick);
+                        write_value(info, p, fields);
+                    }
+                }
+            }
+        }
         Ok(spawned)
     }
 
-    /// The checks of [`World::insert_many`] and [`World::spawn_many`] on their components and
-    /// values, for `n` entities.
+    /// The checks of [`World::insert_many`] on its components and values, for `n` entities.
     fn check_component_values(&self, components: &[ComponentId], values: &[ComponentFields], n: usize) -> Result<()> {
         if values.len() != n * components.len() {
             return Err(EngineError::Invalid(format!(
@@ -291,6 +343,18 @@ impl World {
                 components.len()
             )));
         }
+        self.check_components(components)?;
+        if components.is_empty() {
+            return Ok(());
+        }
+        for (v, fields) in values.iter().enumerate() {
+            check_fields(self.components.info(components[v % components.len()]), fields)?;
+        }
+        Ok(())
+    }
+
+    /// Components written together by text statements: registered, not opaque, each once.
+    fn check_components(&self, components: &[ComponentId]) -> Result<()> {
         for (j, &c) in components.iter().enumerate() {
             if c.index() >= self.components.len() {
                 return Err(EngineError::Invalid(format!("no component with id {}", c.index())));
@@ -302,12 +366,6 @@ impl World {
             if components[..j].contains(&c) {
                 return Err(EngineError::Invalid(format!("component '{}' given twice", info.name())));
             }
-        }
-        if components.is_empty() {
-            return Ok(());
-        }
-        for (v, fields) in values.iter().enumerate() {
-            check_fields(self.components.info(components[v % components.len()]), fields)?;
         }
         Ok(())
     }

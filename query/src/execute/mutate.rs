@@ -91,6 +91,13 @@ pub struct SpawnValues {
     pub fields: Vec<Vec<(usize, FieldValue)>>,
 }
 
+impl SpawnValues {
+    /// Whether a component is opaque (the engine then refuses to write it).
+    pub fn has_opaque(&self, world: &World) -> bool {
+        self.ids.iter().any(|&c| world.components().info(c).is_opaque())
+    }
+}
+
 /// The check phase of `SPAWN …`: every value computed and converted.
 pub fn spawn_values(world: &World, comps: &[ComponentValue], params: &[Value]) -> Result<SpawnValues, Error> {
     let ev = Evaluator::new(&NoRows, params);
@@ -99,12 +106,28 @@ pub fn spawn_values(world: &World, comps: &[ComponentValue], params: &[Value]) -
         let values: Vec<Value> = c.fields.iter().map(|(_, e)| ev.eval_one(e)).collect::<Result<_, _>>()?;
         fields.push(convert_component(world, c, |k| &values[k])?);
     }
+    let ids: Vec<ComponentId> = comps.iter().map(|c| c.id).collect();
+    check_spawn_references(world, &ids, &fields)?;
+    Ok(SpawnValues { ids, fields })
+}
+
+/// Whether a SPAWN of components `ids` with `fields` writes a reference.
+pub fn writes_references(world: &World, ids: &[ComponentId], fields: &[Vec<(usize, FieldValue)>]) -> bool {
+    ids.iter().zip(fields).any(|(&id, f)| f.iter().any(|(field, _)| world.reference(id, *field).is_some()))
+}
+
+/// Checks the references a SPAWN of components `ids` with `fields` would write.
+pub fn check_spawn_references(
+    world: &World,
+    ids: &[ComponentId],
+    fields: &[Vec<(usize, FieldValue)>],
+) -> Result<(), Error> {
     let mut refs = Vec::new();
-    for (c, f) in comps.iter().zip(&fields) {
-        reference_writes(world, None, c.id, f, &mut refs);
+    for (id, f) in ids.iter().zip(fields) {
+        reference_writes(world, None, *id, f, &mut refs);
     }
     world.check_reference_writes(&refs)?;
-    Ok(SpawnValues { ids: comps.iter().map(|c| c.id).collect(), fields })
+    Ok(())
 }
 
 /// The result of a SPAWN.
@@ -112,48 +135,53 @@ pub fn spawned(e: Entity) -> ResultSet {
     ResultSet { columns: vec!["entity".into()], rows: vec![vec![Value::Entity(e)]] }
 }
 
-/// SPAWNs whose checks passed, written together: consecutive SPAWNs of the same components
-/// (a script of many) become one bulk spawn into their table.
+/// SPAWNs whose checks passed, written together: the consecutive SPAWNs of a script become
+/// one bulk spawn ([`World::spawn_mixed`]), however their components differ.
 #[derive(Default)]
 pub struct SpawnBatch {
-    ids: Vec<ComponentId>,
+    /// The distinct component lists seen, in statement order.
+    sets: Vec<Vec<ComponentId>>,
+    /// Per waiting SPAWN, its component list in `sets`.
+    order: Vec<u32>,
+    /// Every waiting SPAWN's converted fields per component, one SPAWN after another.
     fields: Vec<Vec<(usize, FieldValue)>>,
-    len: usize,
 }
 
 impl SpawnBatch {
-    /// Whether `v` can join the batch (same components in the same order, or an empty batch).
-    pub fn accepts(&self, v: &SpawnValues) -> bool {
-        self.len == 0 || self.ids == v.ids
-    }
-
-    /// Adds a checked SPAWN; the caller checked [`SpawnBatch::accepts`].
+    /// Adds a checked SPAWN.
     pub fn push(&mut self, v: SpawnValues) {
-        debug_assert!(self.accepts(&v));
-        if self.len == 0 {
-            self.ids = v.ids;
-        }
+        // (Scripts alternate between few component lists: the latest ones are checked first.)
+        let set = match self.sets.iter().rposition(|s| *s == v.ids) {
+            Some(set) => set,
+            None => {
+                self.sets.push(v.ids);
+                self.sets.len() - 1
+            }
+        };
+        self.order.push(set as u32);
         self.fields.extend(v.fields);
-        self.len += 1;
     }
 
     /// Number of SPAWNs waiting.
     pub fn len(&self) -> usize {
-        self.len
+        self.order.len()
     }
 
     /// Whether no SPAWN is waiting.
     pub fn is_empty(&self) -> bool {
-        self.len == 0
+        self.order.is_empty()
     }
 
     /// Spawns every waiting entity, in order; the batch is empty afterwards.
     pub fn flush(&mut self, world: &mut World) -> Result<Vec<Entity>, Error> {
-        let n = std::mem::take(&mut self.len);
-        if n == 0 {
+        if self.order.is_empty() {
             return Ok(Vec::new());
         }
-        world.spawn_many(n, &self.ids, std::mem::take(&mut self.fields)).map_err(write_failed)
+        let sets: Vec<&[ComponentId]> = self.sets.iter().map(Vec::as_slice).collect();
+        let spawned = world.spawn_mixed(&sets, &self.order, std::mem::take(&mut self.fields)).map_err(write_failed);
+        self.sets.clear();
+        self.order.clear();
+        spawned
     }
 }
 

@@ -25,6 +25,7 @@
 
 use super::ast::*;
 use super::parser::{collapse_whitespace, number_literal, parameter, unescape, Infix, Nested, OperatorStack, RESERVED};
+use super::script::{LiteralField, LiteralSpawn, LiteralValue, Script, ScriptItem};
 
 /// The deepest bracket nesting taken: common statements nest few brackets, and deeper ones
 /// go to pest, whose depth limits (and errors) then apply. Kept small so that even a debug
@@ -46,26 +47,46 @@ pub(crate) fn parse_statement(src: &str) -> Option<Statement> {
     (p.pos == src.len()).then_some(statement)
 }
 
-/// The statements of `text[piece]`, a part of a script that starts and ends between
-/// statements (comments already blanked), with spans in `text`; `None` unless every statement
-/// in it is in the subset this parser takes.
-pub(crate) fn parse_script_piece(text: &str, piece: std::ops::Range<usize>) -> Option<Vec<Statement>> {
+/// Reads the statements of `text[piece]`, a part of a script that starts and ends between
+/// statements (comments already blanked), into `script`, with spans in `text`; `false`
+/// (leaving `script` as it was) unless every statement in it is in the subset this parser
+/// takes. SPAWNs of literal values are kept flat ([`LiteralSpawn`]).
+// (Not inlined: its frame would sit under pest's deep recursion in every parse.)
+#[inline(never)]
+pub(crate) fn parse_script_piece(text: &str, piece: std::ops::Range<usize>, script: &mut Script) -> bool {
+    let (items, mark) = (script.items.len(), script.mark());
+    let read = read_script_piece(text, piece, script);
+    if read.is_none() {
+        script.items.truncate(items);
+        script.rewind(mark);
+    }
+    read.is_some()
+}
+
+fn read_script_piece(text: &str, piece: std::ops::Range<usize>, script: &mut Script) -> Option<()> {
     let src = &text[..piece.end];
     if !src[piece.start..].is_ascii() {
         return None;
     }
     let mut p = Fast { src, pos: piece.start, last_end: piece.start, depth: 0, spare_stacks: Vec::new() };
-    let mut statements = Vec::new();
     loop {
         match p.peek() {
-            None => return Some(statements),
+            None => return Some(()),
             Some(b';') => {
                 p.pos += 1;
             }
             Some(_) => {
-                statements.push(p.statement()?);
+                let (pos, last_end) = (p.pos, p.last_end);
+                let item = match p.literal_spawn(script) {
+                    Some(spawn) => ScriptItem::Spawn(spawn),
+                    None => {
+                        (p.pos, p.last_end) = (pos, last_end);
+                        ScriptItem::Statement(Box::new(p.statement()?))
+                    }
+                };
+                script.items.push(item);
                 match p.peek() {
-                    None => return Some(statements),
+                    None => return Some(()),
                     Some(b';') => p.pos += 1,
                     Some(_) => return None,
                 }
@@ -76,8 +97,23 @@ pub(crate) fn parse_script_piece(text: &str, piece: std::ops::Range<usize>) -> O
 
 /// Whether `word` is reserved: it cannot name a component, function or alias.
 fn is_reserved(word: &str) -> bool {
-    RESERVED.iter().any(|r| r.eq_ignore_ascii_case(word))
+    // (Most names start with a letter no reserved word starts with: one bit test.)
+    let first = word.as_bytes().first().map_or(0, u8::to_ascii_lowercase);
+    first.is_ascii_lowercase()
+        && RESERVED_FIRST_LETTERS & (1 << (first - b'a')) != 0
+        && RESERVED.iter().any(|r| r.eq_ignore_ascii_case(word))
 }
+
+/// Bit `i` set: a reserved word starts with the `i`-th letter (they are all lower case).
+const RESERVED_FIRST_LETTERS: u32 = {
+    let mut letters = 0;
+    let mut i = 0;
+    while i < RESERVED.len() {
+        letters |= 1 << (RESERVED[i].as_bytes()[0] - b'a');
+        i += 1;
+    }
+    letters
+};
 
 fn is_ident_char(b: u8) -> bool {
     b.is_ascii_alphanumeric() || b == b'_'
@@ -179,11 +215,17 @@ impl<'s> Fast<'s> {
 
     /// Takes the next word if it is not reserved (a component, function or alias name).
     fn name(&mut self) -> Option<Ident> {
+        let span = self.name_span()?;
+        Some(Ident::new(self.text(span), span))
+    }
+
+    /// [`Fast::name`]'s span.
+    fn name_span(&mut self) -> Option<Span> {
         let word = self.peek_word()?;
         if is_reserved(self.text(word)) {
             return None;
         }
-        self.any_name()
+        Some(self.take(word.start, word.end))
     }
 
     // ----- statements ----------------------------------------------------------------------
@@ -204,6 +246,100 @@ impl<'s> Fast<'s> {
             Some(_) => self.list(Self::component_value)?,
         };
         Some(Spawn { components, span: Span::new(start, self.last_end) })
+    }
+
+    /// `SPAWN` with only literal field values, read into `script`'s arrays; `None` (with
+    /// `script`'s arrays as they were) for any other statement: [`Fast::statement`] then
+    /// reads it from the same place.
+    fn literal_spawn(&mut self, script: &mut Script) -> Option<LiteralSpawn> {
+        let mark = script.mark();
+        let spawn = self.literal_spawn_parts(script);
+        if spawn.is_none() {
+            script.rewind(mark);
+        }
+        spawn
+    }
+
+    fn literal_spawn_parts(&mut self, script: &mut Script) -> Option<LiteralSpawn> {
+        let start = self.eat_keyword("spawn")?.start;
+        let mark = script.mark();
+        if !matches!(self.peek(), None | Some(b';')) {
+            loop {
+                let name = self.name_span()?;
+                let fields = script.mark();
+                if self.eat_byte(b'{').is_some() && self.eat_byte(b'}').is_none() {
+                    loop {
+                        let field = self.literal_field()?;
+                        script.push_field(field);
+                        if self.eat_byte(b',').is_none() {
+                            break;
+                        }
+                    }
+                    self.eat_byte(b'}')?;
+                }
+                script.push_component(name, Span::new(name.start, self.last_end), fields);
+                if self.eat_byte(b',').is_none() {
+                    break;
+                }
+            }
+        }
+        Some(script.spawn(Span::new(start, self.last_end), mark))
+    }
+
+    /// `field: literal`, the literal followed by `,` or `}`.
+    fn literal_field(&mut self) -> Option<LiteralField> {
+        let name = self.peek_word()?;
+        self.take(name.start, name.end);
+        self.eat_byte(b':')?;
+        self.skip_whitespace();
+        let start = self.pos;
+        let value = match self.byte(start)? {
+            b'-' => match self.minus(start)? {
+                true => self.number_at(start, true)?.kind,
+                false => return None,
+            },
+            b'0'..=b'9' => self.number_at(start, false)?.kind,
+            quote @ (b'\'' | b'"') => {
+                let mut at = start + 1;
+                loop {
+                    match self.byte(at)? {
+                        b'\\' => return None, // escapes: the syntax tree's string is built
+                        b if b == quote => break,
+                        _ => at += 1,
+                    }
+                }
+                self.take(start, at + 1);
+                ExprKind::Literal(Literal::Str(String::new()))
+            }
+            _ => {
+                let word = self.peek_word()?;
+                let text = self.text(word);
+                let literal = if text.eq_ignore_ascii_case("true") {
+                    Literal::Bool(true)
+                } else if text.eq_ignore_ascii_case("false") {
+                    Literal::Bool(false)
+                } else if text.eq_ignore_ascii_case("null") {
+                    Literal::Null
+                } else {
+                    return None;
+                };
+                self.take(word.start, word.end);
+                ExprKind::Literal(literal)
+            }
+        };
+        let value_span = Span::new(start, self.last_end);
+        if !matches!(self.peek(), Some(b',' | b'}')) {
+            return None;
+        }
+        let value = match value {
+            ExprKind::Literal(Literal::Int(i)) => LiteralValue::Int(i),
+            ExprKind::Literal(Literal::Float(f)) => LiteralValue::Float(f),
+            ExprKind::Literal(Literal::Bool(b)) => LiteralValue::Bool(b),
+            ExprKind::Literal(Literal::Null) => LiteralValue::Null,
+            ExprKind::Literal(Literal::Str(_)) => LiteralValue::Str,
+            _ => return None,
+        };
+        Some(LiteralField { name, value, value_span, span: Span::new(name.start, value_span.end) })
     }
 
     /// `C` or `C {field: value, …}`.
@@ -384,22 +520,13 @@ impl<'s> Fast<'s> {
             let start = self.pos;
             let leaf = match self.byte(start)? {
                 b'-' => {
-                    if self.byte(start + 1) == Some(b'-') {
-                        return None; // a comment
-                    }
-                    self.take(start, start + 1);
-                    if !matches!(self.peek(), Some(b'0'..=b'9')) {
+                    if !self.minus(start)? {
                         stack.prefix(false, start);
                         continue;
                     }
-                    // `-7`, `-0.25`: one literal, as the pest builder folds them.
-                    let (digits, int) = self.number()?;
-                    number_literal(self.text(digits), int, true, Span::new(start, digits.end)).ok()?
+                    self.number_at(start, true)?
                 }
-                b'0'..=b'9' => {
-                    let (span, int) = self.number()?;
-                    number_literal(self.text(span), int, false, span).ok()?
-                }
+                b'0'..=b'9' => self.number_at(start, false)?,
                 b'\'' | b'"' => self.string()?,
                 b'$' => self.param()?,
                 b'(' => {
@@ -531,6 +658,23 @@ impl<'s> Fast<'s> {
         self.take(at, at + len);
         stack.infix(Infix::Binary(op)).ok()?;
         Some(Next::Operand)
+    }
+
+    /// Takes the `-` at `start`; whether digits follow (a negative number). `None` for `--`,
+    /// a comment.
+    fn minus(&mut self, start: usize) -> Option<bool> {
+        if self.byte(start + 1) == Some(b'-') {
+            return None;
+        }
+        self.take(start, start + 1);
+        Some(matches!(self.peek(), Some(b'0'..=b'9')))
+    }
+
+    /// The number literal at the current byte, written from `start` on (`-` there if
+    /// `negative`): `-7`, `-0.25` are one literal, as the pest builder folds them.
+    fn number_at(&mut self, start: usize, negative: bool) -> Option<Expr> {
+        let (digits, int) = self.number()?;
+        number_literal(self.text(digits), int, negative, Span::new(start, digits.end)).ok()
     }
 
     /// A plain integer (`12`) or decimal (`2.5`) at the current byte, and whether it is an
