@@ -345,51 +345,43 @@ impl Database {
     /// the next statement of another kind runs (or an error is returned), or before a SPAWN
     /// that writes a reference is checked: what is written is exactly what running them one
     /// by one writes.
-
     pub fn execute_script(&mut self, text: &str) -> Result<Vec<ResultSet>, Error> {
         let script = parse::parse_script_items(text)?;
         let mut out = Vec::with_capacity(script.items.len());
         let mut batch = mutate::SpawnBatch::default();
-        let mut names = literal_spawn::ComponentNames::default();
+        let mut spawner = literal_spawn::LiteralSpawner::new(text);
         let none = Params::new();
         for item in &script.items {
             // SPAWNs of literals in the plain case skip the syntax tree, the binder and the plan.
-            let literal = match item {
-                ScriptItem::Spawn(s) => literal_spawn::spawn_values(&self.world, &script, s, text, &mut names),
-                ScriptItem::Statement(_) => None,
-            };
-            let step = match literal {
-                Some(spawn) => Ok(Some(spawn)),
-                None => {
-                    names.clear();
-                    let tree;
-                    let stmt = match item {
-                        ScriptItem::Statement(s) => s,
-                        ScriptItem::Spawn(s) => {
-                            tree = script.statement(s, text);
-                            &tree
-                        }
-                    };
-                    self.prepare_statement(stmt).and_then(|mut p| {
-                        if let Executable::Spawn(comps) = &p.exec {
-                            // References are checked against the entities before, written.
-                            if comps
-                                .iter()
-                                .any(|c| c.fields.iter().any(|(f, _)| self.world.reference(c.id, *f).is_some()))
-                            {
-                                self.flush_spawns(&mut batch, &mut out)?;
-                            }
-                            let params = resolve_params(&p.params, &none)?;
-                            return mutate::spawn_values(&self.world, comps, &params).map(Some);
-                        }
-                        self.flush_spawns(&mut batch, &mut out)?;
-                        p.execute(self, &none).map(|rs| {
-                            out.push(rs);
-                            None
-                        })
-                    })
+            if let ScriptItem::Spawn(s) = item {
+                if spawner.push(&self.world, &script, s, &mut batch) {
+                    continue;
+                }
+            }
+            spawner.clear();
+            let tree;
+            let stmt = match item {
+                ScriptItem::Statement(s) => s,
+                ScriptItem::Spawn(s) => {
+                    tree = script.statement(s, text);
+                    &tree
                 }
             };
+            let step = self.prepare_statement(stmt).and_then(|mut p| {
+                if let Executable::Spawn(comps) = &p.exec {
+                    // References are checked against the entities before, written.
+                    if comps.iter().any(|c| c.fields.iter().any(|(f, _)| self.world.reference(c.id, *f).is_some())) {
+                        self.flush_spawns(&mut batch, &mut out)?;
+                    }
+                    let params = resolve_params(&p.params, &none)?;
+                    return mutate::spawn_values(&self.world, comps, &params).map(Some);
+                }
+                self.flush_spawns(&mut batch, &mut out)?;
+                p.execute(self, &none).map(|rs| {
+                    out.push(rs);
+                    None
+                })
+            });
             match step {
                 Ok(Some(spawn)) => {
                     // The engine refuses to build an opaque component from fields: such a SPAWN

@@ -13,7 +13,7 @@ use crate::component::{ComponentId, ComponentInfo, StorageKind};
 use crate::entity::{Entity, EntityLocation};
 use crate::error::{EngineError, Result};
 use crate::storage::TableId;
-use crate::value::FieldValue;
+use crate::value::{ComponentValues, FieldValue};
 
 /// Converted field values of one component for one entity (see [`World::convert_fields`]).
 type ComponentFields = Vec<(usize, FieldValue)>;
@@ -226,28 +226,28 @@ impl World {
         components: &[ComponentId],
         values: Vec<Vec<(usize, FieldValue)>>,
     ) -> Result<Vec<Entity>> {
-        self.spawn_mixed(&[components], &vec![0; n], values)
+        self.spawn_mixed(&[components], &vec![0; n], values.into())
     }
 
     /// Spawns entities of several component sets in one call, in order: the `i`-th new
     /// entity has the components `sets[order[i]]`, and its converted fields per component
     /// (in set order) come next in `values`. The result equals spawning them one by one
-    /// (same entities, rows, values and ticks), but each table is looked up once and each
-    /// column written in one run. Returns the new entities in order. Fails, changing nothing,
-    /// if a set index is out of range, a component is opaque or listed twice in its set, or
-    /// a value does not fit its field.
+    /// (same entities, rows, values and ticks), but each table is looked up once. Returns
+    /// the new entities in order. Fails, changing nothing, if a set index is out of range, a
+    /// component is opaque or listed twice in its set, a value does not fit its field, or
+    /// `values` has fields after its last component value.
     pub fn spawn_mixed(
         &mut self,
         sets: &[&[ComponentId]],
         order: &[u32],
-        values: Vec<Vec<(usize, FieldValue)>>,
+        values: ComponentValues,
     ) -> Result<Vec<Entity>> {
         let mut counts = vec![0usize; sets.len()];
         for &g in order {
             *counts.get_mut(g as usize).ok_or_else(|| EngineError::Invalid(format!("no component set {g}")))? += 1;
         }
         let expected: usize = counts.iter().zip(sets).map(|(n, set)| n * set.len()).sum();
-        if values.len() != expected {
+        if values.len() != expected || values.has_unended_fields() {
             return Err(EngineError::Invalid(format!(
                 "{} component values for {} entities; their components take {expected}",
                 values.len(),
@@ -257,76 +257,55 @@ impl World {
         for set in sets {
             self.check_components(set)?;
         }
-        let mut at = 0;
-        for &g in order {
-            let set = sets[g as usize];
-            for (&c, fields) in set.iter().zip(&values[at..at + set.len()]) {
-                check_fields(self.components.info(c), fields)?;
+        {
+            let mut checked = values.iter();
+            for &g in order {
+                for (&c, fields) in sets[g as usize].iter().zip(checked.by_ref()) {
+                    check_fields(self.components.info(c), fields)?;
+                }
             }
-            at += set.len();
         }
-        // Sets may share a table (the same stored components in another order, or other
-        // sparse ones): each table's columns are gathered over all its sets, in entity order.
-        let mut tables: Vec<(TableId, Vec<ComponentId>, usize)> = Vec::new();
-        // Per set: its table (in `tables`) and, per component, its column there (None: sparse).
-        let mut placement: Vec<(usize, Vec<Option<usize>>)> = Vec::with_capacity(sets.len());
+        // Per set: its table and, per component, its column there (None: sparse).
+        let mut placement: Vec<(TableId, Vec<Option<usize>>)> = Vec::with_capacity(sets.len());
         for (set, &n) in sets.iter().zip(&counts) {
             let mut stored: Vec<ComponentId> =
                 set.iter().copied().filter(|&c| self.components.info(c).storage() == StorageKind::Table).collect();
             stored.sort_unstable();
             let table = self.storage.table_for(&stored, &self.components);
-            let slot = match tables.iter().position(|(t, ..)| *t == table) {
-                Some(slot) => slot,
-                None => {
-                    tables.push((table, stored.clone(), 0));
-                    tables.len() - 1
-                }
-            };
-            tables[slot].2 += n;
-            placement.push((slot, set.iter().map(|c| stored.binary_search(c).ok()).collect()));
+            let dst = &mut self.storage.tables[table.index()];
+            dst.reserve(n);
+            placement.push((table, set.iter().map(|&c| dst.column_index(c)).collect()));
         }
         let tick = self.change_tick();
         self.entities.reserve(order.len());
-        for &(table, _, n) in &tables {
-            self.storage.tables[table.index()].reserve(n);
-        }
-        let Storage { tables: all_tables, sparse, .. } = &mut self.storage;
-        let mut columns: Vec<Vec<Vec<ComponentFields>>> =
-            tables.iter().map(|(_, stored, n)| stored.iter().map(|_| Vec::with_capacity(*n)).collect()).collect();
+        let Storage { tables, sparse, .. } = &mut self.storage;
         let mut spawned = Vec::with_capacity(order.len());
-        let mut values = values.into_iter();
+        let (mut fields, field_counts) = values.into_parts();
+        let mut field_counts = field_counts.into_iter();
         for &g in order {
-            let (slot, at) = &placement[g as usize];
-            let table = tables[*slot].0;
+            let (table, columns) = &placement[g as usize];
+            let dst = &mut tables[table.index()];
             let e = self.entities.alloc();
-            let row = all_tables[table.index()].push_entity(e);
+            let row = dst.push_entity(e);
             self.entities.set_location(e.index(), EntityLocation { table: table.0, row: row as u32 });
             spawned.push(e);
-            for (&c, column) in sets[g as usize].iter().zip(at) {
-                let fields = values.next().expect("length checked");
+            for (&c, column) in sets[g as usize].iter().zip(columns) {
+                let info = self.components.info(c);
+                let n = field_counts.next().expect("length checked");
+                let fields = fields.by_ref().take(n);
                 match column {
-                    Some(column) => columns[*slot][*column].push(fields),
+                    // SAFETY: the zero value is written into the fresh row, then fields
+                    // converted for this component (checked above) over it.
+                    Some(column) => unsafe {
+                        let p = dst.column_at_mut(*column).push_uninit(tick);
+                        write_value(info, p, fields);
+                    },
                     None => {
-                        let v = OwnedValue::from_converted(self.components.info(c), fields);
+                        let v = OwnedValue::from_converted(info, fields);
                         let s = sparse_mut(sparse, c, &self.components);
                         // SAFETY: a valid value of `c`, given up below (not dropped).
                         unsafe { s.insert(e, v.ptr.as_ptr(), tick) };
                         forget(v);
-                    }
-                }
-            }
-        }
-        for ((table, stored, _), lists) in tables.iter().zip(columns) {
-            let dst = &mut all_tables[table.index()];
-            for (&c, list) in stored.iter().zip(lists) {
-                let info = self.components.info(c);
-                let col = dst.column_mut(c).expect("the table has every component");
-                for fields in list {
-                    // SAFETY: the zero value is written into the fresh row, then fields
-                    // converted for this component over it.
-                    unsafe {
-                        let p = col.push_uninit(tick);
-                        write_value(info, p, fields);
                     }
                 }
             }
@@ -373,7 +352,7 @@ impl World {
 
 /// A converted value must have been converted for its field: the right kind and size, each
 /// field at most once.
-fn check_fields(info: &ComponentInfo, fields: &ComponentFields) -> Result<()> {
+fn check_fields(info: &ComponentInfo, fields: &[(usize, FieldValue)]) -> Result<()> {
     for (n, (idx, fv)) in fields.iter().enumerate() {
         let field = info
             .fields()
@@ -405,7 +384,7 @@ fn check_fields(info: &ComponentInfo, fields: &ComponentFields) -> Result<()> {
 /// `dst` must be valid for writes of the component's size, aligned, and hold nothing that
 /// needs dropping; `fields` must have passed [`check_fields`] for `info`, which must not be
 /// opaque.
-unsafe fn write_value(info: &ComponentInfo, dst: *mut u8, fields: ComponentFields) {
+unsafe fn write_value(info: &ComponentInfo, dst: *mut u8, fields: impl IntoIterator<Item = (usize, FieldValue)>) {
     // SAFETY: forwarded from the caller; after `write_zero` the value is initialised, and each
     // field value fits its field.
     unsafe {

@@ -1,27 +1,38 @@
 //! SPAWNs of literal values ([`LiteralSpawn`]) checked and converted straight from a script's
-//! text: the components, values and checks of binding the statement's syntax tree and running
-//! its check phase ([`mutate::spawn_values`]), without building either.
+//! text into a [`SpawnBatch`]: the components, values and checks of binding the statement's
+//! syntax tree and running its check phase ([`crate::execute::mutate::spawn_values`]),
+//! without building either.
 //!
 //! Only the plain case is taken: a known component given once, not opaque; known fields given
 //! once; values the binder accepts for their field type and that convert; no reference.
 //! Anything else is declined, and the statement then goes the general way, which
 //! reports any error exactly as before.
 
-use ecsdb_engine::{convert_value, ComponentId, FieldValue, Value, World};
+use ecsdb_engine::{convert_value, ComponentId, FieldType, FieldValue, Value, World};
 
 use crate::bind::storable;
-use crate::execute::mutate::{self, SpawnValues};
+use crate::execute::mutate::SpawnBatch;
 use crate::parse::{LiteralField, LiteralSpawn, LiteralValue, Script};
 use crate::plan::logical::DataType;
 
-/// Component names already looked up, for a run of SPAWNs (nothing else may change the
-/// components meanwhile: [`ComponentNames::clear`] between runs).
-#[derive(Default)]
-pub(crate) struct ComponentNames<'s> {
+/// Writes the literal SPAWNs of a run into a [`SpawnBatch`], remembering the components it
+/// looked up (nothing else may change the components meanwhile: [`LiteralSpawner::clear`]
+/// between runs).
+pub(crate) struct LiteralSpawner<'s> {
+    /// The script's text.
+    src: &'s str,
+    /// Component names already looked up.
     known: Vec<(&'s str, ComponentId)>,
+    /// The components of the SPAWN being converted.
+    ids: Vec<ComponentId>,
 }
 
-impl<'s> ComponentNames<'s> {
+impl<'s> LiteralSpawner<'s> {
+    /// A spawner for the SPAWNs of the script `src`.
+    pub(crate) fn new(src: &'s str) -> LiteralSpawner<'s> {
+        LiteralSpawner { src, known: Vec::new(), ids: Vec::new() }
+    }
+
     fn id(&mut self, world: &World, name: &'s str) -> Option<ComponentId> {
         // (A script names few components: a short list beats hashing each name.)
         if let Some(&(_, id)) = self.known.iter().find(|(n, _)| *n == name) {
@@ -32,52 +43,63 @@ impl<'s> ComponentNames<'s> {
         Some(id)
     }
 
-    /// Forgets every name (the components may change).
+    /// Forgets every component looked up (the components may change).
     pub(crate) fn clear(&mut self) {
         self.known.clear();
     }
-}
 
-/// The checked values of `spawn` (a statement of `script`, whose text is `src`), or `None` if
-/// it is not the plain case: then the general path runs it.
-pub(crate) fn spawn_values<'s>(
-    world: &World,
-    script: &Script,
-    spawn: &LiteralSpawn,
-    src: &'s str,
-    names: &mut ComponentNames<'s>,
-) -> Option<SpawnValues> {
-    let components = script.components(spawn);
-    let mut ids = Vec::with_capacity(components.len());
-    let mut fields = Vec::with_capacity(components.len());
-    for c in components {
-        let id = names.id(world, &src[c.name.start..c.name.end])?;
-        let info = world.components().info(id);
-        if ids.contains(&id) || info.is_opaque() {
-            return None;
+    /// Checks and converts `spawn` (a statement of `script`) into `batch`, or returns `false`
+    /// (`batch` as it was) if it is not the plain case: then the general path runs it.
+    pub(crate) fn push(
+        &mut self,
+        world: &World,
+        script: &Script,
+        spawn: &LiteralSpawn,
+        batch: &mut SpawnBatch,
+    ) -> bool {
+        let mark = batch.values().len();
+        self.ids.clear();
+        if self.convert(world, script, spawn, batch).is_none() {
+            batch.values_mut().truncate(mark);
+            return false;
         }
-        let given = script.fields(c);
-        let mut converted: Vec<(usize, FieldValue)> = Vec::with_capacity(given.len());
-        for f in given {
-            let index = info.field_index(&src[f.name.start..f.name.end])?;
-            let field = &info.fields()[index];
-            if converted.iter().any(|(i, _)| *i == index) || !storable(field.ty, literal_type(f)) {
+        batch.push_converted(&self.ids);
+        true
+    }
+
+    /// Converts every component value of `spawn` into `batch`'s values and its components
+    /// into `self.ids`; `None` if it is not the plain case.
+    fn convert(&mut self, world: &World, script: &Script, spawn: &LiteralSpawn, batch: &mut SpawnBatch) -> Option<()> {
+        let src = self.src;
+        for c in script.components(spawn) {
+            let id = self.id(world, &src[c.name.start..c.name.end])?;
+            let info = world.components().info(id);
+            if self.ids.contains(&id) || info.is_opaque() {
                 return None;
             }
-            let value = match (f.value, field.ty) {
-                (LiteralValue::Str, ecsdb_engine::FieldType::String) => FieldValue::Str(f.str(src).to_string()),
-                _ => convert_value(info.name(), field, &literal_value(f)).ok()?,
-            };
-            converted.push((index, value));
+            // Bit `i`: field `i` given (fields past 64 are rare: declined).
+            let mut given = 0u64;
+            for f in script.fields(c) {
+                let index = info.field_index(&src[f.name.start..f.name.end])?;
+                let field = &info.fields()[index];
+                let bit = 1u64.checked_shl(u32::try_from(index).ok()?)?;
+                // (References are checked against the SPAWNs before written: the general
+                // path does so.)
+                if given & bit != 0 || !storable(field.ty, literal_type(f)) || world.reference(id, index).is_some() {
+                    return None;
+                }
+                given |= bit;
+                let value = match (f.value, field.ty) {
+                    (LiteralValue::Str, FieldType::String) => FieldValue::Str(f.str(src).to_string()),
+                    _ => convert_value(info.name(), field, &literal_value(f)).ok()?,
+                };
+                batch.values_mut().push_field(index, value);
+            }
+            batch.values_mut().end_component();
+            self.ids.push(id);
         }
-        ids.push(id);
-        fields.push(converted);
+        Some(())
     }
-    // (References are checked against the SPAWNs before written: the general path does so.)
-    if mutate::writes_references(world, &ids, &fields) {
-        return None;
-    }
-    Some(SpawnValues { ids, fields })
 }
 
 /// The binder's type of the literal.

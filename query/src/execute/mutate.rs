@@ -16,7 +16,7 @@
 //! re-checks what may have changed since: targets that died meanwhile are skipped, and
 //! references are checked against the world being written.
 
-use ecsdb_engine::{convert_value, ComponentId, Entity, FieldValue, ReferenceWrite, Value, World};
+use ecsdb_engine::{convert_value, ComponentId, ComponentValues, Entity, FieldValue, ReferenceWrite, Value, World};
 
 use crate::error::{Error, ErrorKind};
 use crate::execute::scan::{run_scan, Sink, TableCtx};
@@ -111,11 +111,6 @@ pub fn spawn_values(world: &World, comps: &[ComponentValue], params: &[Value]) -
     Ok(SpawnValues { ids, fields })
 }
 
-/// Whether a SPAWN of components `ids` with `fields` writes a reference.
-pub fn writes_references(world: &World, ids: &[ComponentId], fields: &[Vec<(usize, FieldValue)>]) -> bool {
-    ids.iter().zip(fields).any(|(&id, f)| f.iter().any(|(field, _)| world.reference(id, *field).is_some()))
-}
-
 /// Checks the references a SPAWN of components `ids` with `fields` would write.
 pub fn check_spawn_references(
     world: &World,
@@ -144,22 +139,41 @@ pub struct SpawnBatch {
     /// Per waiting SPAWN, its component list in `sets`.
     order: Vec<u32>,
     /// Every waiting SPAWN's converted fields per component, one SPAWN after another.
-    fields: Vec<Vec<(usize, FieldValue)>>,
+    values: ComponentValues,
 }
 
 impl SpawnBatch {
     /// Adds a checked SPAWN.
     pub fn push(&mut self, v: SpawnValues) {
+        for fields in v.fields {
+            self.values.push_component(fields);
+        }
+        self.push_converted(&v.ids);
+    }
+
+    /// The converted fields of the waiting SPAWNs.
+    pub(crate) fn values(&self) -> &ComponentValues {
+        &self.values
+    }
+
+    /// The converted fields of the waiting SPAWNs, to add a SPAWN's
+    /// ([`SpawnBatch::push_converted`] then adds the SPAWN).
+    pub(crate) fn values_mut(&mut self) -> &mut ComponentValues {
+        &mut self.values
+    }
+
+    /// Adds a checked SPAWN of components `ids`, whose converted fields were added to
+    /// [`SpawnBatch::values_mut`].
+    pub(crate) fn push_converted(&mut self, ids: &[ComponentId]) {
         // (Scripts alternate between few component lists: the latest ones are checked first.)
-        let set = match self.sets.iter().rposition(|s| *s == v.ids) {
+        let set = match self.sets.iter().rposition(|s| s == ids) {
             Some(set) => set,
             None => {
-                self.sets.push(v.ids);
+                self.sets.push(ids.to_vec());
                 self.sets.len() - 1
             }
         };
         self.order.push(set as u32);
-        self.fields.extend(v.fields);
     }
 
     /// Number of SPAWNs waiting.
@@ -178,7 +192,7 @@ impl SpawnBatch {
             return Ok(Vec::new());
         }
         let sets: Vec<&[ComponentId]> = self.sets.iter().map(Vec::as_slice).collect();
-        let spawned = world.spawn_mixed(&sets, &self.order, std::mem::take(&mut self.fields)).map_err(write_failed);
+        let spawned = world.spawn_mixed(&sets, &self.order, std::mem::take(&mut self.values)).map_err(write_failed);
         self.sets.clear();
         self.order.clear();
         spawned

@@ -24,7 +24,8 @@
 //! vectors, entity literals, exponents and `.5`; brackets nested more than [`MAX_DEPTH`] deep.
 
 use super::ast::*;
-use super::parser::{collapse_whitespace, number_literal, parameter, unescape, Infix, Nested, OperatorStack, RESERVED};
+use super::number::{read_decimal, Decimal};
+use super::parser::{collapse_whitespace, parameter, unescape, Infix, Nested, OperatorStack, RESERVED};
 use super::script::{LiteralField, LiteralSpawn, LiteralValue, Script, ScriptItem};
 
 /// The deepest bracket nesting taken: common statements nest few brackets, and deeper ones
@@ -97,27 +98,49 @@ fn read_script_piece(text: &str, piece: std::ops::Range<usize>, script: &mut Scr
 
 /// Whether `word` is reserved: it cannot name a component, function or alias.
 fn is_reserved(word: &str) -> bool {
-    // (Most names start with a letter no reserved word starts with: one bit test.)
-    let first = word.as_bytes().first().map_or(0, u8::to_ascii_lowercase);
+    // (Most names share no first letter, length and last letter with a reserved word: one
+    // bit test.)
+    let bytes = word.as_bytes();
+    let (Some(first), Some(last)) = (bytes.first(), bytes.last()) else { return false };
+    let (first, last) = (first.to_ascii_lowercase(), last.to_ascii_lowercase());
     first.is_ascii_lowercase()
-        && RESERVED_FIRST_LETTERS & (1 << (first - b'a')) != 0
+        && last.is_ascii_lowercase()
+        && bytes.len() < 32
+        && RESERVED_SHAPES[usize::from(first - b'a')][bytes.len()] & (1 << (last - b'a')) != 0
         && RESERVED.iter().any(|r| r.eq_ignore_ascii_case(word))
 }
 
-/// Bit `i` set: a reserved word starts with the `i`-th letter (they are all lower case).
-const RESERVED_FIRST_LETTERS: u32 = {
-    let mut letters = 0;
+/// Per first letter (`a` to `z`) and length, bit `i` set: a reserved word of that first
+/// letter and length ends with the `i`-th letter (they are all lower case letters, shorter
+/// than 32).
+const RESERVED_SHAPES: [[u32; 32]; 26] = {
+    let mut shapes = [[0; 32]; 26];
     let mut i = 0;
     while i < RESERVED.len() {
-        letters |= 1 << (RESERVED[i].as_bytes()[0] - b'a');
+        let word = RESERVED[i].as_bytes();
+        let (first, last) = (word[0], word[word.len() - 1]);
+        assert!(word.len() < 32 && first.is_ascii_lowercase() && last.is_ascii_lowercase());
+        shapes[(first - b'a') as usize][word.len()] |= 1 << (last - b'a');
         i += 1;
     }
-    letters
+    shapes
 };
 
 fn is_ident_char(b: u8) -> bool {
-    b.is_ascii_alphanumeric() || b == b'_'
+    // (A table lookup: names are most of a script's bytes.)
+    IDENT_CHARS[usize::from(b)]
 }
+
+/// Whether a byte may be part of a word: an ASCII letter or digit, or `_`.
+const IDENT_CHARS: [bool; 256] = {
+    let mut table = [false; 256];
+    let mut b = 0;
+    while b < 256 {
+        table[b] = (b as u8).is_ascii_alphanumeric() || b == b'_' as usize;
+        b += 1;
+    }
+    table
+};
 
 /// What follows an operand in an expression.
 enum Next {
@@ -151,7 +174,13 @@ impl<'s> Fast<'s> {
 
     /// How many bytes from `at` on are `in_run`.
     fn run(&self, at: usize, in_run: impl Fn(u8) -> bool) -> usize {
-        self.src.as_bytes().get(at..).unwrap_or_default().iter().take_while(|&&b| in_run(b)).count()
+        // (A plain loop: the iterator chain it replaces cost several times more per byte.)
+        let bytes = self.src.as_bytes();
+        let mut end = at;
+        while end < bytes.len() && in_run(bytes[end]) {
+            end += 1;
+        }
+        end.saturating_sub(at)
     }
 
     fn text(&self, span: Span) -> &'s str {
@@ -295,10 +324,10 @@ impl<'s> Fast<'s> {
         let start = self.pos;
         let value = match self.byte(start)? {
             b'-' => match self.minus(start)? {
-                true => self.number_at(start, true)?.kind,
+                true => self.number_value(true)?,
                 false => return None,
             },
-            b'0'..=b'9' => self.number_at(start, false)?.kind,
+            b'0'..=b'9' => self.number_value(false)?,
             quote @ (b'\'' | b'"') => {
                 let mut at = start + 1;
                 loop {
@@ -309,36 +338,28 @@ impl<'s> Fast<'s> {
                     }
                 }
                 self.take(start, at + 1);
-                ExprKind::Literal(Literal::Str(String::new()))
+                LiteralValue::Str
             }
             _ => {
                 let word = self.peek_word()?;
                 let text = self.text(word);
-                let literal = if text.eq_ignore_ascii_case("true") {
-                    Literal::Bool(true)
+                let value = if text.eq_ignore_ascii_case("true") {
+                    LiteralValue::Bool(true)
                 } else if text.eq_ignore_ascii_case("false") {
-                    Literal::Bool(false)
+                    LiteralValue::Bool(false)
                 } else if text.eq_ignore_ascii_case("null") {
-                    Literal::Null
+                    LiteralValue::Null
                 } else {
                     return None;
                 };
                 self.take(word.start, word.end);
-                ExprKind::Literal(literal)
+                value
             }
         };
         let value_span = Span::new(start, self.last_end);
         if !matches!(self.peek(), Some(b',' | b'}')) {
             return None;
         }
-        let value = match value {
-            ExprKind::Literal(Literal::Int(i)) => LiteralValue::Int(i),
-            ExprKind::Literal(Literal::Float(f)) => LiteralValue::Float(f),
-            ExprKind::Literal(Literal::Bool(b)) => LiteralValue::Bool(b),
-            ExprKind::Literal(Literal::Null) => LiteralValue::Null,
-            ExprKind::Literal(Literal::Str(_)) => LiteralValue::Str,
-            _ => return None,
-        };
         Some(LiteralField { name, value, value_span, span: Span::new(name.start, value_span.end) })
     }
 
@@ -671,30 +692,35 @@ impl<'s> Fast<'s> {
     }
 
     /// The number literal at the current byte, written from `start` on (`-` there if
-    /// `negative`): `-7`, `-0.25` are one literal, as the pest builder folds them.
+    /// `negative`): `-7`, `-0.25` are one literal, as the pest builder folds them. Declined
+    /// if out of range (pest then reports it).
     fn number_at(&mut self, start: usize, negative: bool) -> Option<Expr> {
-        let (digits, int) = self.number()?;
-        number_literal(self.text(digits), int, negative, Span::new(start, digits.end)).ok()
+        let (digits, decimal) = self.number()?;
+        let literal = decimal.literal(self.text(digits), negative)?;
+        Some(Expr::new(ExprKind::Literal(literal), Span::new(start, digits.end)))
     }
 
-    /// A plain integer (`12`) or decimal (`2.5`) at the current byte, and whether it is an
-    /// integer. Other number forms (`12v0`, `2e3`, `2.`) and a number run into a word
-    /// (`1as`) are declined.
-    fn number(&mut self) -> Option<(Span, bool)> {
-        let start = self.pos;
-        let mut end = start + self.run(start, |b| b.is_ascii_digit());
-        let int = self.byte(end) != Some(b'.');
-        if !int {
-            let fraction = self.run(end + 1, |b| b.is_ascii_digit());
-            if fraction == 0 {
-                return None;
-            }
-            end += 1 + fraction;
+    /// [`Fast::number_at`]'s value, without a syntax tree (a SPAWN's literal field).
+    fn number_value(&mut self, negative: bool) -> Option<LiteralValue> {
+        let (digits, decimal) = self.number()?;
+        match decimal.literal(self.text(digits), negative)? {
+            Literal::Int(i) => Some(LiteralValue::Int(i)),
+            Literal::Float(f) => Some(LiteralValue::Float(f)),
+            _ => None,
         }
-        if self.byte(end).is_some_and(|b| is_ident_char(b) || b == b'.') {
+    }
+
+    /// A plain integer (`12`) or decimal (`2.5`) at the current byte (a digit), read in one
+    /// pass with its digits' value. Other number forms (`12v0`, `2e3`, `2.`) and a number run
+    /// into a word (`1as`) are declined.
+    fn number(&mut self) -> Option<(Span, Decimal)> {
+        let start = self.pos;
+        let decimal = read_decimal(self.src.as_bytes().get(start..)?);
+        let end = start + decimal.len;
+        if decimal.fraction_digits == Some(0) || self.byte(end).is_some_and(|b| is_ident_char(b) || b == b'.') {
             return None;
         }
-        Some((self.take(start, end), int))
+        Some((self.take(start, end), decimal))
     }
 
     /// A quoted string at the current byte.

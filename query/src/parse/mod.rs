@@ -25,6 +25,7 @@
 
 pub mod ast;
 mod fast;
+mod number;
 mod parser;
 mod script;
 

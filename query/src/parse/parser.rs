@@ -12,6 +12,7 @@ use pest::iterators::Pair;
 use pest::{Parser as _, Token};
 
 use super::ast::*;
+use super::number::number_literal;
 use super::script::{Script, ScriptItem};
 use super::{MAX_EXPR_DEPTH, MAX_NESTING};
 use crate::error::{suggest, Error, ErrorKind};
@@ -1016,28 +1017,6 @@ fn number_kind(text: &str) -> NumberKind {
         // An exponent.
         Some(_) => NumberKind::Float,
     }
-}
-
-/// An int or float literal, negated when it followed a unary minus.
-pub(super) fn number_literal(digits: &str, int: bool, negative: bool, span: Span) -> Result<Expr> {
-    let text = || if negative { format!("-{digits}") } else { digits.to_string() };
-    let literal = if int {
-        // (The magnitude as u64: i64::MIN's is one more than i64::MAX.)
-        let magnitude = digits.parse::<u64>().ok();
-        let value = magnitude.and_then(|m| if negative { 0i64.checked_sub_unsigned(m) } else { i64::try_from(m).ok() });
-        let value = value.ok_or_else(|| {
-            let text = text();
-            Error::syntax(format!("integer {text} is out of range (int is 64-bit: {} to {})", i64::MIN, i64::MAX), span)
-        })?;
-        Literal::Int(value)
-    } else {
-        // (Negating after rounding is exact: rounding is symmetric.)
-        match digits.parse::<f64>() {
-            Ok(value) if value.is_finite() => Literal::Float(if negative { -value } else { value }),
-            _ => return Err(Error::syntax(format!("float {} is out of range", text()), span)),
-        }
-    };
-    Ok(Expr::new(ExprKind::Literal(literal), span))
 }
 
 fn terms(pair: Pair<'_, Rule>, base: usize) -> Vec<Term> {

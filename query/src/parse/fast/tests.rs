@@ -81,6 +81,11 @@ const NUMBERS: &[&str] = &[
     "007",
     "2.5",
     "0.125",
+    "523.74115",
+    "0.000012345",
+    "9007199254740993",
+    "9007199254740993.5",
+    "0.00000000000000000000001",
     "9223372036854775807",
     "9223372036854775808",
     "99999999999999999999",
@@ -534,4 +539,26 @@ fn the_rest_goes_to_pest() {
     let deep = format!("SELECT {}1{}", "(".repeat(40), ")".repeat(40));
     assert!(fast(&deep).is_none());
     assert!(pest(&deep).is_ok());
+}
+
+#[test]
+fn reserved_words_are_found_by_shape_then_word() {
+    use super::super::parser::RESERVED;
+    use super::is_reserved;
+    let naive = |w: &str| RESERVED.iter().any(|r| r.eq_ignore_ascii_case(w));
+    for word in RESERVED {
+        for w in [word.to_string(), word.to_uppercase(), format!("{}{}", &word[..1].to_uppercase(), &word[1..])] {
+            assert!(is_reserved(&w), "{w}");
+        }
+    }
+    let mut rng = Rng::new(5);
+    let letters = b"abcdefghijklmnopqrstuvwxyzSELCTFROMWHE_0123456789";
+    for _ in 0..20_000 {
+        let len = rng.below(9);
+        let w: String = (0..len).map(|_| letters[rng.below(letters.len())] as char).collect();
+        assert_eq!(is_reserved(&w), naive(&w), "{w:?}");
+    }
+    for w in ["Team", "Name", "Level", "Position", "trues", "nul", "x", "_", ""] {
+        assert_eq!(is_reserved(w), naive(w), "{w:?}");
+    }
 }
