@@ -17,6 +17,10 @@ use crate::plan::{PhysicalSelect, PlanOptions};
 use crate::result::ResultSet;
 use crate::schedule::{self, Body, Schedule, SystemBuilder, TickFailure};
 
+/// How many SPAWNs of a script [`Database::execute_script`] writes at most at once: enough
+/// to look each table up rarely, few enough that their values stay in cache.
+const SPAWN_RUN: usize = 1024;
+
 /// An entity database: a [`World`] you can also talk to in the query language.
 ///
 /// ```
@@ -355,6 +359,11 @@ impl Database {
             // SPAWNs of literals in the plain case skip the syntax tree, the binder and the plan.
             if let ScriptItem::Spawn(s) = item {
                 if spawner.push(&self.world, &script, s, &mut batch) {
+                    // (Written in runs that stay in cache: the same as one by one, as a
+                    // literal SPAWN's checks do not read the entities.)
+                    if batch.len() >= SPAWN_RUN {
+                        self.flush_spawns(&mut batch, &mut out)?;
+                    }
                     continue;
                 }
             }

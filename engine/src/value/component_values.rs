@@ -81,8 +81,9 @@ impl ComponentValues {
     }
 
     /// Moves the fields out, one component value at a time (`take(n)` of the iterator for a
-    /// component value of `n` fields), with the number of fields of each.
-    pub(crate) fn into_parts(self) -> (std::vec::IntoIter<(usize, FieldValue)>, Vec<usize>) {
+    /// component value of `n` fields), with the number of fields of each; empty afterwards,
+    /// its memory kept for the next values.
+    pub(crate) fn drain(&mut self) -> (std::vec::Drain<'_, (usize, FieldValue)>, Vec<usize>) {
         let mut start = 0;
         let counts = self
             .ends
@@ -93,7 +94,8 @@ impl ComponentValues {
                 n
             })
             .collect();
-        (self.fields.into_iter(), counts)
+        self.ends.clear();
+        (self.fields.drain(..), counts)
     }
 }
 

@@ -226,21 +226,22 @@ impl World {
         components: &[ComponentId],
         values: Vec<Vec<(usize, FieldValue)>>,
     ) -> Result<Vec<Entity>> {
-        self.spawn_mixed(&[components], &vec![0; n], values.into())
+        self.spawn_mixed(&[components], &vec![0; n], &mut values.into())
     }
 
     /// Spawns entities of several component sets in one call, in order: the `i`-th new
     /// entity has the components `sets[order[i]]`, and its converted fields per component
     /// (in set order) come next in `values`. The result equals spawning them one by one
     /// (same entities, rows, values and ticks), but each table is looked up once. Returns
-    /// the new entities in order. Fails, changing nothing, if a set index is out of range, a
+    /// the new entities in order, `values` left empty (its memory kept for the next ones).
+    /// Fails, changing nothing (`values` included), if a set index is out of range, a
     /// component is opaque or listed twice in its set, a value does not fit its field, or
     /// `values` has fields after its last component value.
     pub fn spawn_mixed(
         &mut self,
         sets: &[&[ComponentId]],
         order: &[u32],
-        values: ComponentValues,
+        values: &mut ComponentValues,
     ) -> Result<Vec<Entity>> {
         let mut counts = vec![0usize; sets.len()];
         for &g in order {
@@ -267,20 +268,21 @@ impl World {
         }
         // Per set: its table and, per component, its column there (None: sparse).
         let mut placement: Vec<(TableId, Vec<Option<usize>>)> = Vec::with_capacity(sets.len());
-        for (set, &n) in sets.iter().zip(&counts) {
+        for set in sets {
             let mut stored: Vec<ComponentId> =
                 set.iter().copied().filter(|&c| self.components.info(c).storage() == StorageKind::Table).collect();
             stored.sort_unstable();
             let table = self.storage.table_for(&stored, &self.components);
-            let dst = &mut self.storage.tables[table.index()];
-            dst.reserve(n);
+            // (Not reserved to the exact size: scripts spawn in runs, and exact reservations
+            // would copy the columns once per run instead of doubling them.)
+            let dst = &self.storage.tables[table.index()];
             placement.push((table, set.iter().map(|&c| dst.column_index(c)).collect()));
         }
         let tick = self.change_tick();
         self.entities.reserve(order.len());
         let Storage { tables, sparse, .. } = &mut self.storage;
         let mut spawned = Vec::with_capacity(order.len());
-        let (mut fields, field_counts) = values.into_parts();
+        let (mut fields, field_counts) = values.drain();
         let mut field_counts = field_counts.into_iter();
         for &g in order {
             let (table, columns) = &placement[g as usize];

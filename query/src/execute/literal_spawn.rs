@@ -35,7 +35,7 @@ impl<'s> LiteralSpawner<'s> {
 
     fn id(&mut self, world: &World, name: &'s str) -> Option<ComponentId> {
         // (A script names few components: a short list beats hashing each name.)
-        if let Some(&(_, id)) = self.known.iter().find(|(n, _)| *n == name) {
+        if let Some(&(_, id)) = self.known.iter().find(|(n, _)| same_name(n, name)) {
             return Some(id);
         }
         let id = world.components().id_by_name(name)?;
@@ -80,7 +80,8 @@ impl<'s> LiteralSpawner<'s> {
             // Bit `i`: field `i` given (fields past 64 are rare: declined).
             let mut given = 0u64;
             for f in script.fields(c) {
-                let index = info.field_index(&src[f.name.start..f.name.end])?;
+                let name = &src[f.name.start..f.name.end];
+                let index = info.fields().iter().position(|field| same_name(&field.name, name))?;
                 let field = &info.fields()[index];
                 let bit = 1u64.checked_shl(u32::try_from(index).ok()?)?;
                 // (References are checked against the SPAWNs before written: the general
@@ -100,6 +101,12 @@ impl<'s> LiteralSpawner<'s> {
         }
         Some(())
     }
+}
+
+/// `a == b`, compared here: names are short, and the call to `memcmp` that `==` makes
+/// costs more than comparing them.
+fn same_name(a: &str, b: &str) -> bool {
+    a.len() == b.len() && a.bytes().zip(b.bytes()).all(|(x, y)| x == y)
 }
 
 /// The binder's type of the literal.

@@ -192,9 +192,11 @@ impl SpawnBatch {
             return Ok(Vec::new());
         }
         let sets: Vec<&[ComponentId]> = self.sets.iter().map(Vec::as_slice).collect();
-        let spawned = world.spawn_mixed(&sets, &self.order, std::mem::take(&mut self.values)).map_err(write_failed);
+        let spawned = world.spawn_mixed(&sets, &self.order, &mut self.values).map_err(write_failed);
         self.sets.clear();
         self.order.clear();
+        // (Emptied by the spawn, but not when it failed.)
+        self.values.truncate(0);
         spawned
     }
 }

@@ -360,7 +360,7 @@ impl<'s> Fast<'s> {
         if !matches!(self.peek(), Some(b',' | b'}')) {
             return None;
         }
-        Some(LiteralField { name, value, value_span, span: Span::new(name.start, value_span.end) })
+        Some(LiteralField { name, value, value_span })
     }
 
     /// `C` or `C {field: value, …}`.

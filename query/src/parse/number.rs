@@ -67,24 +67,26 @@ const EXACT_POWERS_OF_TEN: [f64; 23] = [
 /// Reads the plain decimal at the start of `bytes` (possibly empty: no digit, no point).
 pub(super) fn read_decimal(bytes: &[u8]) -> Decimal {
     let mut mantissa: u64 = 0;
-    let mut digits = 0;
-    let mut point = None;
-    let mut len = 0;
-    for &b in bytes {
-        let digit = b.wrapping_sub(b'0');
-        if digit < 10 {
-            // (Wraps only past 19 digits, where the mantissa is not used.)
+    // (Wraps only past 19 digits, where the mantissa is not used.)
+    let mut digits_from = |at: usize| {
+        let mut end = at;
+        while let Some(digit) = bytes.get(end).map(|b| b.wrapping_sub(b'0')).filter(|&d| d < 10) {
             mantissa = mantissa.wrapping_mul(10).wrapping_add(u64::from(digit));
-            digits += 1;
-        } else if b == b'.' && point.is_none() {
-            point = Some(len);
-        } else {
-            break;
+            end += 1;
         }
-        len += 1;
+        end
+    };
+    let mut len = digits_from(0);
+    let mut digits = len;
+    let mut fraction_digits = None;
+    if bytes.get(len) == Some(&b'.') {
+        let end = digits_from(len + 1);
+        fraction_digits = Some(end - len - 1);
+        digits += end - len - 1;
+        len = end;
     }
     let exact = digits <= 19 && mantissa <= MAX_EXACT_MANTISSA;
-    Decimal { len, fraction_digits: point.map(|p| len - p - 1), digits, mantissa: exact.then_some(mantissa) }
+    Decimal { len, fraction_digits, digits, mantissa: exact.then_some(mantissa) }
 }
 
 impl Decimal {

@@ -58,8 +58,6 @@ pub(crate) struct LiteralField {
     pub value: LiteralValue,
     /// The literal as written (a sign included; a string's quotes included).
     pub value_span: Span,
-    /// `field: literal`.
-    pub span: Span,
 }
 
 /// The value of a literal in a [`LiteralField`].
@@ -136,7 +134,7 @@ impl Script {
                     .map(|f| FieldInit {
                         field: ident(f.name),
                         value: Expr::new(ExprKind::Literal(f.literal(src)), f.value_span),
-                        span: f.span,
+                        span: f.span(),
                     })
                     .collect(),
                 span: c.span,
@@ -159,6 +157,11 @@ impl Script {
 }
 
 impl LiteralField {
+    /// `field: literal`.
+    pub fn span(&self) -> Span {
+        Span::new(self.name.start, self.value_span.end)
+    }
+
     /// A string's value: the text between its quotes.
     pub fn str<'s>(&self, src: &'s str) -> &'s str {
         &src[self.value_span.start + 1..self.value_span.end - 1]

@@ -269,6 +269,7 @@ fn spawn_mixed_refuses_fields_after_the_last_component_value() {
     let mut flat = crate::ComponentValues::from(values);
     flat.push_field(0, FieldValue::Str("stray".into()));
     let before = dump(&w);
-    assert!(w.spawn_mixed(&[&ids], &[0], flat).is_err());
+    assert!(w.spawn_mixed(&[&ids], &[0], &mut flat).is_err());
+    assert!(flat.has_unended_fields());
     assert_eq!(dump(&w), before);
 }

@@ -99,6 +99,21 @@ fn mixed_components_and_errors_agree() {
     compare(&[ok("SPAWN R {to: null}"), ok("SPAWN R {to: 0v0}"), ok("SPAWN R {to: 5v0}")]);
 }
 
+#[test]
+fn long_scripts_written_in_runs_agree() {
+    // More SPAWNs than one run writes at once, with an error after the first runs.
+    let valid = |i: usize| match i % 3 {
+        0 => format!("SPAWN A {{x: {i}.25, n: {}, s: 'e{i}'}}, T", i % 100),
+        1 => "SPAWN T".to_string(),
+        _ => format!("SPAWN A {{n: -{}, x: 1 + {i}}}", i % 100),
+    };
+    let statements: Vec<String> = (0..2500).map(valid).collect();
+    compare(&statements);
+    let mut failing = statements;
+    failing[2200] = "SPAWN A {n: 1000}".to_string();
+    compare(&failing);
+}
+
 proptest! {
     #[test]
     fn scripts_of_spawns_run_as_their_statements(statements in prop::collection::vec(spawn(), 1..8)) {
