@@ -63,7 +63,7 @@ pub use snapshot::{
     WorldLock, DEFAULT_BUSY_TIMEOUT,
 };
 pub use tick::{is_newer, ChangeWindow, Mut, Tick};
-pub use value::{convert_value, read_field, read_object, FieldValue, Value, ValueType};
+pub use value::{convert_value, read_field, read_object, ComponentValues, FieldValue, Value, ValueType};
 pub use world::{FieldRows, MemoryUsage, TypedFieldValues, World};
 
 #[doc(hidden)]

@@ -6,6 +6,10 @@ use crate::component::{ComponentInfo, FieldInfo, FieldType};
 use crate::entity::Entity;
 use crate::error::{EngineError, Result};
 
+mod component_values;
+
+pub use component_values::ComponentValues;
+
 /// A dynamically typed value.
 ///
 /// Every integer field type reads as [`Value::Int`] (i64), every float type as

@@ -145,7 +145,10 @@ impl OwnedValue {
     }
 
     /// Like [`OwnedValue::build`] with values already converted (infallible).
-    pub(crate) fn from_converted(info: &ComponentInfo, fields: Vec<(usize, FieldValue)>) -> OwnedValue {
+    pub(crate) fn from_converted(
+        info: &ComponentInfo,
+        fields: impl IntoIterator<Item = (usize, FieldValue)>,
+    ) -> OwnedValue {
         let layout = info.layout();
         let ptr = if layout.size() == 0 {
             NonNull::new(std::ptr::without_provenance_mut(layout.align())).expect("alignment is non-zero")

@@ -6,16 +6,20 @@ use ecsdb_engine::{ComponentDef, ComponentId, Entity, QueryState, Value, World};
 
 use crate::bind::{bind_statement, Bound};
 use crate::error::{Error, ErrorKind, Span};
-use crate::execute::{catalog, mutate, select};
+use crate::execute::{catalog, literal_spawn, mutate, select};
 use crate::functions::{FunctionRegistry, RegisteredFn};
 use crate::params::Params;
-use crate::parse::{self, ast};
+use crate::parse::{self, ast, ScriptItem};
 use crate::plan::explain::explain_select;
 use crate::plan::logical::{ComponentValue, Expr, LogicalPlan, ParamKey, ParamSpec, ScheduleOp, ShowKind};
 use crate::plan::physical::ScanPlan;
 use crate::plan::{PhysicalSelect, PlanOptions};
 use crate::result::ResultSet;
 use crate::schedule::{self, Body, Schedule, SystemBuilder, TickFailure};
+
+/// How many SPAWNs of a script [`Database::execute_script`] writes at most at once: enough
+/// to look each table up rarely, few enough that their values stay in cache.
+const SPAWN_RUN: usize = 1024;
 
 /// An entity database: a [`World`] you can also talk to in the query language.
 ///
@@ -341,17 +345,43 @@ impl Database {
     /// statement is bound just before it runs, so it sees what earlier ones created. Error
     /// spans are relative to the whole script.
     ///
-    /// Consecutive SPAWNs of the same components are checked one by one as they come and
-    /// written together, before the next statement of another kind runs (or an error is
-    /// returned): what is written is exactly what running them one by one writes.
+    /// Consecutive SPAWNs are checked one by one as they come and written together, before
+    /// the next statement of another kind runs (or an error is returned), or before a SPAWN
+    /// that writes a reference is checked: what is written is exactly what running them one
+    /// by one writes.
     pub fn execute_script(&mut self, text: &str) -> Result<Vec<ResultSet>, Error> {
-        let statements = parse::parse_script(text)?;
-        let mut out = Vec::with_capacity(statements.len());
+        let script = parse::parse_script_items(text)?;
+        let mut out = Vec::with_capacity(script.items.len());
         let mut batch = mutate::SpawnBatch::default();
+        let mut spawner = literal_spawn::LiteralSpawner::new(text);
         let none = Params::new();
-        for stmt in &statements {
+        for item in &script.items {
+            // SPAWNs of literals in the plain case skip the syntax tree, the binder and the plan.
+            if let ScriptItem::Spawn(s) = item {
+                if spawner.push(&self.world, &script, s, &mut batch) {
+                    // (Written in runs that stay in cache: the same as one by one, as a
+                    // literal SPAWN's checks do not read the entities.)
+                    if batch.len() >= SPAWN_RUN {
+                        self.flush_spawns(&mut batch, &mut out)?;
+                    }
+                    continue;
+                }
+            }
+            spawner.clear();
+            let tree;
+            let stmt = match item {
+                ScriptItem::Statement(s) => s,
+                ScriptItem::Spawn(s) => {
+                    tree = script.statement(s, text);
+                    &tree
+                }
+            };
             let step = self.prepare_statement(stmt).and_then(|mut p| {
                 if let Executable::Spawn(comps) = &p.exec {
+                    // References are checked against the entities before, written.
+                    if comps.iter().any(|c| c.fields.iter().any(|(f, _)| self.world.reference(c.id, *f).is_some())) {
+                        self.flush_spawns(&mut batch, &mut out)?;
+                    }
                     let params = resolve_params(&p.params, &none)?;
                     return mutate::spawn_values(&self.world, comps, &params).map(Some);
                 }
@@ -363,10 +393,16 @@ impl Database {
             });
             match step {
                 Ok(Some(spawn)) => {
-                    if !batch.accepts(&spawn) {
+                    // The engine refuses to build an opaque component from fields: such a SPAWN
+                    // fails when written, so it is written alone, after the ones before it.
+                    let alone = spawn.has_opaque(&self.world);
+                    if alone {
                         self.flush_spawns(&mut batch, &mut out)?;
                     }
                     batch.push(spawn);
+                    if alone {
+                        self.flush_spawns(&mut batch, &mut out)?;
+                    }
                 }
                 Ok(None) => {}
                 Err(e) => {

@@ -13,7 +13,7 @@ use crate::component::{ComponentId, ComponentInfo, StorageKind};
 use crate::entity::{Entity, EntityLocation};
 use crate::error::{EngineError, Result};
 use crate::storage::TableId;
-use crate::value::FieldValue;
+use crate::value::{ComponentValues, FieldValue};
 
 /// Converted field values of one component for one entity (see [`World::convert_fields`]).
 type ComponentFields = Vec<(usize, FieldValue)>;
@@ -226,49 +226,83 @@ impl World {
         components: &[ComponentId],
         values: Vec<Vec<(usize, FieldValue)>>,
     ) -> Result<Vec<Entity>> {
-        let k = components.len();
-        self.check_component_values(components, &values, n)?;
-        let mut set: Vec<ComponentId> =
-            components.iter().copied().filter(|&c| self.components.info(c).storage() == StorageKind::Table).collect();
-        set.sort_unstable();
-        let table = self.storage.table_for(&set, &self.components);
-        let tick = self.change_tick();
-        let first = self.storage.tables[table.index()].len();
-        let mut spawned = Vec::with_capacity(n);
-        self.entities.reserve(n);
-        for t in 0..n {
-            let e = self.entities.alloc();
-            self.entities.set_location(e.index(), EntityLocation { table: table.0, row: (first + t) as u32 });
-            self.storage.tables[table.index()].push_entity(e);
-            spawned.push(e);
+        self.spawn_mixed(&[components], &vec![0; n], &mut values.into())
+    }
+
+    /// Spawns entities of several component sets in one call, in order: the `i`-th new
+    /// entity has the components `sets[order[i]]`, and its converted fields per component
+    /// (in set order) come next in `values`. The result equals spawning them one by one
+    /// (same entities, rows, values and ticks), but each table is looked up once. Returns
+    /// the new entities in order, `values` left empty (its memory kept for the next ones).
+    /// Fails, changing nothing (`values` included), if a set index is out of range, a
+    /// component is opaque or listed twice in its set, a value does not fit its field, or
+    /// `values` has fields after its last component value.
+    pub fn spawn_mixed(
+        &mut self,
+        sets: &[&[ComponentId]],
+        order: &[u32],
+        values: &mut ComponentValues,
+    ) -> Result<Vec<Entity>> {
+        let mut counts = vec![0usize; sets.len()];
+        for &g in order {
+            *counts.get_mut(g as usize).ok_or_else(|| EngineError::Invalid(format!("no component set {g}")))? += 1;
         }
-        let Storage { tables, sparse, .. } = &mut self.storage;
-        let dst = &mut tables[table.index()];
-        let mut values = values.into_iter();
-        let mut per_component: Vec<Vec<ComponentFields>> = (0..k).map(|_| Vec::with_capacity(n)).collect();
-        for _ in 0..n {
-            for list in per_component.iter_mut() {
-                list.push(values.next().expect("length checked"));
+        let expected: usize = counts.iter().zip(sets).map(|(n, set)| n * set.len()).sum();
+        if values.len() != expected || values.has_unended_fields() {
+            return Err(EngineError::Invalid(format!(
+                "{} component values for {} entities; their components take {expected}",
+                values.len(),
+                order.len()
+            )));
+        }
+        for set in sets {
+            self.check_components(set)?;
+        }
+        {
+            let mut checked = values.iter();
+            for &g in order {
+                for (&c, fields) in sets[g as usize].iter().zip(checked.by_ref()) {
+                    check_fields(self.components.info(c), fields)?;
+                }
             }
         }
-        for (j, (&c, list)) in components.iter().zip(per_component).enumerate() {
-            let info = self.components.info(c);
-            debug_assert!(!components[..j].contains(&c));
-            match info.storage() {
-                StorageKind::Table => {
-                    let col = dst.column_mut(c).expect("the table has every component");
-                    col.reserve(n);
-                    for fields in list {
-                        // SAFETY: the zero value is written into the fresh row, then fields
-                        // converted for this component over it.
-                        unsafe {
-                            let p = col.push_uninit(tick);
-                            write_value(info, p, fields);
-                        }
-                    }
-                }
-                StorageKind::Sparse => {
-                    for (&e, fields) in spawned.iter().zip(list) {
+        // Per set: its table and, per component, its column there (None: sparse).
+        let mut placement: Vec<(TableId, Vec<Option<usize>>)> = Vec::with_capacity(sets.len());
+        for set in sets {
+            let mut stored: Vec<ComponentId> =
+                set.iter().copied().filter(|&c| self.components.info(c).storage() == StorageKind::Table).collect();
+            stored.sort_unstable();
+            let table = self.storage.table_for(&stored, &self.components);
+            // (Not reserved to the exact size: scripts spawn in runs, and exact reservations
+            // would copy the columns once per run instead of doubling them.)
+            let dst = &self.storage.tables[table.index()];
+            placement.push((table, set.iter().map(|&c| dst.column_index(c)).collect()));
+        }
+        let tick = self.change_tick();
+        self.entities.reserve(order.len());
+        let Storage { tables, sparse, .. } = &mut self.storage;
+        let mut spawned = Vec::with_capacity(order.len());
+        let (mut fields, field_counts) = values.drain();
+        let mut field_counts = field_counts.into_iter();
+        for &g in order {
+            let (table, columns) = &placement[g as usize];
+            let dst = &mut tables[table.index()];
+            let e = self.entities.alloc();
+            let row = dst.push_entity(e);
+            self.entities.set_location(e.index(), EntityLocation { table: table.0, row: row as u32 });
+            spawned.push(e);
+            for (&c, column) in sets[g as usize].iter().zip(columns) {
+                let info = self.components.info(c);
+                let n = field_counts.next().expect("length checked");
+                let fields = fields.by_ref().take(n);
+                match column {
+                    // SAFETY: the zero value is written into the fresh row, then fields
+                    // converted for this component (checked above) over it.
+                    Some(column) => unsafe {
+                        let p = dst.column_at_mut(*column).push_uninit(tick);
+                        write_value(info, p, fields);
+                    },
+                    None => {
                         let v = OwnedValue::from_converted(info, fields);
                         let s = sparse_mut(sparse, c, &self.components);
                         // SAFETY: a valid value of `c`, given up below (not dropped).
@@ -281,8 +315,7 @@ impl World {
         Ok(spawned)
     }
 
-    /// The checks of [`World::insert_many`] and [`World::spawn_many`] on their components and
-    /// values, for `n` entities.
+    /// The checks of [`World::insert_many`] on its components and values, for `n` entities.
     fn check_component_values(&self, components: &[ComponentId], values: &[ComponentFields], n: usize) -> Result<()> {
         if values.len() != n * components.len() {
             return Err(EngineError::Invalid(format!(
@@ -291,6 +324,18 @@ impl World {
                 components.len()
             )));
         }
+        self.check_components(components)?;
+        if components.is_empty() {
+            return Ok(());
+        }
+        for (v, fields) in values.iter().enumerate() {
+            check_fields(self.components.info(components[v % components.len()]), fields)?;
+        }
+        Ok(())
+    }
+
+    /// Components written together by text statements: registered, not opaque, each once.
+    fn check_components(&self, components: &[ComponentId]) -> Result<()> {
         for (j, &c) in components.iter().enumerate() {
             if c.index() >= self.components.len() {
                 return Err(EngineError::Invalid(format!("no component with id {}", c.index())));
@@ -303,19 +348,13 @@ impl World {
                 return Err(EngineError::Invalid(format!("component '{}' given twice", info.name())));
             }
         }
-        if components.is_empty() {
-            return Ok(());
-        }
-        for (v, fields) in values.iter().enumerate() {
-            check_fields(self.components.info(components[v % components.len()]), fields)?;
-        }
         Ok(())
     }
 }
 
 /// A converted value must have been converted for its field: the right kind and size, each
 /// field at most once.
-fn check_fields(info: &ComponentInfo, fields: &ComponentFields) -> Result<()> {
+fn check_fields(info: &ComponentInfo, fields: &[(usize, FieldValue)]) -> Result<()> {
     for (n, (idx, fv)) in fields.iter().enumerate() {
         let field = info
             .fields()
@@ -347,7 +386,7 @@ fn check_fields(info: &ComponentInfo, fields: &ComponentFields) -> Result<()> {
 /// `dst` must be valid for writes of the component's size, aligned, and hold nothing that
 /// needs dropping; `fields` must have passed [`check_fields`] for `info`, which must not be
 /// opaque.
-unsafe fn write_value(info: &ComponentInfo, dst: *mut u8, fields: ComponentFields) {
+unsafe fn write_value(info: &ComponentInfo, dst: *mut u8, fields: impl IntoIterator<Item = (usize, FieldValue)>) {
     // SAFETY: forwarded from the caller; after `write_zero` the value is initialised, and each
     // field value fits its field.
     unsafe {

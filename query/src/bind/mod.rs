@@ -1078,8 +1078,18 @@ fn binary_op(op: ast::BinaryOp) -> BinaryOp {
 /// Checks at bind time that a value of this type can be stored in a field of type `ty`
 /// (values of unknown type are checked when converted).
 fn check_storable(ty: ecsdb_engine::FieldType, value: &Expr, component: &str, field: &str) -> Result<(), Error> {
+    if storable(ty, value.ty) {
+        Ok(())
+    } else {
+        Err(type_err(format!("cannot store {} in field '{component}.{field}' of type {ty}", value.ty), value.span))
+    }
+}
+
+/// Whether a value of type `value` may be stored in a field of type `ty` (it may still fail
+/// to convert: an int out of the field's range).
+pub(crate) fn storable(ty: ecsdb_engine::FieldType, value: DataType) -> bool {
     use ecsdb_engine::FieldType as F;
-    let ok = match value.ty {
+    match value {
         DataType::Any => true,
         DataType::Null => ty == F::Entity,
         DataType::Int => ty.is_numeric(),
@@ -1090,11 +1100,6 @@ fn check_storable(ty: ecsdb_engine::FieldType, value: &Expr, component: &str, fi
         DataType::Vec2 => ty == F::Vec2,
         DataType::Vec3 => ty == F::Vec3,
         DataType::Object => false,
-    };
-    if ok {
-        Ok(())
-    } else {
-        Err(type_err(format!("cannot store {} in field '{component}.{field}' of type {ty}", value.ty), value.span))
     }
 }
 

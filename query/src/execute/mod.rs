@@ -7,12 +7,14 @@
 //! - [`select`]: projection, sort / top-k, LIMIT / OFFSET;
 //! - [`aggregate`]: GROUP BY and the aggregates;
 //! - [`mutate`]: SPAWN, DESPAWN, ADD, REMOVE (check everything, then write);
+//! - [`literal_spawn`]: a script's SPAWNs of literal values, converted without syntax trees;
 //! - [`update`]: UPDATE, computed and checked column by column, then written in place;
 //! - [`catalog`]: CREATE COMPONENT, indexes, SHOW, DESCRIBE.
 
 pub mod aggregate;
 pub mod catalog;
 pub mod leaves;
+pub(crate) mod literal_spawn;
 pub mod mutate;
 pub mod ops;
 pub mod relations;

@@ -16,7 +16,7 @@
 //! re-checks what may have changed since: targets that died meanwhile are skipped, and
 //! references are checked against the world being written.
 
-use ecsdb_engine::{convert_value, ComponentId, Entity, FieldValue, ReferenceWrite, Value, World};
+use ecsdb_engine::{convert_value, ComponentId, ComponentValues, Entity, FieldValue, ReferenceWrite, Value, World};
 
 use crate::error::{Error, ErrorKind};
 use crate::execute::scan::{run_scan, Sink, TableCtx};
@@ -91,6 +91,13 @@ pub struct SpawnValues {
     pub fields: Vec<Vec<(usize, FieldValue)>>,
 }
 
+impl SpawnValues {
+    /// Whether a component is opaque (the engine then refuses to write it).
+    pub fn has_opaque(&self, world: &World) -> bool {
+        self.ids.iter().any(|&c| world.components().info(c).is_opaque())
+    }
+}
+
 /// The check phase of `SPAWN …`: every value computed and converted.
 pub fn spawn_values(world: &World, comps: &[ComponentValue], params: &[Value]) -> Result<SpawnValues, Error> {
     let ev = Evaluator::new(&NoRows, params);
@@ -99,12 +106,23 @@ pub fn spawn_values(world: &World, comps: &[ComponentValue], params: &[Value]) -
         let values: Vec<Value> = c.fields.iter().map(|(_, e)| ev.eval_one(e)).collect::<Result<_, _>>()?;
         fields.push(convert_component(world, c, |k| &values[k])?);
     }
+    let ids: Vec<ComponentId> = comps.iter().map(|c| c.id).collect();
+    check_spawn_references(world, &ids, &fields)?;
+    Ok(SpawnValues { ids, fields })
+}
+
+/// Checks the references a SPAWN of components `ids` with `fields` would write.
+pub fn check_spawn_references(
+    world: &World,
+    ids: &[ComponentId],
+    fields: &[Vec<(usize, FieldValue)>],
+) -> Result<(), Error> {
     let mut refs = Vec::new();
-    for (c, f) in comps.iter().zip(&fields) {
-        reference_writes(world, None, c.id, f, &mut refs);
+    for (id, f) in ids.iter().zip(fields) {
+        reference_writes(world, None, *id, f, &mut refs);
     }
     world.check_reference_writes(&refs)?;
-    Ok(SpawnValues { ids: comps.iter().map(|c| c.id).collect(), fields })
+    Ok(())
 }
 
 /// The result of a SPAWN.
@@ -112,48 +130,74 @@ pub fn spawned(e: Entity) -> ResultSet {
     ResultSet { columns: vec!["entity".into()], rows: vec![vec![Value::Entity(e)]] }
 }
 
-/// SPAWNs whose checks passed, written together: consecutive SPAWNs of the same components
-/// (a script of many) become one bulk spawn into their table.
+/// SPAWNs whose checks passed, written together: the consecutive SPAWNs of a script become
+/// one bulk spawn ([`World::spawn_mixed`]), however their components differ.
 #[derive(Default)]
 pub struct SpawnBatch {
-    ids: Vec<ComponentId>,
-    fields: Vec<Vec<(usize, FieldValue)>>,
-    len: usize,
+    /// The distinct component lists seen, in statement order.
+    sets: Vec<Vec<ComponentId>>,
+    /// Per waiting SPAWN, its component list in `sets`.
+    order: Vec<u32>,
+    /// Every waiting SPAWN's converted fields per component, one SPAWN after another.
+    values: ComponentValues,
 }
 
 impl SpawnBatch {
-    /// Whether `v` can join the batch (same components in the same order, or an empty batch).
-    pub fn accepts(&self, v: &SpawnValues) -> bool {
-        self.len == 0 || self.ids == v.ids
+    /// Adds a checked SPAWN.
+    pub fn push(&mut self, v: SpawnValues) {
+        for fields in v.fields {
+            self.values.push_component(fields);
+        }
+        self.push_converted(&v.ids);
     }
 
-    /// Adds a checked SPAWN; the caller checked [`SpawnBatch::accepts`].
-    pub fn push(&mut self, v: SpawnValues) {
-        debug_assert!(self.accepts(&v));
-        if self.len == 0 {
-            self.ids = v.ids;
-        }
-        self.fields.extend(v.fields);
-        self.len += 1;
+    /// The converted fields of the waiting SPAWNs.
+    pub(crate) fn values(&self) -> &ComponentValues {
+        &self.values
+    }
+
+    /// The converted fields of the waiting SPAWNs, to add a SPAWN's
+    /// ([`SpawnBatch::push_converted`] then adds the SPAWN).
+    pub(crate) fn values_mut(&mut self) -> &mut ComponentValues {
+        &mut self.values
+    }
+
+    /// Adds a checked SPAWN of components `ids`, whose converted fields were added to
+    /// [`SpawnBatch::values_mut`].
+    pub(crate) fn push_converted(&mut self, ids: &[ComponentId]) {
+        // (Scripts alternate between few component lists: the latest ones are checked first.)
+        let set = match self.sets.iter().rposition(|s| s == ids) {
+            Some(set) => set,
+            None => {
+                self.sets.push(ids.to_vec());
+                self.sets.len() - 1
+            }
+        };
+        self.order.push(set as u32);
     }
 
     /// Number of SPAWNs waiting.
     pub fn len(&self) -> usize {
-        self.len
+        self.order.len()
     }
 
     /// Whether no SPAWN is waiting.
     pub fn is_empty(&self) -> bool {
-        self.len == 0
+        self.order.is_empty()
     }
 
     /// Spawns every waiting entity, in order; the batch is empty afterwards.
     pub fn flush(&mut self, world: &mut World) -> Result<Vec<Entity>, Error> {
-        let n = std::mem::take(&mut self.len);
-        if n == 0 {
+        if self.order.is_empty() {
             return Ok(Vec::new());
         }
-        world.spawn_many(n, &self.ids, std::mem::take(&mut self.fields)).map_err(write_failed)
+        let sets: Vec<&[ComponentId]> = self.sets.iter().map(Vec::as_slice).collect();
+        let spawned = world.spawn_mixed(&sets, &self.order, &mut self.values).map_err(write_failed);
+        self.sets.clear();
+        self.order.clear();
+        // (Emptied by the spawn, but not when it failed.)
+        self.values.truncate(0);
+        spawned
     }
 }
 

@@ -24,7 +24,9 @@
 //! vectors, entity literals, exponents and `.5`; brackets nested more than [`MAX_DEPTH`] deep.
 
 use super::ast::*;
-use super::parser::{collapse_whitespace, number_literal, parameter, unescape, Infix, Nested, OperatorStack, RESERVED};
+use super::number::{read_decimal, Decimal};
+use super::parser::{collapse_whitespace, parameter, unescape, Infix, Nested, OperatorStack, RESERVED};
+use super::script::{LiteralField, LiteralSpawn, LiteralValue, Script, ScriptItem};
 
 /// The deepest bracket nesting taken: common statements nest few brackets, and deeper ones
 /// go to pest, whose depth limits (and errors) then apply. Kept small so that even a debug
@@ -46,26 +48,46 @@ pub(crate) fn parse_statement(src: &str) -> Option<Statement> {
     (p.pos == src.len()).then_some(statement)
 }
 
-/// The statements of `text[piece]`, a part of a script that starts and ends between
-/// statements (comments already blanked), with spans in `text`; `None` unless every statement
-/// in it is in the subset this parser takes.
-pub(crate) fn parse_script_piece(text: &str, piece: std::ops::Range<usize>) -> Option<Vec<Statement>> {
+/// Reads the statements of `text[piece]`, a part of a script that starts and ends between
+/// statements (comments already blanked), into `script`, with spans in `text`; `false`
+/// (leaving `script` as it was) unless every statement in it is in the subset this parser
+/// takes. SPAWNs of literal values are kept flat ([`LiteralSpawn`]).
+// (Not inlined: its frame would sit under pest's deep recursion in every parse.)
+#[inline(never)]
+pub(crate) fn parse_script_piece(text: &str, piece: std::ops::Range<usize>, script: &mut Script) -> bool {
+    let (items, mark) = (script.items.len(), script.mark());
+    let read = read_script_piece(text, piece, script);
+    if read.is_none() {
+        script.items.truncate(items);
+        script.rewind(mark);
+    }
+    read.is_some()
+}
+
+fn read_script_piece(text: &str, piece: std::ops::Range<usize>, script: &mut Script) -> Option<()> {
     let src = &text[..piece.end];
     if !src[piece.start..].is_ascii() {
         return None;
     }
     let mut p = Fast { src, pos: piece.start, last_end: piece.start, depth: 0, spare_stacks: Vec::new() };
-    let mut statements = Vec::new();
     loop {
         match p.peek() {
-            None => return Some(statements),
+            None => return Some(()),
             Some(b';') => {
                 p.pos += 1;
             }
             Some(_) => {
-                statements.push(p.statement()?);
+                let (pos, last_end) = (p.pos, p.last_end);
+                let item = match p.literal_spawn(script) {
+                    Some(spawn) => ScriptItem::Spawn(spawn),
+                    None => {
+                        (p.pos, p.last_end) = (pos, last_end);
+                        ScriptItem::Statement(Box::new(p.statement()?))
+                    }
+                };
+                script.items.push(item);
                 match p.peek() {
-                    None => return Some(statements),
+                    None => return Some(()),
                     Some(b';') => p.pos += 1,
                     Some(_) => return None,
                 }
@@ -76,12 +98,49 @@ pub(crate) fn parse_script_piece(text: &str, piece: std::ops::Range<usize>) -> O
 
 /// Whether `word` is reserved: it cannot name a component, function or alias.
 fn is_reserved(word: &str) -> bool {
-    RESERVED.iter().any(|r| r.eq_ignore_ascii_case(word))
+    // (Most names share no first letter, length and last letter with a reserved word: one
+    // bit test.)
+    let bytes = word.as_bytes();
+    let (Some(first), Some(last)) = (bytes.first(), bytes.last()) else { return false };
+    let (first, last) = (first.to_ascii_lowercase(), last.to_ascii_lowercase());
+    first.is_ascii_lowercase()
+        && last.is_ascii_lowercase()
+        && bytes.len() < 32
+        && RESERVED_SHAPES[usize::from(first - b'a')][bytes.len()] & (1 << (last - b'a')) != 0
+        && RESERVED.iter().any(|r| r.eq_ignore_ascii_case(word))
 }
 
+/// Per first letter (`a` to `z`) and length, bit `i` set: a reserved word of that first
+/// letter and length ends with the `i`-th letter (they are all lower case letters, shorter
+/// than 32).
+const RESERVED_SHAPES: [[u32; 32]; 26] = {
+    let mut shapes = [[0; 32]; 26];
+    let mut i = 0;
+    while i < RESERVED.len() {
+        let word = RESERVED[i].as_bytes();
+        let (first, last) = (word[0], word[word.len() - 1]);
+        assert!(word.len() < 32 && first.is_ascii_lowercase() && last.is_ascii_lowercase());
+        shapes[(first - b'a') as usize][word.len()] |= 1 << (last - b'a');
+        i += 1;
+    }
+    shapes
+};
+
 fn is_ident_char(b: u8) -> bool {
-    b.is_ascii_alphanumeric() || b == b'_'
+    // (A table lookup: names are most of a script's bytes.)
+    IDENT_CHARS[usize::from(b)]
 }
+
+/// Whether a byte may be part of a word: an ASCII letter or digit, or `_`.
+const IDENT_CHARS: [bool; 256] = {
+    let mut table = [false; 256];
+    let mut b = 0;
+    while b < 256 {
+        table[b] = (b as u8).is_ascii_alphanumeric() || b == b'_' as usize;
+        b += 1;
+    }
+    table
+};
 
 /// What follows an operand in an expression.
 enum Next {
@@ -115,7 +174,13 @@ impl<'s> Fast<'s> {
 
     /// How many bytes from `at` on are `in_run`.
     fn run(&self, at: usize, in_run: impl Fn(u8) -> bool) -> usize {
-        self.src.as_bytes().get(at..).unwrap_or_default().iter().take_while(|&&b| in_run(b)).count()
+        // (A plain loop: the iterator chain it replaces cost several times more per byte.)
+        let bytes = self.src.as_bytes();
+        let mut end = at;
+        while end < bytes.len() && in_run(bytes[end]) {
+            end += 1;
+        }
+        end.saturating_sub(at)
     }
 
     fn text(&self, span: Span) -> &'s str {
@@ -179,11 +244,17 @@ impl<'s> Fast<'s> {
 
     /// Takes the next word if it is not reserved (a component, function or alias name).
     fn name(&mut self) -> Option<Ident> {
+        let span = self.name_span()?;
+        Some(Ident::new(self.text(span), span))
+    }
+
+    /// [`Fast::name`]'s span.
+    fn name_span(&mut self) -> Option<Span> {
         let word = self.peek_word()?;
         if is_reserved(self.text(word)) {
             return None;
         }
-        self.any_name()
+        Some(self.take(word.start, word.end))
     }
 
     // ----- statements ----------------------------------------------------------------------
@@ -204,6 +275,92 @@ impl<'s> Fast<'s> {
             Some(_) => self.list(Self::component_value)?,
         };
         Some(Spawn { components, span: Span::new(start, self.last_end) })
+    }
+
+    /// `SPAWN` with only literal field values, read into `script`'s arrays; `None` (with
+    /// `script`'s arrays as they were) for any other statement: [`Fast::statement`] then
+    /// reads it from the same place.
+    fn literal_spawn(&mut self, script: &mut Script) -> Option<LiteralSpawn> {
+        let mark = script.mark();
+        let spawn = self.literal_spawn_parts(script);
+        if spawn.is_none() {
+            script.rewind(mark);
+        }
+        spawn
+    }
+
+    fn literal_spawn_parts(&mut self, script: &mut Script) -> Option<LiteralSpawn> {
+        let start = self.eat_keyword("spawn")?.start;
+        let mark = script.mark();
+        if !matches!(self.peek(), None | Some(b';')) {
+            loop {
+                let name = self.name_span()?;
+                let fields = script.mark();
+                if self.eat_byte(b'{').is_some() && self.eat_byte(b'}').is_none() {
+                    loop {
+                        let field = self.literal_field()?;
+                        script.push_field(field);
+                        if self.eat_byte(b',').is_none() {
+                            break;
+                        }
+                    }
+                    self.eat_byte(b'}')?;
+                }
+                script.push_component(name, Span::new(name.start, self.last_end), fields);
+                if self.eat_byte(b',').is_none() {
+                    break;
+                }
+            }
+        }
+        Some(script.spawn(Span::new(start, self.last_end), mark))
+    }
+
+    /// `field: literal`, the literal followed by `,` or `}`.
+    fn literal_field(&mut self) -> Option<LiteralField> {
+        let name = self.peek_word()?;
+        self.take(name.start, name.end);
+        self.eat_byte(b':')?;
+        self.skip_whitespace();
+        let start = self.pos;
+        let value = match self.byte(start)? {
+            b'-' => match self.minus(start)? {
+                true => self.number_value(true)?,
+                false => return None,
+            },
+            b'0'..=b'9' => self.number_value(false)?,
+            quote @ (b'\'' | b'"') => {
+                let mut at = start + 1;
+                loop {
+                    match self.byte(at)? {
+                        b'\\' => return None, // escapes: the syntax tree's string is built
+                        b if b == quote => break,
+                        _ => at += 1,
+                    }
+                }
+                self.take(start, at + 1);
+                LiteralValue::Str
+            }
+            _ => {
+                let word = self.peek_word()?;
+                let text = self.text(word);
+                let value = if text.eq_ignore_ascii_case("true") {
+                    LiteralValue::Bool(true)
+                } else if text.eq_ignore_ascii_case("false") {
+                    LiteralValue::Bool(false)
+                } else if text.eq_ignore_ascii_case("null") {
+                    LiteralValue::Null
+                } else {
+                    return None;
+                };
+                self.take(word.start, word.end);
+                value
+            }
+        };
+        let value_span = Span::new(start, self.last_end);
+        if !matches!(self.peek(), Some(b',' | b'}')) {
+            return None;
+        }
+        Some(LiteralField { name, value, value_span })
     }
 
     /// `C` or `C {field: value, …}`.
@@ -384,22 +541,13 @@ impl<'s> Fast<'s> {
             let start = self.pos;
             let leaf = match self.byte(start)? {
                 b'-' => {
-                    if self.byte(start + 1) == Some(b'-') {
-                        return None; // a comment
-                    }
-                    self.take(start, start + 1);
-                    if !matches!(self.peek(), Some(b'0'..=b'9')) {
+                    if !self.minus(start)? {
                         stack.prefix(false, start);
                         continue;
                     }
-                    // `-7`, `-0.25`: one literal, as the pest builder folds them.
-                    let (digits, int) = self.number()?;
-                    number_literal(self.text(digits), int, true, Span::new(start, digits.end)).ok()?
+                    self.number_at(start, true)?
                 }
-                b'0'..=b'9' => {
-                    let (span, int) = self.number()?;
-                    number_literal(self.text(span), int, false, span).ok()?
-                }
+                b'0'..=b'9' => self.number_at(start, false)?,
                 b'\'' | b'"' => self.string()?,
                 b'$' => self.param()?,
                 b'(' => {
@@ -533,24 +681,46 @@ impl<'s> Fast<'s> {
         Some(Next::Operand)
     }
 
-    /// A plain integer (`12`) or decimal (`2.5`) at the current byte, and whether it is an
-    /// integer. Other number forms (`12v0`, `2e3`, `2.`) and a number run into a word
-    /// (`1as`) are declined.
-    fn number(&mut self) -> Option<(Span, bool)> {
-        let start = self.pos;
-        let mut end = start + self.run(start, |b| b.is_ascii_digit());
-        let int = self.byte(end) != Some(b'.');
-        if !int {
-            let fraction = self.run(end + 1, |b| b.is_ascii_digit());
-            if fraction == 0 {
-                return None;
-            }
-            end += 1 + fraction;
-        }
-        if self.byte(end).is_some_and(|b| is_ident_char(b) || b == b'.') {
+    /// Takes the `-` at `start`; whether digits follow (a negative number). `None` for `--`,
+    /// a comment.
+    fn minus(&mut self, start: usize) -> Option<bool> {
+        if self.byte(start + 1) == Some(b'-') {
             return None;
         }
-        Some((self.take(start, end), int))
+        self.take(start, start + 1);
+        Some(matches!(self.peek(), Some(b'0'..=b'9')))
+    }
+
+    /// The number literal at the current byte, written from `start` on (`-` there if
+    /// `negative`): `-7`, `-0.25` are one literal, as the pest builder folds them. Declined
+    /// if out of range (pest then reports it).
+    fn number_at(&mut self, start: usize, negative: bool) -> Option<Expr> {
+        let (digits, decimal) = self.number()?;
+        let literal = decimal.literal(self.text(digits), negative)?;
+        Some(Expr::new(ExprKind::Literal(literal), Span::new(start, digits.end)))
+    }
+
+    /// [`Fast::number_at`]'s value, without a syntax tree (a SPAWN's literal field).
+    fn number_value(&mut self, negative: bool) -> Option<LiteralValue> {
+        let (digits, decimal) = self.number()?;
+        match decimal.literal(self.text(digits), negative)? {
+            Literal::Int(i) => Some(LiteralValue::Int(i)),
+            Literal::Float(f) => Some(LiteralValue::Float(f)),
+            _ => None,
+        }
+    }
+
+    /// A plain integer (`12`) or decimal (`2.5`) at the current byte (a digit), read in one
+    /// pass with its digits' value. Other number forms (`12v0`, `2e3`, `2.`) and a number run
+    /// into a word (`1as`) are declined.
+    fn number(&mut self) -> Option<(Span, Decimal)> {
+        let start = self.pos;
+        let decimal = read_decimal(self.src.as_bytes().get(start..)?);
+        let end = start + decimal.len;
+        if decimal.fraction_digits == Some(0) || self.byte(end).is_some_and(|b| is_ident_char(b) || b == b'.') {
+            return None;
+        }
+        Some((self.take(start, end), decimal))
     }
 
     /// A quoted string at the current byte.

@@ -25,7 +25,11 @@
 
 pub mod ast;
 mod fast;
+mod number;
 mod parser;
+mod script;
+
+pub(crate) use script::{LiteralField, LiteralSpawn, LiteralValue, Script, ScriptItem};
 
 pub use parser::KEYWORDS;
 
@@ -66,6 +70,12 @@ pub fn parse_statement(src: &str) -> Result<Statement, Error> {
 /// ```
 pub fn parse_script(src: &str) -> Result<Vec<Statement>, Error> {
     parser::parse(src, parser::Entry::Script)
+}
+
+/// [`parse_script`], with the SPAWNs of literal values kept flat ([`LiteralSpawn`]): what
+/// [`crate::Database::execute_script`] runs.
+pub(crate) fn parse_script_items(src: &str) -> Result<Script, Error> {
+    parser::parse_items(src, parser::Entry::Script, true)
 }
 
 /// Parses a system's body as [`CreateSystem::body_text`] holds it: one statement or

@@ -12,6 +12,8 @@ use pest::iterators::Pair;
 use pest::{Parser as _, Token};
 
 use super::ast::*;
+use super::number::number_literal;
+use super::script::{Script, ScriptItem};
 use super::{MAX_EXPR_DEPTH, MAX_NESTING};
 use crate::error::{suggest, Error, ErrorKind};
 use ecsdb_engine::{FieldType, OnDelete};
@@ -56,9 +58,14 @@ pub(crate) fn parse(src: &str, entry: Entry) -> Result<Vec<Statement>, Error> {
 /// [`parse`], where scripts use the hand-written parser for the pieces it takes only if
 /// `fast_scripts` (its tests compare both).
 pub(crate) fn parse_with(src: &str, entry: Entry, fast_scripts: bool) -> Result<Vec<Statement>, Error> {
+    Ok(parse_items(src, entry, fast_scripts)?.into_statements(src))
+}
+
+/// [`parse`], with the SPAWNs of literals that the hand-written parser read kept flat.
+pub(crate) fn parse_items(src: &str, entry: Entry, fast_scripts: bool) -> Result<Script, Error> {
     let Prepared { text, cuts } = prepare(src)?;
     let mut builder = Builder::default();
-    let mut statements = Vec::new();
+    let mut script = Script::default();
     let (rule, cuts) = match entry {
         Entry::Statement => (Rule::single, &[][..]),
         Entry::Script => (Rule::script, &cuts[..]),
@@ -69,13 +76,12 @@ pub(crate) fn parse_with(src: &str, entry: Entry, fast_scripts: bool) -> Result<
     let mut built = Ok(());
     for piece in starts.zip(ends).map(|(start, end)| start..end) {
         // Scripts of the statements the hand-written parser takes (SPAWNs, SELECTs) skip pest.
-        if fast_scripts && matches!(entry, Entry::Script) {
-            if let Some(mut fast) = super::fast::parse_script_piece(&text, piece.clone()) {
-                if built.is_ok() {
-                    statements.append(&mut fast);
-                }
-                continue;
-            }
+        // (After a building error only syntax errors matter: what it reads is dropped.)
+        if fast_scripts
+            && matches!(entry, Entry::Script)
+            && super::fast::parse_script_piece(&text, piece.clone(), &mut script)
+        {
+            continue;
         }
         let mut pairs =
             Grammar::parse(rule, &text[piece.clone()]).map_err(|e| syntax_error(src, shift_error(e, piece.start)))?;
@@ -85,14 +91,16 @@ pub(crate) fn parse_with(src: &str, entry: Entry, fast_scripts: bool) -> Result<
             built = top.into_inner().try_for_each(|pair| {
                 match pair.as_rule() {
                     Rule::semicolon | Rule::EOI => {}
-                    Rule::system_body => statements.extend(builder.system_body(pair)?.1),
-                    _ => statements.push(builder.statement(pair)?),
+                    Rule::system_body => script
+                        .items
+                        .extend(builder.system_body(pair)?.1.into_iter().map(|s| ScriptItem::Statement(Box::new(s)))),
+                    _ => script.items.push(ScriptItem::Statement(Box::new(builder.statement(pair)?))),
                 }
                 Ok(())
             });
         }
     }
-    built.map(|()| statements)
+    built.map(|()| script)
 }
 
 /// Parses `src` as one expression.
@@ -143,8 +151,16 @@ fn prepare(src: &str) -> Result<Prepared<'_>, Error> {
     let mut cuts = Vec::new();
     let mut piece_start = 0;
     let mut depth = 0usize;
+    // A `;` inside a system's `BEGIN … END` does not end a statement: a script that may hold
+    // one is parsed whole (rare; only memory is at stake).
+    let mut may_hold_begin = false;
     let mut i = 0;
     while i < bytes.len() {
+        // (Most bytes are none of the ones looked at below: skip them a table lookup each.)
+        if !PREPARE_LOOKS_AT[bytes[i] as usize] {
+            i += 1;
+            continue;
+        }
         match bytes[i] {
             b';' if i + 1 - piece_start >= SCRIPT_PIECE => {
                 piece_start = i + 1;
@@ -174,13 +190,14 @@ fn prepare(src: &str) -> Result<Prepared<'_>, Error> {
                 }
             }
             b')' | b']' | b'}' => depth = depth.saturating_sub(1),
+            b'b' | b'B' => {
+                may_hold_begin |= bytes.get(i..i + 5).is_some_and(|w| w.eq_ignore_ascii_case(b"begin"));
+            }
             _ => {}
         }
         i += 1;
     }
-    // A `;` inside a system's `BEGIN … END` does not end a statement: a script that may hold
-    // one is parsed whole (rare; only memory is at stake).
-    if !cuts.is_empty() && bytes.windows(5).any(|w| w.eq_ignore_ascii_case(b"begin")) {
+    if may_hold_begin {
         cuts.clear();
     }
     let text = match blanked {
@@ -189,6 +206,18 @@ fn prepare(src: &str) -> Result<Prepared<'_>, Error> {
     };
     Ok(Prepared { text, cuts })
 }
+
+/// The bytes [`prepare`] acts on (outside strings and comments).
+const PREPARE_LOOKS_AT: [bool; 256] = {
+    let mut table = [false; 256];
+    let looked_at = b";'\"-([{)]}bB";
+    let mut i = 0;
+    while i < looked_at.len() {
+        table[looked_at[i] as usize] = true;
+        i += 1;
+    }
+    table
+};
 
 /// The source text of `pair`, without the whitespace and comments pest may have skipped
 /// after its last token (a rule ending in an optional or repeated part keeps them): it ends
@@ -988,28 +1017,6 @@ fn number_kind(text: &str) -> NumberKind {
         // An exponent.
         Some(_) => NumberKind::Float,
     }
-}
-
-/// An int or float literal, negated when it followed a unary minus.
-pub(super) fn number_literal(digits: &str, int: bool, negative: bool, span: Span) -> Result<Expr> {
-    let text = || if negative { format!("-{digits}") } else { digits.to_string() };
-    let literal = if int {
-        // (The magnitude as u64: i64::MIN's is one more than i64::MAX.)
-        let magnitude = digits.parse::<u64>().ok();
-        let value = magnitude.and_then(|m| if negative { 0i64.checked_sub_unsigned(m) } else { i64::try_from(m).ok() });
-        let value = value.ok_or_else(|| {
-            let text = text();
-            Error::syntax(format!("integer {text} is out of range (int is 64-bit: {} to {})", i64::MIN, i64::MAX), span)
-        })?;
-        Literal::Int(value)
-    } else {
-        // (Negating after rounding is exact: rounding is symmetric.)
-        match digits.parse::<f64>() {
-            Ok(value) if value.is_finite() => Literal::Float(if negative { -value } else { value }),
-            _ => return Err(Error::syntax(format!("float {} is out of range", text()), span)),
-        }
-    };
-    Ok(Expr::new(ExprKind::Literal(literal), span))
 }
 
 fn terms(pair: Pair<'_, Rule>, base: usize) -> Vec<Term> {

@@ -241,3 +241,35 @@ fn failing_checks_change_nothing() {
     assert!(w.spawn_many(2, &[t, t], vec![vec![]; 4]).is_err());
     assert_eq!(dump(&w), before);
 }
+
+#[test]
+fn component_values_are_kept_flat() {
+    let mut v = crate::ComponentValues::default();
+    v.push_component([(0, FieldValue::Str("a".into()))]);
+    v.end_component();
+    v.push_field(1, FieldValue::Str("b".into()));
+    v.push_field(0, FieldValue::Str("c".into()));
+    v.end_component();
+    assert_eq!(v.len(), 3);
+    let lens: Vec<usize> = v.iter().map(<[_]>::len).collect();
+    assert_eq!(lens, [1, 0, 2]);
+    assert_eq!(v.get(2).map(|f| f[1].0), Some(0));
+    assert!(v.get(3).is_none());
+    v.push_field(0, FieldValue::Str("d".into()));
+    assert!(v.has_unended_fields());
+    v.truncate(1);
+    assert!(!v.has_unended_fields());
+    assert_eq!((v.len(), v.iter().map(<[_]>::len).sum::<usize>()), (1, 1));
+}
+
+#[test]
+fn spawn_mixed_refuses_fields_after_the_last_component_value() {
+    let mut w = world();
+    let (ids, values) = bulk_values(&w, &["A"], &[1]);
+    let mut flat = crate::ComponentValues::from(values);
+    flat.push_field(0, FieldValue::Str("stray".into()));
+    let before = dump(&w);
+    assert!(w.spawn_mixed(&[&ids], &[0], &mut flat).is_err());
+    assert!(flat.has_unended_fields());
+    assert_eq!(dump(&w), before);
+}

@@ -6,6 +6,7 @@
 use super::super::parser::{parse, parse_with, Entry};
 use super::{parse_script_piece, parse_statement as fast};
 use crate::parse::ast::Statement;
+use crate::parse::{Script, ScriptItem};
 use proptest::prelude::Rng as _;
 use proptest::test_runner::{RngAlgorithm, TestRng};
 
@@ -80,6 +81,11 @@ const NUMBERS: &[&str] = &[
     "007",
     "2.5",
     "0.125",
+    "523.74115",
+    "0.000012345",
+    "9007199254740993",
+    "9007199254740993.5",
+    "0.00000000000000000000001",
     "9223372036854775807",
     "9223372036854775808",
     "99999999999999999999",
@@ -292,7 +298,15 @@ fn spawn(rng: &mut Rng) -> Vec<String> {
                     list(rng, out, 3, |rng, out| {
                         out.push(rng.pick(NAMES).into());
                         out.push(":".into());
-                        expr(rng, 1, out);
+                        // (Literals alone are kept flat in scripts: often enough to test them.)
+                        if rng.chance(50) {
+                            if rng.chance(20) {
+                                out.push("-".into());
+                            }
+                            operand(rng, 0, out);
+                        } else {
+                            expr(rng, 1, out);
+                        }
                     });
                 }
                 out.push("}".into());
@@ -436,7 +450,7 @@ fn generated_spawns_parse_alike() {
 #[test]
 fn scripts_parse_alike() {
     let mut rng = Rng::new(3);
-    let mut taken = 0;
+    let (mut taken, mut literal) = (0, 0);
     let cases = cases() / 8;
     for case in 0..cases {
         let mut text = String::new();
@@ -448,14 +462,20 @@ fn scripts_parse_alike() {
             text.push_str(&join(&mut rng, &tokens));
             text.push_str(";\n");
         }
-        let Some(statements) = parse_script_piece(&text, 0..text.len()) else { continue };
+        let mut script = Script::default();
+        if !parse_script_piece(&text, 0..text.len(), &mut script) {
+            continue;
+        }
         taken += 1;
+        literal += script.items.iter().filter(|i| matches!(i, ScriptItem::Spawn(_))).count();
+        let statements = script.into_statements(&text);
         match parse_with(&text, Entry::Script, false) {
             Ok(expected) => assert_eq!(statements, expected, "fast path and pest differ on {text:?}"),
             Err(e) => panic!("the fast path took the script {text:?}, which pest rejects:\n{}", e.render(&text)),
         }
     }
     assert!(taken * 20 > cases, "the fast path took only {taken} of {cases} scripts");
+    assert!(literal * 20 > cases, "only {literal} SPAWNs of literals in {cases} scripts");
 }
 
 #[test]
@@ -519,4 +539,26 @@ fn the_rest_goes_to_pest() {
     let deep = format!("SELECT {}1{}", "(".repeat(40), ")".repeat(40));
     assert!(fast(&deep).is_none());
     assert!(pest(&deep).is_ok());
+}
+
+#[test]
+fn reserved_words_are_found_by_shape_then_word() {
+    use super::super::parser::RESERVED;
+    use super::is_reserved;
+    let naive = |w: &str| RESERVED.iter().any(|r| r.eq_ignore_ascii_case(w));
+    for word in RESERVED {
+        for w in [word.to_string(), word.to_uppercase(), format!("{}{}", &word[..1].to_uppercase(), &word[1..])] {
+            assert!(is_reserved(&w), "{w}");
+        }
+    }
+    let mut rng = Rng::new(5);
+    let letters = b"abcdefghijklmnopqrstuvwxyzSELCTFROMWHE_0123456789";
+    for _ in 0..20_000 {
+        let len = rng.below(9);
+        let w: String = (0..len).map(|_| letters[rng.below(letters.len())] as char).collect();
+        assert_eq!(is_reserved(&w), naive(&w), "{w:?}");
+    }
+    for w in ["Team", "Name", "Level", "Position", "trues", "nul", "x", "_", ""] {
+        assert_eq!(is_reserved(w), naive(w), "{w:?}");
+    }
 }
