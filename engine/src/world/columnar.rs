@@ -94,21 +94,13 @@ impl TypedFieldValues {
     }
 }
 
-/// Which rows [`write_values`] writes.
-#[derive(Clone, Copy)]
-enum RowsAt<'a> {
-    /// These rows, in value order.
-    List(&'a [u32]),
-    /// The rows from this one on, one per value.
-    Run(usize),
-}
-
-/// Writes each value into its row of `column`, at the field's `offset`.
+/// Writes each value into its row of `rows` of `column`, at the field's `offset` (runs of
+/// consecutive rows are written by [`ValuesLeft`]).
 ///
 /// # Safety
 /// The field at `offset` must have `values`' type, and every row written must be
 /// `< column.len()`.
-unsafe fn write_values(column: &mut Column, offset: usize, rows: RowsAt<'_>, values: TypedFieldValues) {
+unsafe fn write_values(column: &mut Column, offset: usize, rows: &[u32], values: TypedFieldValues) {
     macro_rules! each {
         ($($variant:ident),*) => {
             match values {
@@ -120,62 +112,22 @@ unsafe fn write_values(column: &mut Column, offset: usize, rows: RowsAt<'_>, val
     each!(Bool, I8, I16, I32, I64, U8, U16, U32, U64, F32, F64, Str, Entity, Vec2, Vec3)
 }
 
-/// Writes `values[i]` at the `i`-th row of `rows` of `column`, at the field's `offset`.
+/// Writes `values[i]` at row `rows[i]` of `column`, at the field's `offset`.
 ///
 /// # Safety
 /// Every row of `column` must hold an initialised, aligned `T` at `offset` (the schema says
 /// the field has `T`'s type), and every row written must be `< column.len()`.
-unsafe fn write_rows<T>(column: &mut Column, offset: usize, rows: RowsAt<'_>, values: Vec<T>) {
+unsafe fn write_rows<T>(column: &mut Column, offset: usize, rows: &[u32], values: Vec<T>) {
     let stride = column.item_size();
     let base = column.data_ptr();
-    match rows {
-        RowsAt::List(rows) => {
-            for (&r, v) in rows.iter().zip(values) {
-                // SAFETY: r < len (caller), so the field of row r lies inside the column's
-                // buffer and holds an initialised `T`; assignment drops the old value (strings)
-                // and moves the new.
-                unsafe { *(base.add(r as usize * stride + offset) as *mut T) = v };
-            }
-        }
-        RowsAt::Run(start) => {
-            let first = base.wrapping_add(start * stride + offset);
-            let size = std::mem::size_of::<T>();
-            // A stride the compiler knows lets it vectorise the stores (the field of a
-            // component of one to four fields of its type); see `FieldColumn::fill_range`.
-            // SAFETY: start + i < len for every value (caller), so each address is row
-            // start + i's field, an initialised `T`; with the stride `K` values of `T`,
-            // `first.add(i * K)` is that same address.
-            unsafe {
-                match stride {
-                    s if s == size => store_run::<T, 1>(first as *mut T, values),
-                    s if s == 2 * size => store_run::<T, 2>(first as *mut T, values),
-                    s if s == 3 * size => store_run::<T, 3>(first as *mut T, values),
-                    s if s == 4 * size => store_run::<T, 4>(first as *mut T, values),
-                    _ => {
-                        for (i, v) in values.into_iter().enumerate() {
-                            *(first.add(i * stride) as *mut T) = v;
-                        }
-                    }
-                }
-            }
-        }
+    for (&r, v) in rows.iter().zip(values) {
+        // SAFETY: r < len (caller), so the field of row r lies inside the column's buffer and
+        // holds an initialised `T`; assignment drops the old value (strings) and moves the new.
+        unsafe { *(base.add(r as usize * stride + offset) as *mut T) = v };
     }
 }
 
-/// `*first.add(i * K) = values[i]`, with a compile-time stride.
-///
-/// # Safety
-/// `first.add(i * K)` must point to an initialised, aligned `T` the caller may overwrite, for
-/// every `i < values.len()`.
-#[inline(always)]
-unsafe fn store_run<T, const K: usize>(first: *mut T, values: Vec<T>) {
-    for (i, v) in values.into_iter().enumerate() {
-        // SAFETY: the caller's contract; assignment drops the old value and moves the new.
-        unsafe { *first.add(i * K) = v };
-    }
-}
-
-/// The values of one field not yet written by [`World::write_fields_run`]: a vector whose
+/// The values of one field not yet written into a run of rows: a vector whose
 /// elements are moved out front to back, each exactly once.
 struct Left<T> {
     /// The buffer, with length 0: its first `len` slots hold the values, owned by `Left`.
@@ -424,8 +376,9 @@ impl World {
                         return Err(mismatch());
                     }
                     // SAFETY: the field's schema type is `values`' type (checked above), `offset` is
-                    // the field's, and rows `start..end` are in range (checked just now).
-                    unsafe { write_values(column, offset, RowsAt::Run(start), values) };
+                    // the field's, rows `start..end` are in range and there are `end - start`
+                    // values (checked just now).
+                    unsafe { ValuesLeft::new(values).write_next(column, offset, start, end - start) };
                     column.changed_ticks_mut()[start..end].fill(tick);
                     return Ok(());
                 }
@@ -451,7 +404,7 @@ impl World {
             return Err(mismatch());
         }
         // SAFETY: as above, with every row of `rows` in range (checked just now).
-        unsafe { write_values(column, offset, RowsAt::List(&rows), values) };
+        unsafe { write_values(column, offset, &rows, values) };
         let ticks = column.changed_ticks_mut();
         for &r in rows.iter() {
             ticks[r as usize] = tick;

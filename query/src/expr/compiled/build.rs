@@ -230,11 +230,13 @@ impl<'w> Compiler<'_, 'w> {
             (Typed::Int(x), Typed::Int(y)) => Typed::Int(IntNode::Arith(op, boxed(x), boxed(y))),
             (x, y) => {
                 let (x, y) = (float(x)?, float(y)?);
-                match (op, &y) {
-                    (ArithOp::Div, FloatNode::Const(k)) if exact_reciprocal(*k).is_some() => {
-                        Typed::Float(FloatNode::Scale(boxed(x), exact_reciprocal(*k)?))
-                    }
-                    _ => Typed::Float(FloatNode::Arith(op, boxed(x), boxed(y))),
+                let reciprocal = match (op, &y) {
+                    (ArithOp::Div, FloatNode::Const(k)) => exact_reciprocal(*k),
+                    _ => None,
+                };
+                match reciprocal {
+                    Some(r) => Typed::Float(FloatNode::Scale(boxed(x), r)),
+                    None => Typed::Float(FloatNode::Arith(op, boxed(x), boxed(y))),
                 }
             }
         })
