@@ -19,6 +19,12 @@
 //! its own module.
 #![forbid(unsafe_code)]
 
+/// mimalloc, not the system allocator: a world holds a heap string per string field per row,
+/// and loading or importing one makes millions of small allocations, which glibc's malloc
+/// serves about four times slower (see `docs/benchmarks.md`, transfer).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 mod demo;
 mod exec;
 mod format;

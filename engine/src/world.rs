@@ -465,11 +465,16 @@ impl World {
     }
 
     /// Sets the counter (snapshot loading, with the stored rows' ticks relative to it) and
-    /// clamps stored ticks.
-    pub(crate) fn set_change_tick(&mut self, tick: Tick) {
+    /// clamps stored ticks, unless `all_at_tick` says every stored tick is `tick` itself (a
+    /// build that gave every row the current tick: nothing can be old).
+    pub(crate) fn set_change_tick(&mut self, tick: Tick, all_at_tick: bool) {
         *self.written.get_mut() = true;
         *self.tick.get_mut() = tick as u64;
-        self.check_change_ticks();
+        if all_at_tick {
+            self.last_tick_check = tick as u64;
+        } else {
+            self.check_change_ticks();
+        }
     }
 
     /// Moves the change counter `n` ticks forward, as `n` reads would, clamping stored ticks

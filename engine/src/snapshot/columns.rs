@@ -8,17 +8,16 @@
 //! lists each component's entities as the input did. The build then goes through the same
 //! validation and construction as a binary snapshot: on any error the world is unchanged.
 
-use std::borrow::Cow;
 use std::collections::HashMap;
 
 use crate::component::{ComponentDef, FieldType, StorageKind};
 use crate::entity::Entity;
 use crate::snapshot::format::{
-    field_type_code, storage_code, wire_size, AllocatorRecord, Body, Bytes, ColumnData, ColumnRecord, ComponentRecord,
-    FieldRecord, FieldRun, IndexRecord, IndexSection, SparseRecord, TableRecord, Text,
+    entities_le, field_type_code, storage_code, u32s_le, wire_size, AllocatorRecord, Body, Bytes, ColumnData,
+    ColumnRecord, ComponentRecord, FieldRecord, FieldRun, IndexRecord, IndexSection, SparseRecord, TableRecord, Text,
 };
 use crate::snapshot::load::load_into;
-use crate::snapshot::placement::{claim, tables, Tables};
+use crate::snapshot::placement::{claim, row_runs, tables, RowRuns, Tables, TextStarts};
 use crate::snapshot::{IndexBuild, IndexDefinition, LoadOptions, LoadStats, SnapshotError};
 use crate::world::World;
 
@@ -96,7 +95,7 @@ const INDICES_PER_ROW: usize = 64;
 const MIN_INDEX_LIMIT: usize = 1 << 24;
 
 /// What errors about the allocator and component-less entities name in place of a component.
-const ALLOCATOR: &str = "(allocator)";
+pub(super) const ALLOCATOR: &str = "(allocator)";
 const BARE: &str = "(entities without components)";
 
 pub(super) fn invalid(component: &str, row: Option<usize>, reason: impl Into<String>) -> SnapshotError {
@@ -111,7 +110,8 @@ fn set_members(set: &[u64]) -> impl Iterator<Item = usize> + '_ {
 }
 
 /// Checks a component's columns against its definition: lengths, row counts, string text.
-fn check_component(c: &ComponentColumns) -> Result<(), SnapshotError> {
+/// Returns the number of indices its entities need (the highest plus one).
+fn check_component(c: &ComponentColumns) -> Result<usize, SnapshotError> {
     let name = &c.def.name;
     if c.fields.len() != c.def.fields.len() {
         return Err(invalid(name, None, format!("{} field runs for {} fields", c.fields.len(), c.def.fields.len())));
@@ -132,105 +132,74 @@ fn check_component(c: &ComponentColumns) -> Result<(), SnapshotError> {
             return Err(invalid(name, None, format!("the values of field '{fname}' do not fit its type or row count")));
         }
     }
-    for (row, e) in c.entities.iter().enumerate() {
-        if e.is_null() {
+    // The highest index in the same pass (the null entity has the highest of all).
+    let highest = c.entities.iter().map(|e| e.index()).max();
+    if highest == Some(u32::MAX) {
+        if let Some(row) = c.entities.iter().position(|e| e.is_null()) {
             return Err(invalid(name, Some(row), "the null entity cannot have components"));
         }
     }
-    Ok(())
+    Ok(highest.map_or(0, |i| i as usize + 1))
 }
 
-/// Where each row's text starts in a string field's `text` (one more entry than rows); empty
-/// for plain fields. Computed once per component, used by every table's [`gather`].
-fn string_starts(c: &ComponentColumns) -> Vec<Vec<usize>> {
-    c.fields
-        .iter()
-        .map(|f| match f {
-            FieldValues::Strings { lengths, .. } => std::iter::once(0)
-                .chain(lengths.iter().scan(0usize, |at, &l| {
-                    *at += l as usize;
-                    Some(*at)
-                }))
-                .collect(),
-            FieldValues::Plain(_) => Vec::new(),
-        })
-        .collect()
-}
-
-/// Rows `rows` (in order) of a component's field runs as a column record: borrowed when the
-/// rows are one consecutive run (the usual case: an export lists a component's rows table by
-/// table), otherwise copied, one copy per run of consecutive source rows. `starts` is the
-/// component's [`string_starts`].
-fn gather<'a>(c: &'a ComponentColumns, starts: &[Vec<usize>], rows: &[u32]) -> ColumnRecord<'a> {
+/// Rows `runs` (runs `(start, len)` of consecutive rows, in order) of a component's field
+/// runs as a column record: borrowed when they are one run (the usual case: an export lists a
+/// component's rows table by table), otherwise copied run by run. `text` knows where each
+/// run's text starts in string fields.
+fn gather<'a>(c: &'a ComponentColumns, text: &TextStarts, runs: &[(usize, usize)]) -> ColumnRecord<'a> {
     if c.def.fields.is_empty() {
         return ColumnRecord { data: ColumnData::Empty, ticks: None };
     }
-    let mut runs: Vec<(usize, usize)> = Vec::new();
-    for_each_run(rows, |start, len| runs.push((start, len)));
-    let one_run = match runs.as_slice() {
+    let one_run = match runs {
         [] => Some((0, 0)),
         [run] => Some(*run),
         _ => None,
     };
-    let fields = c.def.fields.iter().zip(&c.fields).zip(starts);
+    let rows: usize = runs.iter().map(|r| r.1).sum();
+    let fields = c.def.fields.iter().zip(&c.fields).enumerate();
     let runs = fields
-        .map(|(((_, ty), values), starts)| match values {
+        .map(|(f, ((_, ty), values))| match values {
             FieldValues::Plain(bytes) => {
                 let w = wire_size(*ty);
                 if let Some((start, len)) = one_run {
-                    return FieldRun::Plain(Bytes::Mem(Cow::Borrowed(&bytes[start * w..(start + len) * w])));
+                    return FieldRun::Plain(Bytes::borrowed(&bytes[start * w..(start + len) * w]));
                 }
-                let mut out = Vec::with_capacity(rows.len() * w);
-                for &(start, len) in &runs {
+                let mut out = Vec::with_capacity(rows * w);
+                for &(start, len) in runs {
                     out.extend_from_slice(&bytes[start * w..(start + len) * w]);
                 }
                 FieldRun::Plain(Bytes::owned(out))
             }
-            FieldValues::Strings { lengths, text } => {
-                let mut lens = Vec::with_capacity(rows.len() * 4);
-                for &(start, len) in &runs {
-                    for l in &lengths[start..start + len] {
-                        lens.extend_from_slice(&l.to_le_bytes());
-                    }
+            FieldValues::Strings { lengths, text: chars } => {
+                let slice = |start: usize, len: usize| &chars[text.at(f, start)..text.at(f, start + len)];
+                if let Some((start, len)) = one_run {
+                    return FieldRun::Strings {
+                        lens: Bytes::Mem(u32s_le(&lengths[start..start + len])),
+                        data: Bytes::borrowed(slice(start, len)),
+                    };
                 }
-                let data = match one_run {
-                    Some((start, len)) => Bytes::Mem(Cow::Borrowed(&text[starts[start]..starts[start + len]])),
-                    None => {
-                        let mut data = Vec::new();
-                        for &(start, len) in &runs {
-                            data.extend_from_slice(&text[starts[start]..starts[start + len]]);
-                        }
-                        Bytes::owned(data)
-                    }
-                };
-                FieldRun::Strings { lens: Bytes::owned(lens), data }
+                let (mut lens, mut data) = (Vec::with_capacity(rows * 4), Vec::new());
+                for &(start, len) in runs {
+                    lens.extend_from_slice(&u32s_le(&lengths[start..start + len]));
+                    data.extend_from_slice(slice(start, len));
+                }
+                FieldRun::Strings { lens: Bytes::owned(lens), data: Bytes::owned(data) }
             }
         })
         .collect();
     ColumnRecord { data: ColumnData::Fields(runs), ticks: None }
 }
 
-/// Calls `f(start, len)` for each maximal run of consecutive values in `rows`.
-fn for_each_run(rows: &[u32], mut f: impl FnMut(usize, usize)) {
-    let mut i = 0;
-    while i < rows.len() {
-        let start = rows[i] as usize;
-        let mut len = 1;
-        while i + len < rows.len() && rows[i + len] as usize == start + len {
-            len += 1;
-        }
-        f(start, len);
-        i += len;
+/// The entities of rows `runs` of `c`, as a run of the file format: borrowed when one run.
+fn entities_of<'a>(c: &'a ComponentColumns, runs: &[(usize, usize)]) -> Bytes<'a> {
+    if let [(start, len)] = runs {
+        return Bytes::Mem(entities_le(&c.entities[*start..start + len]));
     }
-}
-
-fn entity_bytes(entities: impl Iterator<Item = Entity>) -> Vec<u8> {
-    let mut out = Vec::new();
-    for e in entities {
-        out.extend_from_slice(&e.index().to_le_bytes());
-        out.extend_from_slice(&e.generation().to_le_bytes());
+    let mut out = Vec::with_capacity(runs.iter().map(|r| r.1).sum::<usize>() * 8);
+    for &(start, len) in runs {
+        out.extend_from_slice(&entities_le(&c.entities[start..start + len]));
     }
-    out
+    Bytes::owned(out)
 }
 
 /// Orders tables so that, for every component, its tables come in the order its rows do:
@@ -269,9 +238,7 @@ fn columns_to_body(data: &ColumnarWorld) -> Result<Body<'_>, SnapshotError> {
         }
     }
     // Each component checked, and the highest index it names found, in parallel.
-    let checked = crate::par::map(data.components.iter().collect(), |c| {
-        check_component(c).map(|()| c.entities.iter().map(|e| e.index() as usize + 1).max().unwrap_or(0))
-    });
+    let checked = crate::par::map(data.components.iter().collect(), check_component);
     let mut live_needed = 0;
     for needed in checked {
         live_needed = live_needed.max(needed?);
@@ -334,74 +301,52 @@ fn columns_to_body(data: &ColumnarWorld) -> Result<Body<'_>, SnapshotError> {
     let Tables { sets: table_sets, of_slot: table_of_slot } = tables(data, &slots);
     // Row order within each table: the order of its first component's rows (every component
     // lists a table's entities in the same order when the input came from an export), and
-    // entities with only sparse components in index order. One pass per first component.
+    // entities with only sparse components in index order.
     let first_of: Vec<Option<usize>> = table_sets.iter().map(|set| set_members(set).next()).collect();
-    // Per component, in parallel: the members of the tables it comes first in, and (a table
-    // component) each change of table between consecutive rows.
-    let per_component = crate::par::map(data.components.iter().enumerate().collect(), |(ci, c)| {
-        let leads = first_of.contains(&Some(ci));
-        let table = c.def.storage == StorageKind::Table;
-        let mut members: Vec<Vec<u32>> = if leads { vec![Vec::new(); table_sets.len()] } else { Vec::new() };
-        let mut edges = Vec::new();
-        if !leads && !table {
-            return (members, edges);
-        }
-        let mut prev = u32::MAX;
-        for e in &c.entities {
-            let t = table_of_slot[e.index() as usize];
-            if leads && first_of[t as usize] == Some(ci) {
-                members[t as usize].push(e.index());
-            }
-            if prev != u32::MAX && prev != t {
-                edges.push((prev as usize, t as usize));
-            }
-            prev = t;
-        }
-        (members, if table { edges } else { Vec::new() })
-    });
-    let mut members: Vec<Vec<u32>> = vec![Vec::new(); table_sets.len()];
-    let mut edges = Vec::new();
-    for (ci, (mut lead, e)) in per_component.into_iter().enumerate() {
-        for (t, m) in members.iter_mut().enumerate().filter(|(t, _)| first_of[*t] == Some(ci)) {
-            *m = std::mem::take(&mut lead[t]);
-        }
-        edges.extend(e);
-    }
+    let RowRuns { runs, edges } = row_runs(data, &table_sets, &table_of_slot, &first_of, slots_needed);
+    let order = table_order(table_sets.len(), &edges);
+    let mut loose: Vec<Vec<u32>> = vec![Vec::new(); table_sets.len()];
     if first_of.contains(&None) {
         for (s, &t) in table_of_slot.iter().enumerate() {
             if t != u32::MAX && first_of[t as usize].is_none() {
-                members[t as usize].push(s as u32);
+                loose[t as usize].push(s as u32);
             }
         }
     }
-    let order = table_order(table_sets.len(), &edges);
 
-    // Each table's columns, gathered in parallel.
-    let starts: Vec<Vec<Vec<usize>>> = crate::par::map(data.components.iter().collect(), string_starts);
+    // Each table's columns, gathered in parallel (borrowed where they are one run).
+    let sparse_runs: Vec<[(usize, usize); 1]> = data.components.iter().map(|c| [(0, c.entities.len())]).collect();
+    let text = crate::par::map(data.components.iter().enumerate().collect(), |(ci, c)| {
+        let all = if c.def.storage == StorageKind::Table { runs[ci].all() } else { &sparse_runs[ci][..] };
+        TextStarts::new(c, all)
+    });
     let tables = crate::par::map(order, |t| {
-        let slots_of = &members[t];
         let mut components = Vec::new();
         let mut columns = Vec::new();
         for ci in set_members(&table_sets[t]) {
-            let rows: Vec<u32> = slots_of.iter().map(|&s| slots.row(ci, s)).collect();
             components.push(ci as u32);
-            columns.push(gather(&data.components[ci], &starts[ci], &rows));
+            columns.push(gather(&data.components[ci], &text[ci], runs[ci].of(t)));
         }
-        let entities = entity_bytes(slots_of.iter().map(|&s| Entity::from_parts(s, slots.generation[s as usize])));
-        TableRecord { components, entities: Bytes::owned(entities), columns }
+        let entities = match first_of[t] {
+            Some(lead) => entities_of(&data.components[lead], runs[lead].of(t)),
+            None => Bytes::owned(
+                entities_le(
+                    &loose[t].iter().map(|&s| Entity::from_parts(s, slots.generation[s as usize])).collect::<Vec<_>>(),
+                )
+                .into_owned(),
+            ),
+        };
+        TableRecord { components, entities, columns }
     });
     let sparse = data
         .components
         .iter()
         .enumerate()
         .filter(|(_, c)| c.def.storage == StorageKind::Sparse && !c.entities.is_empty())
-        .map(|(ci, c)| {
-            let rows: Vec<u32> = (0..c.entities.len() as u32).collect();
-            SparseRecord {
-                component: ci as u32,
-                entities: Bytes::owned(entity_bytes(c.entities.iter().copied())),
-                column: gather(c, &starts[ci], &rows),
-            }
+        .map(|(ci, c)| SparseRecord {
+            component: ci as u32,
+            entities: Bytes::Mem(entities_le(&c.entities)),
+            column: gather(c, &text[ci], &sparse_runs[ci]),
         })
         .collect();
 
@@ -552,6 +497,42 @@ mod tests {
         // Dead indices are free, lowest first.
         let next = w.spawn_values(&[]).unwrap();
         assert_eq!(next, Entity::from_parts(0, 0));
+    }
+
+    /// Components that list a table's entities in another order than its first component,
+    /// or interleave tables, still give each entity its own values.
+    #[test]
+    fn rows_in_any_order_reach_their_entities() {
+        let e = |i| Entity::from_parts(i, 1);
+        // Table {A, B}: 1, 2, 4, 6 in A's order; table {A}: 3, 5 interleaved with it.
+        let a_ids = [1, 3, 2, 5, 4, 6];
+        let a = comp("A", &[("x", FieldType::F32)], &a_ids.map(e), vec![f32s(&a_ids.map(|i| i as f32))]);
+        let b_ids = [6, 2, 4, 1];
+        let names: Vec<String> = b_ids.iter().map(|i| format!("name{i}")).collect();
+        let b = comp(
+            "B",
+            &[("n", FieldType::U8), ("s", FieldType::String)],
+            &b_ids.map(e),
+            vec![
+                FieldValues::Plain(b_ids.map(|i| i as u8 * 10).to_vec()),
+                FieldValues::Strings {
+                    lengths: names.iter().map(|s| s.len() as u32).collect(),
+                    text: names.concat().into_bytes(),
+                },
+            ],
+        );
+        let mut w = World::new();
+        w.import_columns(&ColumnarWorld { components: vec![a, b], ..Default::default() }).unwrap();
+        for i in a_ids {
+            assert_eq!(w.get_field(e(i), "A", "x").unwrap(), Value::Float(i as f64));
+        }
+        for i in b_ids {
+            assert_eq!(w.get_field(e(i), "B", "n").unwrap(), Value::Int(i as i64 * 10));
+            assert_eq!(w.get_field(e(i), "B", "s").unwrap(), Value::Str(format!("name{i}")));
+        }
+        // A table lists its entities in A's order.
+        let order: Vec<u32> = w.iter_entities().map(|e| e.index()).collect();
+        assert_eq!(order, [1, 2, 4, 6, 3, 5]);
     }
 
     #[test]

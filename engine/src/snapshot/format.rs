@@ -26,6 +26,7 @@ use serde::de::{self, Deserializer, SeqAccess, Visitor};
 use serde::{Deserialize, Serialize, Serializer};
 
 use crate::component::{FieldType, StorageKind};
+use crate::entity::Entity;
 
 /// The first eight bytes of every snapshot (PNG-style: a high byte, the name, CR LF).
 pub const MAGIC: [u8; 8] = *b"\x89ECSDB\r\n";
@@ -133,7 +134,6 @@ impl fmt::Debug for Bytes<'_> {
 }
 
 impl<'a> Bytes<'a> {
-    #[cfg(test)]
     pub(crate) fn borrowed(b: &'a [u8]) -> Bytes<'a> {
         Bytes::Mem(Cow::Borrowed(b))
     }
@@ -562,6 +562,36 @@ pub(crate) fn copy_le(ty: FieldType, src: &[u8], dst: &mut [u8]) {
             }
         }
     }
+}
+
+/// `u32`s as little-endian bytes: borrowed as they are on little-endian hosts.
+pub(crate) fn u32s_le(v: &[u32]) -> Cow<'_, [u8]> {
+    if cfg!(target_endian = "little") {
+        // SAFETY: `u32` has no padding and every byte is initialised; `u8` has alignment 1;
+        // the byte slice covers exactly the `u32` slice and borrows it for the same lifetime.
+        return Cow::Borrowed(unsafe { std::slice::from_raw_parts(v.as_ptr() as *const u8, std::mem::size_of_val(v)) });
+    }
+    Cow::Owned(v.iter().flat_map(|t| t.to_le_bytes()).collect())
+}
+
+/// Entities as `(index, generation)` little-endian, 8 bytes each.
+///
+/// On little-endian hosts that is exactly how `Entity` (`repr(C)`: index, then generation) is
+/// laid out, so the slice is borrowed as it is.
+pub(crate) fn entities_le(es: &[Entity]) -> Cow<'_, [u8]> {
+    if cfg!(target_endian = "little") {
+        // SAFETY: `Entity` is `repr(C)` with two `u32` fields: 8 bytes, no padding, every byte
+        // initialised; `u8` has alignment 1; the byte slice covers exactly the entity slice
+        // and borrows it for the same lifetime.
+        let bytes = unsafe { std::slice::from_raw_parts(es.as_ptr() as *const u8, std::mem::size_of_val(es)) };
+        return Cow::Borrowed(bytes);
+    }
+    let mut out = Vec::with_capacity(es.len() * 8);
+    for e in es {
+        out.extend_from_slice(&e.index().to_le_bytes());
+        out.extend_from_slice(&e.generation().to_le_bytes());
+    }
+    Cow::Owned(out)
 }
 
 #[cfg(test)]

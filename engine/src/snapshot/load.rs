@@ -864,7 +864,8 @@ fn build_world(
             set.column_mut().changed_ticks_mut()[row] = changed;
         }
     }
-    world.set_change_tick(body.world_tick);
+    // Without saved ticks every row got the body's tick: there is nothing to clamp.
+    world.set_change_tick(body.world_tick, !ticks);
     Ok((stats, all_sums))
 }
 

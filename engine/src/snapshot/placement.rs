@@ -1,17 +1,19 @@
-//! Where each entity of a [`ColumnarWorld`] goes: per entity index its generation, the
-//! components it has and its row in each, and the archetype table of its set of table
-//! components.
+//! Where each entity of a [`ColumnarWorld`] goes: per entity index its generation and the
+//! components it has, and the archetype table of its set of table components.
 //!
-//! Built in parallel, without locks: first per component (each owns its presence bits and
-//! its rows, so duplicates are found there), then per range of indices (each owns its
-//! generations and its tables' first appearances), then the ranges' tables are numbered in
-//! order of first appearance, as one pass in index order would number them.
+//! Per component in parallel, its presence bits (so duplicates are found there) and the
+//! generations of its indices (the first component to reach an index sets it, the others
+//! compare); then per range of indices in parallel, each range's
+//! tables in order of first appearance, numbered across ranges as one pass in index order
+//! would number them. Nothing is kept per index and component beyond one bit: rows are
+//! found from the components' own lists (see `columns.rs`).
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU32, Ordering};
 
 use crate::component::StorageKind;
 use crate::entity::Entity;
-use crate::snapshot::columns::{ColumnarWorld, ComponentColumns};
+use crate::snapshot::columns::{ColumnarWorld, ComponentColumns, FieldValues};
 use crate::snapshot::SnapshotError;
 
 /// Indices per range of the second pass: a multiple of 64 (whole words of presence bits),
@@ -22,14 +24,12 @@ const RANGE: usize = 1 << 16;
 /// hashing.
 const SCANNED_SETS: usize = 32;
 
-/// Per entity index: its generation, which components it has, and its row in each.
+/// Per entity index: its generation and which components it has.
 pub(super) struct Slots {
     /// `u32::MAX` for indices no component (and no bare entity) names.
     pub(super) generation: Vec<u32>,
     /// Per component, bit `slot % 64` of word `slot / 64`: the slot's entity has it.
     present: Vec<Vec<u64>>,
-    /// Per component, the row of each slot's entity where `present` says it has it.
-    rows: Vec<Vec<u32>>,
 }
 
 /// The tables of an import: each distinct set of table components (as bits, one word per 64
@@ -41,21 +41,22 @@ pub(super) struct Tables {
 }
 
 impl Slots {
-    /// The row of `slot`'s entity in component `k` (which it has).
-    pub(super) fn row(&self, k: usize, slot: u32) -> u32 {
-        self.rows[k][slot as usize]
-    }
-
     fn has(&self, k: usize, slot: usize) -> bool {
         self.present[k][slot / 64] & (1 << (slot % 64)) != 0
     }
 }
 
-/// Component `c`'s presence bits and rows over `slots` indices (every id of `c` is below it);
-/// an entity twice in `c` is an error at its second row.
-fn claim_component(c: &ComponentColumns, slots: usize) -> Result<(Vec<u64>, Vec<u32>), SnapshotError> {
+/// Component `c`'s presence bits over `slots` indices (every id of `c` is below it); an
+/// entity twice in `c` is an error at its second row. Each row also gives its index its
+/// generation in `generation` unless another component did: returns whether every row agreed
+/// with what it found.
+fn claim_component(
+    c: &ComponentColumns,
+    slots: usize,
+    generation: &[AtomicU32],
+) -> Result<(Vec<u64>, bool), SnapshotError> {
     let mut present = vec![0u64; slots.div_ceil(64)];
-    let mut rows = vec![0u32; slots];
+    let mut agree = true;
     for (row, &e) in c.entities.iter().enumerate() {
         let i = e.index() as usize;
         let (word, bit) = (&mut present[i / 64], 1u64 << (i % 64));
@@ -63,23 +64,34 @@ fn claim_component(c: &ComponentColumns, slots: usize) -> Result<(Vec<u64>, Vec<
             return Err(SnapshotError::DuplicateEntity { component: c.def.name.clone(), row, entity: e });
         }
         *word |= bit;
-        rows[i] = row as u32;
+        // Relaxed: the values are read only after the scope that runs this ends.
+        let g = &generation[i];
+        agree &= match g.load(Ordering::Relaxed) {
+            u32::MAX => match g.compare_exchange(u32::MAX, e.generation(), Ordering::Relaxed, Ordering::Relaxed) {
+                Ok(_) => true,
+                Err(other) => other == e.generation(),
+            },
+            other => other == e.generation(),
+        };
     }
-    Ok((present, rows))
+    Ok((present, agree))
 }
 
 /// Claims every row of every component and every bare entity over `slots` indices (each id
 /// below it). Errors: an entity twice in one component, a bare entity listed twice or with
-/// components (named as `bare` says), two generations of one index.
+/// components (named as `bare` says), two generations of one index (named at the first row,
+/// in component order, that disagrees with an earlier component).
 pub(super) fn claim(data: &ColumnarWorld, slots: usize, bare: &str) -> Result<Slots, SnapshotError> {
-    let claimed = crate::par::map(data.components.iter().collect(), |c| claim_component(c, slots));
-    let (mut present, mut rows) = (Vec::with_capacity(claimed.len()), Vec::with_capacity(claimed.len()));
+    let shared: Vec<AtomicU32> = (0..slots).map(|_| AtomicU32::new(u32::MAX)).collect();
+    let claimed = crate::par::map(data.components.iter().collect(), |c| claim_component(c, slots, &shared));
+    let (mut present, mut agree) = (Vec::with_capacity(claimed.len()), true);
     for r in claimed {
-        let (p, w) = r?;
+        let (p, a) = r?;
         present.push(p);
-        rows.push(w);
+        agree &= a;
     }
-    let mut s = Slots { generation: vec![u32::MAX; slots], present, rows };
+    let generation = shared.into_iter().map(AtomicU32::into_inner).collect();
+    let mut s = Slots { generation, present };
     for (row, &e) in data.bare_entities.iter().enumerate() {
         let i = e.index() as usize;
         if s.generation[i] != u32::MAX || (0..data.components.len()).any(|k| s.has(k, i)) {
@@ -91,38 +103,32 @@ pub(super) fn claim(data: &ColumnarWorld, slots: usize, bare: &str) -> Result<Sl
         }
         s.generation[i] = e.generation();
     }
-    // Generations of the indices components name, a range of indices per job.
-    let ranges: Vec<(usize, &mut [u32])> = s.generation.chunks_mut(RANGE).enumerate().collect();
-    let (present, rows) = (&s.present, &s.rows);
-    let checked = crate::par::map(ranges, |(r, generation)| {
-        let base = r * RANGE;
-        for (k, c) in data.components.iter().enumerate() {
-            let words = &present[k][base / 64..(base + generation.len()).div_ceil(64)];
-            for (w, &bits) in words.iter().enumerate() {
-                let mut bits = bits;
-                while bits != 0 {
-                    let slot = base + w * 64 + bits.trailing_zeros() as usize;
-                    bits &= bits - 1;
-                    let row = rows[k][slot] as usize;
-                    let e = c.entities[row];
-                    let g = &mut generation[slot - base];
-                    if *g == u32::MAX {
-                        *g = e.generation();
-                    } else if *g != e.generation() {
-                        let other = Entity::from_parts(e.index(), *g);
-                        return Err(super::columns::invalid(
-                            &c.def.name,
-                            Some(row),
-                            format!("entity {e} and entity {other} share an index"),
-                        ));
-                    }
-                }
+    if !agree {
+        return Err(first_disagreement(data, slots));
+    }
+    Ok(s)
+}
+
+/// The first row, in component order, whose generation disagrees with the one an earlier
+/// component gave its index (some row does).
+fn first_disagreement(data: &ColumnarWorld, slots: usize) -> SnapshotError {
+    let mut generation = vec![u32::MAX; slots];
+    for c in &data.components {
+        for (row, &e) in c.entities.iter().enumerate() {
+            let g = &mut generation[e.index() as usize];
+            if *g == u32::MAX {
+                *g = e.generation();
+            } else if *g != e.generation() {
+                let other = Entity::from_parts(e.index(), *g);
+                return super::columns::invalid(
+                    &c.def.name,
+                    Some(row),
+                    format!("entity {e} and entity {other} share an index"),
+                );
             }
         }
-        Ok(())
-    });
-    checked.into_iter().collect::<Result<(), _>>()?;
-    Ok(s)
+    }
+    super::columns::invalid(super::columns::ALLOCATOR, None, "internal: generations disagreed, then agreed")
 }
 
 /// The tables of a range of slots: its distinct sets in order of first appearance, and each
@@ -148,34 +154,37 @@ fn range_tables(
             }
         }
     }
-    let mut sets: Vec<Vec<u64>> = Vec::new();
+    // The sets found so far, `words` words each, back to back.
+    let mut sets: Vec<u64> = Vec::new();
     let mut index: HashMap<Vec<u64>, u32> = HashMap::new();
+    let same = |a: &[u64], b: &[u64]| a.iter().zip(b).all(|(x, y)| x == y);
     let mut last: Option<(u32, usize)> = None;
     for (i, (table, key)) in of_slot.iter_mut().zip(keys.chunks_exact(words)).enumerate() {
         if s.generation[base + i] == u32::MAX {
             continue;
         }
         // Neighbouring ids often share a table, and tables are few: the last set, then a
-        // scan of the sets, and a hash only when there are many.
+        // scan of the sets (word by word, inline), and a hash only when there are many.
         let t = match last {
-            Some((t, at)) if keys[at..at + words].iter().zip(key).all(|(a, b)| a == b) => t,
+            Some((t, at)) if same(&keys[at..at + words], key) => t,
             _ => {
-                let found = if sets.len() <= SCANNED_SETS {
-                    sets.iter().position(|s| s[..] == *key).map(|t| t as u32)
+                let count = sets.len() / words;
+                let found = if count <= SCANNED_SETS {
+                    sets.chunks_exact(words).position(|s| same(s, key)).map(|t| t as u32)
                 } else {
                     index.get(key).copied()
                 };
                 found.unwrap_or_else(|| {
-                    sets.push(key.to_vec());
-                    index.insert(key.to_vec(), sets.len() as u32 - 1);
-                    sets.len() as u32 - 1
+                    sets.extend_from_slice(key);
+                    index.insert(key.to_vec(), count as u32);
+                    count as u32
                 })
             }
         };
         last = Some((t, i * words));
         *table = t;
     }
-    sets
+    sets.chunks_exact(words).map(<[u64]>::to_vec).collect()
 }
 
 /// One table per distinct set of table components among the live slots.
@@ -211,6 +220,200 @@ pub(super) fn tables(data: &ColumnarWorld, s: &Slots) -> Tables {
         }
     });
     Tables { sets, of_slot }
+}
+
+/// A component's rows grouped by table: per table, runs `(start, len)` of consecutive rows
+/// in the order the table lists its entities.
+#[derive(Default)]
+pub(super) struct TableRuns {
+    /// The table of each run, ascending.
+    tables: Vec<u32>,
+    runs: Vec<(usize, usize)>,
+}
+
+impl TableRuns {
+    /// From runs tagged with their tables, in the order each table lists them.
+    fn from_tagged(mut tagged: Vec<(u32, usize, usize)>) -> TableRuns {
+        // Stable: each table's runs keep their order.
+        tagged.sort_by_key(|r| r.0);
+        TableRuns { tables: tagged.iter().map(|r| r.0).collect(), runs: tagged.iter().map(|r| (r.1, r.2)).collect() }
+    }
+
+    /// The runs in table `t`.
+    pub(super) fn of(&self, t: usize) -> &[(usize, usize)] {
+        let t = t as u32;
+        let from = self.tables.partition_point(|&x| x < t);
+        let to = self.tables.partition_point(|&x| x <= t);
+        &self.runs[from..to]
+    }
+
+    /// Every run, table by table.
+    pub(super) fn all(&self) -> &[(usize, usize)] {
+        &self.runs
+    }
+}
+
+/// Appends `row` of table `t` to `runs`, extending the last run when it continues it.
+fn push_row(runs: &mut Vec<(u32, usize, usize)>, t: u32, row: usize) {
+    match runs.last_mut() {
+        Some((last, start, len)) if *last == t && *start + *len == row => *len += 1,
+        _ => runs.push((t, row, 1)),
+    }
+}
+
+/// Where each table component's rows go, and the edges that order the tables.
+pub(super) struct RowRuns {
+    /// Per component (empty for sparse ones): its rows in each table, in the table's order.
+    pub(super) runs: Vec<TableRuns>,
+    /// `(a, b)`: some component lists a row of table `a`, then one of table `b`.
+    pub(super) edges: Vec<(usize, usize)>,
+}
+
+/// The rows of every table component in each of its tables, in the order of the table's
+/// first component (`first_of`). A component that lists a table's entities in another order
+/// (input made elsewhere) has its rows there found through a map from index to row; an export
+/// lists every table in one order, so the usual cost is one pass over each component's ids.
+pub(super) fn row_runs(
+    data: &ColumnarWorld,
+    sets: &[Vec<u64>],
+    of_slot: &[u32],
+    first_of: &[Option<usize>],
+    slots: usize,
+) -> RowRuns {
+    let is_table = |c: &ComponentColumns| c.def.storage == StorageKind::Table;
+    // Per component in parallel: its rows by table in row order, and each change of table
+    // between consecutive rows.
+    let scanned = crate::par::map(data.components.iter().collect(), |c| {
+        let (mut tagged, mut edges) = (Vec::new(), Vec::new());
+        if !is_table(c) {
+            return (TableRuns::default(), edges);
+        }
+        // Rows come in order, so a run continues exactly while the table stays the same.
+        let (mut current, mut start) = (u32::MAX, 0);
+        for (row, e) in c.entities.iter().enumerate() {
+            let t = of_slot[e.index() as usize];
+            if t != current {
+                if current != u32::MAX {
+                    tagged.push((current, start, row - start));
+                    edges.push((current as usize, t as usize));
+                }
+                (current, start) = (t, row);
+            }
+        }
+        if current != u32::MAX {
+            tagged.push((current, start, c.entities.len() - start));
+        }
+        (TableRuns::from_tagged(tagged), edges)
+    });
+    let mut runs = Vec::with_capacity(scanned.len());
+    let mut edges = Vec::new();
+    for (r, e) in scanned {
+        runs.push(r);
+        edges.extend(e);
+    }
+    // The entities of table `t` in its order: its first component's, row by row.
+    let listed = |t: usize| {
+        let lead = first_of[t].expect("a table of a table component has a first component");
+        let c = &data.components[lead];
+        runs[lead].of(t).iter().flat_map(move |&(start, len)| c.entities[start..start + len].iter().map(|e| e.index()))
+    };
+    let has = |set: &[u64], k: usize| set[k / 64] & (1 << (k % 64)) != 0;
+    let reordered = crate::par::map(data.components.iter().enumerate().collect(), |(k, c)| {
+        let mine: Vec<usize> = (0..sets.len()).filter(|&t| is_table(c) && has(&sets[t], k)).collect();
+        let in_order = mine.iter().all(|&t| match first_of[t] {
+            Some(lead) => lead == k || same_entities(&data.components[lead], runs[lead].of(t), c, runs[k].of(t)),
+            None => false,
+        });
+        if in_order {
+            return None;
+        }
+        let mut row_of = vec![0u32; slots];
+        for (row, e) in c.entities.iter().enumerate() {
+            row_of[e.index() as usize] = row as u32;
+        }
+        let mut tagged = Vec::new();
+        for t in mine {
+            for i in listed(t) {
+                push_row(&mut tagged, t as u32, row_of[i as usize] as usize);
+            }
+        }
+        Some(TableRuns::from_tagged(tagged))
+    });
+    for (r, new) in runs.iter_mut().zip(reordered) {
+        if let Some(new) = new {
+            *r = new;
+        }
+    }
+    RowRuns { runs, edges }
+}
+
+/// Whether rows `ra` of `a` and rows `rb` of `b` list the same entities in the same order:
+/// compared a slice at a time (one each, usually).
+fn same_entities(a: &ComponentColumns, ra: &[(usize, usize)], b: &ComponentColumns, rb: &[(usize, usize)]) -> bool {
+    let (mut ra, mut rb) = (ra.iter().copied(), rb.iter().copied());
+    let (mut x, mut y) = (ra.next(), rb.next());
+    loop {
+        match (x, y) {
+            (None, None) => return true,
+            (Some((_, 0)), _) => x = ra.next(),
+            (_, Some((_, 0))) => y = rb.next(),
+            (Some((sa, la)), Some((sb, lb))) => {
+                let n = la.min(lb);
+                if a.entities[sa..sa + n] != b.entities[sb..sb + n] {
+                    return false;
+                }
+                x = Some((sa + n, la - n));
+                y = Some((sb + n, lb - n));
+            }
+            _ => return false,
+        }
+    }
+}
+
+/// Where the text of given rows starts in a component's string fields: at the bounds of the
+/// runs it is gathered in (not per row: a table is usually one run).
+pub(super) struct TextStarts {
+    /// The rows asked for, ascending.
+    rows: Vec<usize>,
+    /// Per field (empty for plain ones), the text offset of each of `rows`.
+    offsets: Vec<Vec<usize>>,
+}
+
+impl TextStarts {
+    /// For the starts and ends of `runs` of `c`.
+    pub(super) fn new(c: &ComponentColumns, runs: &[(usize, usize)]) -> TextStarts {
+        let strings = c.fields.iter().any(|f| matches!(f, FieldValues::Strings { .. }));
+        if !strings {
+            return TextStarts { rows: Vec::new(), offsets: Vec::new() };
+        }
+        let mut rows: Vec<usize> = runs.iter().flat_map(|&(s, l)| [s, s + l]).collect();
+        rows.sort_unstable();
+        rows.dedup();
+        let offsets = c
+            .fields
+            .iter()
+            .map(|f| match f {
+                FieldValues::Strings { lengths, .. } => {
+                    let (mut at, mut row) = (0usize, 0usize);
+                    rows.iter()
+                        .map(|&r| {
+                            at += lengths[row..r].iter().map(|&l| l as usize).sum::<usize>();
+                            row = r;
+                            at
+                        })
+                        .collect()
+                }
+                FieldValues::Plain(_) => Vec::new(),
+            })
+            .collect();
+        TextStarts { rows, offsets }
+    }
+
+    /// The text offset of `row` (one of the bounds given) in field `f`.
+    pub(super) fn at(&self, f: usize, row: usize) -> usize {
+        let i = self.rows.binary_search(&row).expect("a bound of a run given to TextStarts::new");
+        self.offsets[f][i]
+    }
 }
 
 #[cfg(test)]
@@ -253,9 +456,6 @@ mod tests {
                 sets.len() - 1
             });
             assert_eq!(t.of_slot[i], at as u32, "{i}");
-            if has_a {
-                assert_eq!(data.components[0].entities[slots.row(0, i as u32) as usize].index(), i as u32);
-            }
         }
         assert_eq!(t.sets, sets);
     }

@@ -8,6 +8,7 @@
 //! while the encoding is still going on, each run at its place; in memory the pieces are
 //! copied once. The checksum is taken piece by piece on the way and combined in body order.
 
+use std::borrow::Cow;
 use std::fs::File;
 use std::io::{self, Write};
 
@@ -15,8 +16,8 @@ use crate::component::{ComponentId, ComponentInfo, FieldType};
 use crate::entity::{Entities, Entity};
 use crate::par;
 use crate::snapshot::format::{
-    field_type_code, storage_code, wire_size, Header, FLAG_TICKS, FORMAT_VERSION, HEADER_LEN, INDEX_SECTION_VERSION,
-    INDEX_SECTION_VERSION_REFERENCES,
+    entities_le, field_type_code, storage_code, u32s_le, wire_size, Header, FLAG_TICKS, FORMAT_VERSION, HEADER_LEN,
+    INDEX_SECTION_VERSION, INDEX_SECTION_VERSION_REFERENCES,
 };
 use crate::snapshot::opaque::OpaqueSerde;
 use crate::snapshot::{SaveOptions, SaveStats, SnapshotError};
@@ -74,6 +75,15 @@ const SYNC_EVERY: u64 = 8 << 20;
 enum Run<'w> {
     Borrowed(&'w [u8]),
     Owned(Vec<u8>),
+}
+
+impl<'w> From<Cow<'w, [u8]>> for Run<'w> {
+    fn from(c: Cow<'w, [u8]>) -> Run<'w> {
+        match c {
+            Cow::Borrowed(b) => Run::Borrowed(b),
+            Cow::Owned(v) => Run::Owned(v),
+        }
+    }
 }
 
 impl Run<'_> {
@@ -668,34 +678,14 @@ fn lay_out<'w>(world: &'w World, opts: &SaveOptions) -> Result<Encoder<'w>, Snap
     Ok(Encoder { parts, pieces, works, body_len, flags: if ticks { FLAG_TICKS } else { 0 }, stats })
 }
 
-/// `u32`s little-endian: borrowed as they are on little-endian hosts.
+/// `u32`s little-endian (see [`u32s_le`]).
 fn u32s(v: &[u32]) -> Run<'_> {
-    if cfg!(target_endian = "little") {
-        // SAFETY: `u32` has no padding and every byte is initialised; `u8` has alignment 1;
-        // the byte slice covers exactly the `u32` slice and borrows it for the same lifetime.
-        return Run::Borrowed(unsafe { std::slice::from_raw_parts(v.as_ptr() as *const u8, std::mem::size_of_val(v)) });
-    }
-    Run::Owned(v.iter().flat_map(|t| t.to_le_bytes()).collect())
+    Run::from(u32s_le(v))
 }
 
-/// `(index, generation)` little-endian per entity.
-///
-/// On little-endian hosts that is exactly how `Entity` (`repr(C)`: index, then generation) is
-/// laid out, so the slice is borrowed as it is.
+/// `(index, generation)` little-endian per entity (see [`entities_le`]).
 fn encode_entities(es: &[Entity]) -> Run<'_> {
-    if cfg!(target_endian = "little") {
-        // SAFETY: `Entity` is `repr(C)` with two `u32` fields: 8 bytes, no padding, every byte
-        // initialised; `u8` has alignment 1; the byte slice covers exactly the entity slice
-        // and borrows it for the same lifetime.
-        let bytes = unsafe { std::slice::from_raw_parts(es.as_ptr() as *const u8, std::mem::size_of_val(es)) };
-        return Run::Borrowed(bytes);
-    }
-    let mut out = Vec::with_capacity(es.len() * 8);
-    for e in es {
-        out.extend_from_slice(&e.index().to_le_bytes());
-        out.extend_from_slice(&e.generation().to_le_bytes());
-    }
-    Run::Owned(out)
+    Run::from(entities_le(es))
 }
 
 /// Lays out one column record; returns its component data as the world holds it (every

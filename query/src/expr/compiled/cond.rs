@@ -91,7 +91,9 @@ impl CondNode<'_> {
             }
             CondNode::Or(a, b) => {
                 let t = a.truth(c)?;
-                if t == c.all() {
+                // Every row true on the left: skipped only when the right cannot fail (the
+                // evaluator computes a BETWEEN's bounds, lowered to these, on every row).
+                if t == c.all() && !b.can_bail() {
                     return Ok(t);
                 }
                 t | b.truth(c)?
@@ -141,7 +143,8 @@ impl CondNode<'_> {
             }
             CondNode::And(a, b) => {
                 let (ta, fa) = a.eval(c)?;
-                if fa == all {
+                // As in `truth`: a side that can fail is computed, decided or not.
+                if fa == all && !b.can_bail() {
                     return Ok((0, all));
                 }
                 let (tb, fb) = b.eval(c)?;
@@ -149,7 +152,7 @@ impl CondNode<'_> {
             }
             CondNode::Or(a, b) => {
                 let (ta, fa) = a.eval(c)?;
-                if ta == all {
+                if ta == all && !b.can_bail() {
                     return Ok((all, 0));
                 }
                 let (tb, fb) = b.eval(c)?;
