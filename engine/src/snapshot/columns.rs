@@ -95,7 +95,7 @@ const INDICES_PER_ROW: usize = 64;
 const MIN_INDEX_LIMIT: usize = 1 << 24;
 
 /// What errors about the allocator and component-less entities name in place of a component.
-pub(super) const ALLOCATOR: &str = "(allocator)";
+const ALLOCATOR: &str = "(allocator)";
 const BARE: &str = "(entities without components)";
 
 pub(super) fn invalid(component: &str, row: Option<usize>, reason: impl Into<String>) -> SnapshotError {

@@ -1,15 +1,13 @@
 //! Where each entity of a [`ColumnarWorld`] goes: per entity index its generation and the
 //! components it has, and the archetype table of its set of table components.
 //!
-//! Per component in parallel, its presence bits (so duplicates are found there) and the
-//! generations of its indices (the first component to reach an index sets it, the others
-//! compare); then per range of indices in parallel, each range's
+//! Per component in parallel, its presence bits (so duplicates are found there); one
+//! streaming pass for the generations; then per range of indices in parallel, each range's
 //! tables in order of first appearance, numbered across ranges as one pass in index order
 //! would number them. Nothing is kept per index and component beyond one bit: rows are
 //! found from the components' own lists (see `columns.rs`).
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU32, Ordering};
 
 use crate::component::StorageKind;
 use crate::entity::Entity;
@@ -47,16 +45,9 @@ impl Slots {
 }
 
 /// Component `c`'s presence bits over `slots` indices (every id of `c` is below it); an
-/// entity twice in `c` is an error at its second row. Each row also gives its index its
-/// generation in `generation` unless another component did: returns whether every row agreed
-/// with what it found.
-fn claim_component(
-    c: &ComponentColumns,
-    slots: usize,
-    generation: &[AtomicU32],
-) -> Result<(Vec<u64>, bool), SnapshotError> {
+/// entity twice in `c` is an error at its second row.
+fn claim_component(c: &ComponentColumns, slots: usize) -> Result<Vec<u64>, SnapshotError> {
     let mut present = vec![0u64; slots.div_ceil(64)];
-    let mut agree = true;
     for (row, &e) in c.entities.iter().enumerate() {
         let i = e.index() as usize;
         let (word, bit) = (&mut present[i / 64], 1u64 << (i % 64));
@@ -64,17 +55,8 @@ fn claim_component(
             return Err(SnapshotError::DuplicateEntity { component: c.def.name.clone(), row, entity: e });
         }
         *word |= bit;
-        // Relaxed: the values are read only after the scope that runs this ends.
-        let g = &generation[i];
-        agree &= match g.load(Ordering::Relaxed) {
-            u32::MAX => match g.compare_exchange(u32::MAX, e.generation(), Ordering::Relaxed, Ordering::Relaxed) {
-                Ok(_) => true,
-                Err(other) => other == e.generation(),
-            },
-            other => other == e.generation(),
-        };
     }
-    Ok((present, agree))
+    Ok(present)
 }
 
 /// Claims every row of every component and every bare entity over `slots` indices (each id
@@ -82,16 +64,10 @@ fn claim_component(
 /// components (named as `bare` says), two generations of one index (named at the first row,
 /// in component order, that disagrees with an earlier component).
 pub(super) fn claim(data: &ColumnarWorld, slots: usize, bare: &str) -> Result<Slots, SnapshotError> {
-    let shared: Vec<AtomicU32> = (0..slots).map(|_| AtomicU32::new(u32::MAX)).collect();
-    let claimed = crate::par::map(data.components.iter().collect(), |c| claim_component(c, slots, &shared));
-    let (mut present, mut agree) = (Vec::with_capacity(claimed.len()), true);
-    for r in claimed {
-        let (p, a) = r?;
-        present.push(p);
-        agree &= a;
-    }
-    let generation = shared.into_iter().map(AtomicU32::into_inner).collect();
-    let mut s = Slots { generation, present };
+    let present = crate::par::map(data.components.iter().collect(), |c| claim_component(c, slots))
+        .into_iter()
+        .collect::<Result<Vec<_>, _>>()?;
+    let mut s = Slots { generation: vec![u32::MAX; slots], present };
     for (row, &e) in data.bare_entities.iter().enumerate() {
         let i = e.index() as usize;
         if s.generation[i] != u32::MAX || (0..data.components.len()).any(|k| s.has(k, i)) {
@@ -103,32 +79,26 @@ pub(super) fn claim(data: &ColumnarWorld, slots: usize, bare: &str) -> Result<Sl
         }
         s.generation[i] = e.generation();
     }
-    if !agree {
-        return Err(first_disagreement(data, slots));
-    }
-    Ok(s)
-}
-
-/// The first row, in component order, whose generation disagrees with the one an earlier
-/// component gave its index (some row does).
-fn first_disagreement(data: &ColumnarWorld, slots: usize) -> SnapshotError {
-    let mut generation = vec![u32::MAX; slots];
+    // One pass in component order: each row gives its index its generation or must agree
+    // with the one an earlier component gave. Components list ids mostly ascending, so the
+    // writes stream; done on one thread, as components that share indices on two threads
+    // would pass the same cache lines back and forth.
     for c in &data.components {
         for (row, &e) in c.entities.iter().enumerate() {
-            let g = &mut generation[e.index() as usize];
+            let g = &mut s.generation[e.index() as usize];
             if *g == u32::MAX {
                 *g = e.generation();
             } else if *g != e.generation() {
                 let other = Entity::from_parts(e.index(), *g);
-                return super::columns::invalid(
+                return Err(super::columns::invalid(
                     &c.def.name,
                     Some(row),
                     format!("entity {e} and entity {other} share an index"),
-                );
+                ));
             }
         }
     }
-    super::columns::invalid(super::columns::ALLOCATOR, None, "internal: generations disagreed, then agreed")
+    Ok(s)
 }
 
 /// The tables of a range of slots: its distinct sets in order of first appearance, and each

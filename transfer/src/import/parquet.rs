@@ -2,23 +2,20 @@
 
 use std::fs::File;
 use std::path::Path;
-use std::sync::Arc;
 
 use arrow_array::cast::AsArray;
 use arrow_array::types::{
     Float32Type, Float64Type, Int16Type, Int32Type, Int64Type, Int8Type, UInt16Type, UInt32Type, UInt64Type, UInt8Type,
 };
-use arrow_array::{
-    Array, ArrowPrimitiveType, FixedSizeListArray, GenericStringArray, OffsetSizeTrait, StringViewArray,
-};
-use arrow_schema::{DataType, Field, Schema};
+use arrow_array::{Array, ArrowPrimitiveType, FixedSizeListArray, GenericStringArray, OffsetSizeTrait};
+use arrow_schema::{DataType, Field};
 use ecsdb_engine::snapshot::ComponentColumns;
 use ecsdb_engine::{ComponentDef, Entity, FieldType, StorageKind};
 use parquet::arrow::arrow_reader::{ArrowReaderMetadata, ArrowReaderOptions, ParquetRecordBatchReaderBuilder};
 use parquet::arrow::ProjectionMask;
 use rayon::prelude::*;
 
-use super::values::{parse_entity_bytes, parse_entity_view, plain_size, Builder};
+use super::values::{parse_entity_bytes, plain_size, Builder};
 use crate::error::{DataProblem, Place, TransferError};
 
 /// Field metadata key naming the ecsdb type of a column (see the export).
@@ -323,9 +320,12 @@ fn push_entities<O: OffsetSizeTrait>(
     Ok(())
 }
 
-/// Appends a batch of the entity column, read as string views (see [`read`]): ids of up to 12
-/// bytes are parsed inside their views.
-fn push_ids(path: &Path, first_row: usize, s: &StringViewArray, out: &mut Vec<Entity>) -> Result<(), TransferError> {
+fn push_ids<O: OffsetSizeTrait>(
+    path: &Path,
+    first_row: usize,
+    s: &GenericStringArray<O>,
+    out: &mut Vec<Entity>,
+) -> Result<(), TransferError> {
     let bad = |i: usize, t: &str| {
         TransferError::data(path, Place::cell(first_row + i, "entity"), DataProblem::BadEntity(t.to_string()))
     };
@@ -333,10 +333,12 @@ fn push_ids(path: &Path, first_row: usize, s: &StringViewArray, out: &mut Vec<En
         let i = (0..s.len()).find(|&i| s.is_null(i)).unwrap_or(0);
         return Err(bad(i, "null"));
     }
+    // Straight from the offsets and the text: no per-value `Option<&str>`.
+    let (offsets, text) = (s.value_offsets(), s.value_data());
     out.reserve(s.len());
-    for (i, &view) in s.views().iter().enumerate() {
-        let e = parse_entity_view(view).or_else(|| parse_entity_bytes(s.value(i).as_bytes()));
-        out.push(e.ok_or_else(|| bad(i, s.value(i)))?);
+    for (i, w) in offsets.windows(2).enumerate() {
+        let t = &text[w[0].as_usize()..w[1].as_usize()];
+        out.push(parse_entity_bytes(t).ok_or_else(|| bad(i, &String::from_utf8_lossy(t)))?);
     }
     Ok(())
 }
@@ -377,7 +379,8 @@ fn read_column(
         let a = batch.column(0);
         match &mut part {
             Part::Entities(entities) => match a.data_type() {
-                DataType::Utf8View => push_ids(path, first_row, a.as_string_view(), entities)?,
+                DataType::Utf8 => push_ids(path, first_row, a.as_string::<i32>(), entities)?,
+                DataType::LargeUtf8 => push_ids(path, first_row, a.as_string::<i64>(), entities)?,
                 other => {
                     return Err(TransferError::data(
                         path,
@@ -416,24 +419,11 @@ pub(super) fn read(path: &Path, name: &str, def: Option<&ComponentDef>) -> Resul
         }
     };
     let layout = super::text::layout(path, &def, &columns)?;
-    // The entity column read as string views: an id of up to 12 bytes sits inside its view,
-    // so it is parsed where it lies, with no copy of the text into a string array.
-    let entity_meta = match schema.fields().iter().position(|f| f.name() == "entity") {
-        Some(i) if matches!(schema.field(i).data_type(), DataType::Utf8 | DataType::LargeUtf8) => {
-            let mut fields: Vec<Field> = schema.fields().iter().map(|f| f.as_ref().clone()).collect();
-            fields[i] = fields[i].clone().with_data_type(DataType::Utf8View);
-            let views = Arc::new(Schema::new_with_metadata(fields, schema.metadata().clone()));
-            ArrowReaderMetadata::try_new(meta.metadata().clone(), ArrowReaderOptions::new().with_schema(views))
-                .map_err(|e| malformed(&e))?
-        }
-        _ => meta.clone(),
-    };
     let parts: Vec<Result<Part, TransferError>> = (0..columns.len())
         .into_par_iter()
         .map(|i| {
             let field = layout.field_of_column[i].map(|f| def.fields[f].1);
-            let meta = if field.is_none() { &entity_meta } else { &meta };
-            read_column(path, meta, i, &columns[i], field, rows)
+            read_column(path, &meta, i, &columns[i], field, rows)
         })
         .collect();
     let mut entities = Vec::new();

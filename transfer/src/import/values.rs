@@ -39,50 +39,6 @@ pub(crate) fn parse_entity_bytes(b: &[u8]) -> Option<Entity> {
     (rest.is_empty() && index != u32::MAX).then(|| Entity::from_parts(index, generation))
 }
 
-/// Eight ASCII bytes as one little-endian word: the high bit of each byte that is not a
-/// digit. (Borrows and carries cross only from a non-digit byte upward, so every byte up to
-/// the first non-digit is judged exactly.)
-#[inline]
-fn non_digits(x: u64) -> u64 {
-    const ONES: u64 = 0x0101_0101_0101_0101;
-    let below = x.wrapping_sub(ONES * b'0' as u64);
-    let above = x.wrapping_add(ONES * (0x7F - b'9') as u64);
-    (below | above | x) & (ONES * 0x80)
-}
-
-/// The value of the first `n` (1 to 8) bytes of `x`, all digits, the first the most
-/// significant: pairs, then quads, then the eight combined in three multiplies.
-#[inline]
-fn digits_value(x: u64, n: usize) -> u32 {
-    const ONES: u64 = 0x0101_0101_0101_0101;
-    // The digits moved to the top bytes: the bytes below become leading zeros.
-    let d = x.wrapping_sub(ONES * b'0' as u64) << (8 * (8 - n));
-    let d = (d.wrapping_mul(10) + (d >> 8)) & 0x00FF_00FF_00FF_00FF;
-    let d = (d.wrapping_mul(100) + (d >> 16)) & 0x0000_FFFF_0000_FFFF;
-    ((d.wrapping_mul(10_000) + (d >> 32)) & 0xFFFF_FFFF) as u32
-}
-
-/// [`parse_entity_bytes`] of the text inside an Arrow string view (length in the low 32
-/// bits, then up to 12 bytes of text); `None` when the text is not inside (over 12 bytes) or
-/// is not an id of up to eight digits each side, for the caller to parse it from its buffer.
-#[inline]
-pub(crate) fn parse_entity_view(view: u128) -> Option<Entity> {
-    let len = view as u32 as usize;
-    if len > 12 {
-        return None;
-    }
-    let x = (view >> 32) as u64;
-    let n = (non_digits(x).trailing_zeros() / 8) as usize;
-    let digits = len.saturating_sub(n + 1);
-    if n == 0 || n >= len || (view >> (32 + 8 * n)) as u8 != b'v' || !(1..=8).contains(&digits) {
-        return None;
-    }
-    // `n + 1 + digits == len <= 12`: the generation's digits are inside the view.
-    let y = (view >> (32 + 8 * (n + 1))) as u64;
-    ((non_digits(y).trailing_zeros() / 8) as usize >= digits)
-        .then(|| Entity::from_parts(digits_value(x, n), digits_value(y, digits)))
-}
-
 fn mismatch(ty: FieldType, found: &str) -> DataProblem {
     let found = if found.is_empty() { "an empty value".to_string() } else { format!("'{found}'") };
     DataProblem::TypeMismatch { expected: ty.name().to_string(), found }
@@ -295,45 +251,6 @@ mod tests {
         assert!(one(FieldType::Vec3, "[1, 2.5,\"NaN\"]").is_ok());
         assert!(one(FieldType::Vec2, "[1,2,3]").is_err());
         assert!(matches!(one(FieldType::Bool, ""), Err(DataProblem::TypeMismatch { .. })));
-    }
-
-    /// The parser of ids inside string views against the plain one: valid ids of every digit
-    /// count, and near misses.
-    #[test]
-    fn entity_parser_in_views_agrees_with_the_plain_one() {
-        let mut seed = 0x9E37_79B9_7F4A_7C15u64;
-        let mut next = move || {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed
-        };
-        let pieces = ["v", "0", "9", "1", "x", "", "42", "4294967295", "99999999", "123456789", " ", "-"];
-        let mut texts: Vec<String> = Vec::new();
-        for _ in 0..20_000 {
-            let r = next();
-            let s = match r % 3 {
-                0 => format!("{}v{}", next() >> (r % 64), next() >> ((r >> 8) % 64)),
-                1 => format!("{}v{}", (next() % 100_000_000), next() % 10),
-                _ => (0..(r >> 4) % 5).map(|_| pieces[(next() % pieces.len() as u64) as usize]).collect(),
-            };
-            texts.push(s);
-        }
-        for s in &texts {
-            let plain = parse_entity_bytes(s.as_bytes());
-            if s.len() <= 12 {
-                // The view layout: length, then the text, zero-padded.
-                let mut view = [0u8; 16];
-                view[..4].copy_from_slice(&(s.len() as u32).to_le_bytes());
-                view[4..4 + s.len()].copy_from_slice(s.as_bytes());
-                let parsed = parse_entity_view(u128::from_le_bytes(view));
-                assert!(parsed.is_none() || parsed == plain, "{s:?}");
-                // Ids of up to eight digits each side are parsed in the view.
-                if plain.is_some() && s.split_once('v').is_some_and(|(a, b)| a.len() <= 8 && b.len() <= 8) {
-                    assert_eq!(parsed, plain, "{s:?}");
-                }
-            }
-        }
     }
 
     #[test]
