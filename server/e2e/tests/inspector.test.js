@@ -176,6 +176,35 @@ test('the entity view follows another client\'s exec, and stops polling while hi
     await page.getByRole('tab', { name: 'Entities' }).click();
     await hp.filter({ hasText: /^33$/ }).waitFor({ timeout: 2000 });
 
+    // The whole page hidden (another browser tab in front, a minimised window): neither the
+    // entity view nor the schema is polled (stats still are: the charts keep their minute).
+    // Shown again: the view catches up.
+    await page.evaluate(() => {
+      const conn = window.inspector.conn;
+      const call = conn.call;
+      window.schemaCalls = 0;
+      conn.call = (method, params) => {
+        if (method === 'schema') window.schemaCalls += 1;
+        return call(method, params);
+      };
+      Object.defineProperty(document, 'hidden', { configurable: true, get: () => true });
+      Object.defineProperty(document, 'visibilityState', { configurable: true, get: () => 'hidden' });
+      document.dispatchEvent(new Event('visibilitychange'));
+      window.entityCalls = 0;
+    });
+    await page.waitForTimeout(2500);
+    assert.equal(await entityCalls(), 0);
+    assert.equal(await page.evaluate(() => window.schemaCalls), 0);
+    await server.rpc('exec', { text: "UPDATE Health SET hp = 44 WHERE Name.value = 'bob'" });
+    await page.evaluate(() => {
+      // Back to the browser's own answers.
+      delete document.hidden;
+      delete document.visibilityState;
+      document.dispatchEvent(new Event('visibilitychange'));
+    });
+    await hp.filter({ hasText: /^44$/ }).waitFor({ timeout: 3000 });
+    assert.ok((await entityCalls()) > 0);
+
     // Despawned by another client: the view says so and stops asking.
     await server.rpc('exec', { text: "DESPAWN WHERE Name.value = 'bob'" });
     await view.getByText('no longer exists').waitFor({ timeout: 5000 });
