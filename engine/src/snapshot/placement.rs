@@ -40,8 +40,13 @@ pub(super) struct Tables {
 
 impl Slots {
     fn has(&self, k: usize, slot: usize) -> bool {
-        self.present[k][slot / 64] & (1 << (slot % 64)) != 0
+        bit(&self.present[k], slot)
     }
+}
+
+/// Bit `i` of a bit set kept as words (bit `i % 64` of word `i / 64`).
+fn bit(words: &[u64], i: usize) -> bool {
+    words[i / 64] & (1 << (i % 64)) != 0
 }
 
 /// Component `c`'s presence bits over `slots` indices (every id of `c` is below it); an
@@ -287,9 +292,8 @@ pub(super) fn row_runs(
         let c = &data.components[lead];
         runs[lead].of(t).iter().flat_map(move |&(start, len)| c.entities[start..start + len].iter().map(|e| e.index()))
     };
-    let has = |set: &[u64], k: usize| set[k / 64] & (1 << (k % 64)) != 0;
     let reordered = crate::par::map(data.components.iter().enumerate().collect(), |(k, c)| {
-        let mine: Vec<usize> = (0..sets.len()).filter(|&t| is_table(c) && has(&sets[t], k)).collect();
+        let mine: Vec<usize> = (0..sets.len()).filter(|&t| is_table(c) && bit(&sets[t], k)).collect();
         let in_order = mine.iter().all(|&t| match first_of[t] {
             Some(lead) => lead == k || same_entities(&data.components[lead], runs[lead].of(t), c, runs[k].of(t)),
             None => false,
