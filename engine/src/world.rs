@@ -1183,6 +1183,7 @@ fn sparse_mut<'a>(
 }
 
 mod columnar;
+mod copy_rows;
 pub use columnar::{FieldRows, TypedFieldValues};
 
 mod bulk;

@@ -21,6 +21,10 @@ use crate::schedule::{self, Body, Schedule, SystemBuilder, TickFailure};
 /// to look each table up rarely, few enough that their values stay in cache.
 const SPAWN_RUN: usize = 1024;
 
+mod world_slot;
+pub(crate) use world_slot::WorldLoan;
+use world_slot::WorldSlot;
+
 /// An entity database: a [`World`] you can also talk to in the query language.
 ///
 /// ```
@@ -35,7 +39,7 @@ const SPAWN_RUN: usize = 1024;
 /// ```
 #[derive(Default)]
 pub struct Database {
-    world: World,
+    world: WorldSlot,
     functions: FunctionRegistry,
     plan_options: PlanOptions,
     /// The runnable form of the world's schedule record (kept in step with it).
@@ -45,8 +49,8 @@ pub struct Database {
 impl std::fmt::Debug for Database {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Database")
-            .field("entities", &self.world.len())
-            .field("components", &self.world.components().len())
+            .field("entities", &self.world.get().len())
+            .field("components", &self.world.get().components().len())
             .field("functions", &self.functions)
             .finish()
     }
@@ -88,25 +92,35 @@ impl Database {
     /// Rust systems wait for [`Database::add_system`] (TICK fails, naming them, until then).
     pub fn from_world(world: World) -> Database {
         let schedule = Schedule::from_record(world.schedule_record());
-        let mut db =
-            Database { world, functions: FunctionRegistry::default(), plan_options: PlanOptions::default(), schedule };
+        let mut db = Database {
+            world: WorldSlot::Owned(world),
+            functions: FunctionRegistry::default(),
+            plan_options: PlanOptions::default(),
+            schedule,
+        };
         db.bind_saved_systems();
         db
     }
 
     /// The world.
     pub fn world(&self) -> &World {
-        &self.world
+        self.world.get()
     }
 
     /// The world, mutably (typed spawns, inserts, queries).
     pub fn world_mut(&mut self) -> &mut World {
-        &mut self.world
+        self.world.get_mut()
     }
 
     /// The world, giving up the database (its schedule is in the world's record).
     pub fn into_world(self) -> World {
-        self.world
+        self.world.into_inner()
+    }
+
+    /// Lends the world read-only (to a publisher's copier thread) until the loan is dropped;
+    /// the next write through this database waits for that, reads do not.
+    pub(crate) fn lend_world(&mut self) -> WorldLoan {
+        self.world.lend()
     }
 
     // ----- schedule ----------------------------------------------------------------------
@@ -145,9 +159,9 @@ impl Database {
 
     fn run_ticks(&mut self, count: u64, dt_ns: u64) -> Result<Vec<TickFailure>, Error> {
         let parallel = rayon::current_num_threads() > 1;
-        let failures = self.schedule.run_ticks(&mut self.world, count, dt_ns, parallel);
+        let failures = self.schedule.run_ticks(self.world.get_mut(), count, dt_ns, parallel);
         // Ticks change only the clock: the systems' records stay as they are.
-        let record = self.world.schedule_record_mut();
+        let record = self.world.get_mut().schedule_record_mut();
         record.tick = self.schedule.tick;
         record.time_ns = self.schedule.time_ns;
         record.accumulator_ns = self.schedule.accumulator_ns;
@@ -155,12 +169,12 @@ impl Database {
     }
 
     pub(crate) fn world_and_schedule(&mut self) -> (&mut World, &mut Schedule) {
-        (&mut self.world, &mut self.schedule)
+        (self.world.get_mut(), &mut self.schedule)
     }
 
     /// Writes the schedule's records into the world (what snapshots save).
     pub(crate) fn sync_schedule_record(&mut self) {
-        self.world.set_schedule_record(self.schedule.record());
+        self.world.get_mut().set_schedule_record(self.schedule.record());
     }
 
     /// Prepares the text systems of a loaded schedule record.
@@ -195,7 +209,7 @@ impl Database {
         let mut statements = Vec::with_capacity(body.len());
         let mut exclusive = false;
         for (k, stmt) in body.iter().enumerate() {
-            let bound = bind_statement(stmt, &self.world, &self.functions)?;
+            let bound = bind_statement(stmt, self.world.get(), &self.functions)?;
             for p in &bound.params {
                 let ok = matches!(&p.key, ParamKey::Name(n) if matches!(n.as_str(), "dt" | "tick" | "time"));
                 if !ok {
@@ -208,7 +222,7 @@ impl Database {
             }
             access.add_plan(&bound.plan);
             exclusive |= matches!(bound.plan, LogicalPlan::Update { .. }) && k + 1 < body.len();
-            statements.push(Prepared::new(bound, &self.world, stmt.span(), self.plan_options));
+            statements.push(Prepared::new(bound, self.world.get(), stmt.span(), self.plan_options));
         }
         Ok((statements, access, exclusive))
     }
@@ -289,15 +303,20 @@ impl Database {
     }
 
     fn prepare_statement(&self, stmt: &ast::Statement) -> Result<Prepared, Error> {
-        let bound = bind_statement(stmt, &self.world, &self.functions)?;
-        Ok(Prepared::new(bound, &self.world, stmt.span(), self.plan_options))
+        let bound = bind_statement(stmt, self.world.get(), &self.functions)?;
+        Ok(Prepared::new(bound, self.world.get(), stmt.span(), self.plan_options))
     }
 
     /// A database over `world` with this one's registered functions and planner settings.
     /// Its saved systems are prepared as [`Database::from_world`] prepares them.
     pub(crate) fn with_world(&self, world: World) -> Database {
         let schedule = Schedule::from_record(world.schedule_record());
-        let mut db = Database { world, functions: self.functions.clone(), plan_options: self.plan_options, schedule };
+        let mut db = Database {
+            world: WorldSlot::Owned(world),
+            functions: self.functions.clone(),
+            plan_options: self.plan_options,
+            schedule,
+        };
         db.bind_saved_systems();
         db
     }
@@ -358,7 +377,7 @@ impl Database {
         for item in &script.items {
             // SPAWNs of literals in the plain case skip the syntax tree, the binder and the plan.
             if let ScriptItem::Spawn(s) = item {
-                if spawner.push(&self.world, &script, s, &mut batch) {
+                if spawner.push(self.world.get(), &script, s, &mut batch) {
                     // (Written in runs that stay in cache: the same as one by one, as a
                     // literal SPAWN's checks do not read the entities.)
                     if batch.len() >= SPAWN_RUN {
@@ -379,11 +398,14 @@ impl Database {
             let step = self.prepare_statement(stmt).and_then(|mut p| {
                 if let Executable::Spawn(comps) = &p.exec {
                     // References are checked against the entities before, written.
-                    if comps.iter().any(|c| c.fields.iter().any(|(f, _)| self.world.reference(c.id, *f).is_some())) {
+                    if comps
+                        .iter()
+                        .any(|c| c.fields.iter().any(|(f, _)| self.world.get().reference(c.id, *f).is_some()))
+                    {
                         self.flush_spawns(&mut batch, &mut out)?;
                     }
                     let params = resolve_params(&p.params, &none)?;
-                    return mutate::spawn_values(&self.world, comps, &params).map(Some);
+                    return mutate::spawn_values(self.world.get(), comps, &params).map(Some);
                 }
                 self.flush_spawns(&mut batch, &mut out)?;
                 p.execute(self, &none).map(|rs| {
@@ -395,7 +417,7 @@ impl Database {
                 Ok(Some(spawn)) => {
                     // The engine refuses to build an opaque component from fields: such a SPAWN
                     // fails when written, so it is written alone, after the ones before it.
-                    let alone = spawn.has_opaque(&self.world);
+                    let alone = spawn.has_opaque(self.world.get());
                     if alone {
                         self.flush_spawns(&mut batch, &mut out)?;
                     }
@@ -417,7 +439,7 @@ impl Database {
 
     /// Writes the SPAWNs a script batched, appending their results.
     fn flush_spawns(&mut self, batch: &mut mutate::SpawnBatch, out: &mut Vec<ResultSet>) -> Result<(), Error> {
-        out.extend(batch.flush(&mut self.world)?.into_iter().map(mutate::spawned));
+        out.extend(batch.flush(self.world.get_mut())?.into_iter().map(mutate::spawned));
         Ok(())
     }
 
@@ -512,7 +534,7 @@ impl Database {
         f: impl Fn(&Value) -> bool + Send + Sync + 'static,
     ) -> Result<String, Error> {
         self.check_function_index_name(name)?;
-        Ok(self.world.create_function_index(name, component, f)?)
+        Ok(self.world.get_mut().create_function_index(name, component, f)?)
     }
 
     /// [`Database::create_function_index`] with a predicate over the Rust component type
@@ -523,7 +545,7 @@ impl Database {
         f: impl Fn(&T) -> bool + Send + Sync + 'static,
     ) -> Result<String, Error> {
         self.check_function_index_name(name)?;
-        Ok(self.world.create_function_index_typed(name, f)?)
+        Ok(self.world.get_mut().create_function_index_typed(name, f)?)
     }
 
     fn check_function_index_name(&self, name: &str) -> Result<(), Error> {
@@ -545,13 +567,13 @@ impl Database {
     pub fn select_entities(&self, text: &str, params: &Params) -> Result<Vec<Entity>, Error> {
         let (stmt, shift) = parse_selection(text)?;
         let run = || -> Result<Vec<Entity>, Error> {
-            let bound = bind_statement(&stmt, &self.world, &self.functions)?;
+            let bound = bind_statement(&stmt, self.world.get(), &self.functions)?;
             let LogicalPlan::Select(plan) = bound.plan else {
                 return Err(Error::new(ErrorKind::Type, "a selection must be a query (SELECT or FROM/WHERE)"));
             };
             let values = resolve_params(&bound.params, params)?;
-            let phys = PhysicalSelect::new(plan, &self.world, self.plan_options);
-            select::selected_entities(&phys, &self.world, &values)
+            let phys = PhysicalSelect::new(plan, self.world.get(), self.plan_options);
+            select::selected_entities(&phys, self.world.get(), &values)
         };
         run().map_err(|e| unshift(e, shift))
     }
@@ -581,8 +603,8 @@ impl Database {
             set.insert(e);
         }
         // Reject aliasing `&mut` access with an error rather than the engine's panic.
-        QueryState::<(Entity, Q), ()>::try_new(&mut self.world)?;
-        let inner = self.world.query_filtered_mut::<(Entity, Q), ()>();
+        QueryState::<(Entity, Q), ()>::try_new(self.world.get_mut())?;
+        let inner = self.world.get_mut().query_filtered_mut::<(Entity, Q), ()>();
         Ok(Selected { inner, set })
     }
 }
@@ -822,15 +844,15 @@ impl Prepared {
 
     /// Runs the statement (any kind).
     pub fn execute(&mut self, db: &mut Database, params: &Params) -> Result<ResultSet, Error> {
-        self.check_world(&db.world)?;
+        self.check_world(db.world.get())?;
         let values = resolve_params(&self.params, params)?;
         if let Executable::Schedule(op) = &self.exec {
             return db.run_schedule_op(op);
         }
         if let Executable::Show(ShowKind::Systems) = &self.exec {
-            return Ok(db.schedule.show(&db.world));
+            return Ok(db.schedule.show(db.world.get()));
         }
-        let world = &mut db.world;
+        let world = db.world.get_mut();
         match &mut self.exec {
             Executable::Spawn(v) => mutate::spawn(world, v, &values),
             Executable::Despawn(scan) => {
@@ -858,15 +880,15 @@ impl Prepared {
 
     /// Runs a read-only statement on a shared database; a mutating one is a `constraint` error.
     pub fn query(&mut self, db: &Database, params: &Params) -> Result<ResultSet, Error> {
-        self.check_world(&db.world)?;
+        self.check_world(db.world.get())?;
         if !self.is_read_only() {
             return Err(mutates_error(self.span));
         }
         let values = resolve_params(&self.params, params)?;
         match &self.exec {
             Executable::Schedule(ScheduleOp::ExplainSchedule) => Ok(db.explain_schedule()),
-            Executable::Show(ShowKind::Systems) => Ok(db.schedule.show(&db.world)),
-            _ => self.run_read(&db.world, &values),
+            Executable::Show(ShowKind::Systems) => Ok(db.schedule.show(db.world.get())),
+            _ => self.run_read(db.world.get(), &values),
         }
     }
 
@@ -924,16 +946,16 @@ impl Prepared {
     /// assert_eq!((n, hps), (1, vec![5.0]));
     /// ```
     pub fn query_each(&mut self, db: &Database, params: &Params, mut f: impl FnMut(&[Value])) -> Result<usize, Error> {
-        self.check_world(&db.world)?;
+        self.check_world(db.world.get())?;
         if !self.is_read_only() {
             return Err(mutates_error(self.span));
         }
         let values = resolve_params(&self.params, params)?;
         if let Executable::Select(phys) = &mut self.exec {
-            phys.refresh(&db.world);
-            return select::stream_select(phys, &db.world, &values, &mut f);
+            phys.refresh(db.world.get());
+            return select::stream_select(phys, db.world.get(), &values, &mut f);
         }
-        let rs = self.run_read(&db.world, &values)?;
+        let rs = self.run_read(db.world.get(), &values)?;
         rs.rows.iter().for_each(|r| f(r));
         Ok(rs.rows.len())
     }
@@ -962,8 +984,8 @@ impl Prepared {
     pub fn explain(&mut self, db: &Database) -> Option<Vec<String>> {
         match &mut self.exec {
             Executable::Select(phys) | Executable::Explain(phys) => {
-                phys.refresh(&db.world);
-                Some(explain_select(phys, &db.world, &self.params))
+                phys.refresh(db.world.get());
+                Some(explain_select(phys, db.world.get(), &self.params))
             }
             _ => None,
         }

@@ -7,7 +7,7 @@ use crate::entity::Entity;
 use crate::storage::field::{FieldColumn, FieldScalar};
 use crate::storage::TableId;
 use crate::value::Value;
-use crate::world::World;
+use crate::world::{TypedFieldValues, World};
 
 /// Where a component's values are: a table's column, or the component's sparse set.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -356,6 +356,33 @@ impl FieldView<'_> {
     /// Whether there are no rows.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
+    }
+
+    /// Copies of the values of rows `start..end` (clamped to the rows there are), in the
+    /// field's type: what [`World::write_fields_run`] takes. `None` for
+    /// [`FieldView::Missing`].
+    ///
+    /// ```
+    /// use ecsdb_engine::storage::{FieldPlace, FieldView, TableId};
+    /// use ecsdb_engine::{Component, TypedFieldValues, World};
+    /// #[derive(Component)] struct Hp { v: f32 }
+    /// let mut world = World::new();
+    /// let e = world.spawn(Hp { v: 1.0 });
+    /// world.spawn(Hp { v: 2.0 });
+    /// let table = FieldPlace::Table(TableId(world.location(e).unwrap().table));
+    /// let hp = FieldView::new(&world, table, world.component_id("Hp").unwrap(), 0);
+    /// assert_eq!(hp.values_in(1, 5), Some(TypedFieldValues::F32(vec![2.0])));
+    /// ```
+    pub fn values_in(&self, start: usize, end: usize) -> Option<TypedFieldValues> {
+        macro_rules! copy {
+            ($($variant:ident),*) => {
+                match self {
+                    $(FieldView::$variant(c) => Some(TypedFieldValues::$variant(c.map_range(start, end, |v| v.clone()))),)*
+                    FieldView::Missing => None,
+                }
+            };
+        }
+        copy!(Bool, I8, I16, I32, I64, U8, U16, U32, U64, F32, F64, Str, Entity, Vec2, Vec3)
     }
 
     /// Row `row`'s value, `None` past the end or for a u64 above i64::MAX (for readers that

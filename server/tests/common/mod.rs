@@ -40,7 +40,7 @@ impl Served {
                     None => {
                         publisher.wait_for_work(Duration::from_millis(2));
                         publisher.apply_queued(&mut db);
-                        publisher.publish(&db);
+                        publisher.publish(&mut db);
                     }
                 }
             }

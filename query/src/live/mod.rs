@@ -33,6 +33,9 @@ use crate::parse;
 use crate::result::ResultSet;
 use crate::Database;
 
+mod copier;
+use copier::{Copier, Job};
+
 /// A state of the world as of one tick, shared by readers.
 #[derive(Debug)]
 pub struct Published {
@@ -101,7 +104,7 @@ struct Shared {
     queue: Mutex<VecDeque<QueuedExec>>,
     queue_cond: Condvar,
     /// Permits of the reader pool: at most this many statements run at once.
-    pool: Mutex<usize>,
+    pool: Mutex<Pool>,
     pool_cond: Condvar,
     pool_size: usize,
     times: Mutex<VecDeque<f64>>,
@@ -109,6 +112,54 @@ struct Shared {
     systems: Mutex<Vec<SystemStat>>,
     /// The writer is gone: queued writes fail, waits end.
     closed: AtomicBool,
+    /// How the copier made the states so far.
+    copies: Mutex<CopyStats>,
+}
+
+/// How the states readers saw were made (see [`Reader::copy_stats`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CopyStats {
+    /// From a snapshot of the whole world: the first state, and any after entities were
+    /// spawned, despawned or moved between tables, or the schema, indexes, references or
+    /// systems changed.
+    pub full: u64,
+    /// By copying only the rows whose values changed since the older copy.
+    pub incremental: u64,
+    /// Skipped because the writer wanted its world back before the copy was done.
+    pub recalled: u64,
+}
+
+/// The reader pool's permits.
+struct Pool {
+    free: usize,
+    /// The copier waits for a permit: it gets the next one, before any reader (a new state
+    /// must not wait behind a queue of scans of the old one).
+    copier_waiting: bool,
+}
+
+impl Shared {
+    /// A permit of the reader pool for a reader's statement (waiting for one).
+    fn permit(&self) -> Permit<'_> {
+        let mut pool = lock(&self.pool);
+        while pool.free == 0 || pool.copier_waiting {
+            pool = self.pool_cond.wait(pool).unwrap_or_else(|p| p.into_inner());
+        }
+        pool.free -= 1;
+        Permit(self)
+    }
+
+    /// A permit for the copier's work after it gave the world back, ahead of waiting readers:
+    /// that work runs in the pool too, so the writer keeps its core.
+    fn copier_permit(&self) -> Permit<'_> {
+        let mut pool = lock(&self.pool);
+        pool.copier_waiting = true;
+        while pool.free == 0 {
+            pool = self.pool_cond.wait(pool).unwrap_or_else(|p| p.into_inner());
+        }
+        pool.free -= 1;
+        pool.copier_waiting = false;
+        Permit(self)
+    }
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -127,11 +178,12 @@ pub struct Publisher {
     shared: Arc<Shared>,
     tick: u64,
     published_tick: Option<u64>,
-    /// Encoded states on their way to the decoder thread (capacity 1: a busy decoder makes
+    /// States to make, on their way to the copier thread (capacity 1: a busy copier makes
     /// the writer skip a publish rather than wait).
-    to_decoder: Option<SyncSender<(u64, Vec<u8>, Database)>>,
-    decoder: Option<std::thread::JoinHandle<()>>,
-    decoding: Arc<AtomicBool>,
+    to_copier: Option<SyncSender<Job>>,
+    copier: Option<std::thread::JoinHandle<()>>,
+    /// The copier is making a state.
+    copying: Arc<AtomicBool>,
 }
 
 impl std::fmt::Debug for Publisher {
@@ -163,24 +215,25 @@ impl Publisher {
             published_cond: Condvar::new(),
             queue: Mutex::new(VecDeque::new()),
             queue_cond: Condvar::new(),
-            pool: Mutex::new(pool_size),
+            pool: Mutex::new(Pool { free: pool_size, copier_waiting: false }),
             pool_cond: Condvar::new(),
             pool_size,
             times: Mutex::new(VecDeque::new()),
             systems: Mutex::new(Vec::new()),
             closed: AtomicBool::new(false),
+            copies: Mutex::new(CopyStats::default()),
         });
-        let (tx, rx) = mpsc::sync_channel::<(u64, Vec<u8>, Database)>(1);
-        let decoding = Arc::new(AtomicBool::new(false));
-        let decoder = {
+        let (tx, rx) = mpsc::sync_channel::<Job>(1);
+        let copying = Arc::new(AtomicBool::new(false));
+        let copier = {
             let shared = Arc::clone(&shared);
-            let decoding = Arc::clone(&decoding);
+            let copying = Arc::clone(&copying);
             std::thread::Builder::new()
                 .name("ecsdb-publish".into())
-                .spawn(move || decode_loop(rx, shared, decoding))
-                .expect("spawning the publisher's decoder thread")
+                .spawn(move || copy_loop(rx, shared, copying))
+                .expect("spawning the publisher's copier thread")
         };
-        Publisher { shared, tick: 0, published_tick: None, to_decoder: Some(tx), decoder: Some(decoder), decoding }
+        Publisher { shared, tick: 0, published_tick: None, to_copier: Some(tx), copier: Some(copier), copying }
     }
 
     /// A new reader handle.
@@ -264,8 +317,11 @@ impl Publisher {
 
     /// Publishes the current state for readers when one is attached, one asked since the
     /// last publish, the state is newer than the last published one, and the previous
-    /// publish has been decoded (otherwise this tick is skipped: the writer never waits).
-    pub fn publish(&mut self, db: &Database) {
+    /// publish is done (otherwise this tick is skipped: the writer never waits here).
+    ///
+    /// The world is lent to the copier thread until it has copied what changed since the last
+    /// publish; the writer's next write waits for that if it comes sooner (reads do not).
+    pub fn publish(&mut self, db: &mut Database) {
         let s = &self.shared;
         if s.readers.load(Ordering::Acquire) == 0 {
             return;
@@ -274,18 +330,17 @@ impl Publisher {
         if !first && (!s.wanted.load(Ordering::Acquire) || self.published_tick == Some(self.tick)) {
             return;
         }
-        if self.decoding.load(Ordering::Acquire) {
+        if self.copying.load(Ordering::Acquire) {
             return;
         }
-        let opts = SaveOptions { skip_opaque: true, change_ticks: false };
-        let Ok(bytes) = db.world().save_to_vec(&opts) else { return };
+        let Some(tx) = &self.to_copier else { return };
         s.wanted.store(false, Ordering::Release);
-        self.decoding.store(true, Ordering::Release);
-        if let Some(tx) = &self.to_decoder {
-            if tx.try_send((self.tick, bytes, db.with_world(World::new()))).is_err() {
-                self.decoding.store(false, Ordering::Release);
-                return;
-            }
+        self.copying.store(true, Ordering::Release);
+        let job = Job { tick: self.tick, template: db.with_world(World::new()), loan: db.lend_world() };
+        if tx.try_send(job).is_err() {
+            // Dropping the job gave the world back.
+            self.copying.store(false, Ordering::Release);
+            return;
         }
         self.published_tick = Some(self.tick);
     }
@@ -294,8 +349,8 @@ impl Publisher {
 impl Drop for Publisher {
     fn drop(&mut self) {
         self.shared.closed.store(true, Ordering::Release);
-        self.to_decoder = None;
-        if let Some(d) = self.decoder.take() {
+        self.to_copier = None;
+        if let Some(d) = self.copier.take() {
             let _ = d.join();
         }
         for q in lock(&self.shared.queue).drain(..) {
@@ -305,19 +360,20 @@ impl Drop for Publisher {
     }
 }
 
-fn decode_loop(rx: Receiver<(u64, Vec<u8>, Database)>, shared: Arc<Shared>, decoding: Arc<AtomicBool>) {
-    while let Ok((tick, bytes, template)) = rx.recv() {
-        let world = World::load_from_bytes(&bytes);
-        drop(bytes);
-        if let Ok(world) = world {
-            // The schedule comes with the world (its saved systems), the functions with the
-            // writer's database.
-            let db = template.with_world(world);
-            shared.state.store(Some(Arc::new(Published { tick, db })));
-        }
+fn copy_loop(rx: Receiver<Job>, shared: Arc<Shared>, copying: Arc<AtomicBool>) {
+    let mut copier = Copier::default();
+    while let Ok(job) = rx.recv() {
+        // The writer woke this thread a moment before the end of its tick. On a busy machine
+        // a thread woken may take its waker's core at once, and the writer's tick would then
+        // last until the copy is done: let the writer leave its tick boundary first.
+        std::thread::sleep(Duration::from_micros(200));
+        let tick = job.tick;
+        let published = copier.run(job, &shared);
         // Ready for the next publish before anyone waiting hears of this one.
-        decoding.store(false, Ordering::Release);
-        *lock(&shared.published) = tick;
+        copying.store(false, Ordering::Release);
+        if published {
+            *lock(&shared.published) = tick;
+        }
         shared.published_cond.notify_all();
     }
 }
@@ -395,8 +451,9 @@ struct Permit<'a>(&'a Shared);
 
 impl Drop for Permit<'_> {
     fn drop(&mut self) {
-        *lock(&self.0.pool) += 1;
-        self.0.pool_cond.notify_one();
+        lock(&self.0.pool).free += 1;
+        // All: the copier, which goes first, may be among the waiters.
+        self.0.pool_cond.notify_all();
     }
 }
 
@@ -456,18 +513,17 @@ impl Reader {
 
     /// Runs `f` on the newest state with a permit of the reader pool (waiting for one).
     pub fn with_state<R>(&self, f: impl FnOnce(&Published) -> R) -> Result<R, Error> {
-        let state = self.state()?;
+        // Wait for a first state without a permit (the copier needs one to make it); then the
+        // permit before taking the newest state: a state held while waiting for a permit would
+        // be older by the time it is read, and would keep the copier from reusing it.
+        drop(self.state()?);
         let _permit = self.permit();
+        let state = self.state()?;
         Ok(f(&state))
     }
 
     fn permit(&self) -> Permit<'_> {
-        let mut free = lock(&self.shared.pool);
-        while *free == 0 {
-            free = self.shared.pool_cond.wait(free).unwrap_or_else(|p| p.into_inner());
-        }
-        *free -= 1;
-        Permit(&self.shared)
+        self.shared.permit()
     }
 
     /// Runs one read-only statement against the newest published state; returns the tick it
@@ -498,6 +554,11 @@ impl Reader {
         // writer stops publishing).
         self.wait_for_tick(out.tick, Duration::from_secs(5));
         Ok(out)
+    }
+
+    /// How the published states were made so far.
+    pub fn copy_stats(&self) -> CopyStats {
+        *lock(&self.shared.copies)
     }
 
     /// The writer's per-system counters as of its last tick (empty before a reader saw one).
@@ -616,7 +677,12 @@ mod tests {
                 let r = r.clone();
                 std::thread::spawn(move || {
                     let mut seen = std::collections::BTreeSet::new();
-                    for _ in 0..40 {
+                    let deadline = Instant::now() + Duration::from_secs(20);
+                    // At least 40 answers, and on until the world was seen to move.
+                    for i in 0.. {
+                        if i >= 40 && (seen.len() > 2 || Instant::now() > deadline) {
+                            break;
+                        }
                         let (tick, rs) = r.query("SELECT min(Health.hp), max(Health.hp)", &Params::new()).unwrap();
                         assert_eq!(rs.rows[0][0], rs.rows[0][1], "one answer, two ticks");
                         if tick > 0 {

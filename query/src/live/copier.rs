@@ -1,0 +1,367 @@
+//! The publisher's copier thread: makes the states readers share out of the writer's world,
+//! copying only what changed since the last state whenever it can.
+//!
+//! The writer lends its world ([`WorldLoan`]) at a tick boundary and goes on; only its next
+//! write waits, and only until the copier has read what it needs. Two read-only copies take
+//! turns: readers query the newer one while the copier brings the other up to date.
+//!
+//! - **Incremental** (the common case: systems changed values, nothing moved): the copier
+//!   checks that every table of the spare copy holds the same entities as the writer's, then
+//!   copies into it the rows whose change ticks are newer than the spare's last copy, field
+//!   by field through the engine's columnar writes (so the copy's indexes follow), and
+//!   gives the world back. The copy is made while the writer is between ticks and no
+//!   reader holds the spare: the copier waits for readers to let go of it before it says it
+//!   is ready for the next state, and the writer does not lend its world before that. A
+//!   writer that writes again before the copy is done recalls its world: the copier stops
+//!   within a few thousand rows, gives it back, and that state is skipped (but never two in
+//!   a row, so that a writer that never pauses still lets readers see new states).
+//! - **Full** (the first state, or after entities were spawned, despawned or moved, or
+//!   components, indexes, references or systems were defined): a snapshot of the world,
+//!   decoded into two fresh copies. The world is given back as soon as the snapshot is
+//!   encoded.
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+
+use ecsdb_engine::index::IndexDef;
+use ecsdb_engine::storage::{AddedView, Column, FieldPlace, FieldView, TableId};
+use ecsdb_engine::{
+    ChangeWindow, ComponentId, FieldRows, ReferenceDef, SaveOptions, StorageKind, SystemRecord, Tick, TypedFieldValues,
+    World,
+};
+
+use super::{lock, Published, Shared};
+use crate::database::WorldLoan;
+use crate::Database;
+
+/// One state to make: the writer's world at the end of live tick `tick`.
+pub(crate) struct Job {
+    pub(crate) tick: u64,
+    pub(crate) loan: WorldLoan,
+    /// The writer's registered functions and planner settings, over an empty world.
+    pub(crate) template: Database,
+}
+
+/// What the copier keeps between jobs.
+#[derive(Default)]
+pub(crate) struct Copier {
+    pair: Option<Pair>,
+    /// The last state was skipped because the writer recalled its world: this one is made
+    /// even if it recalls it again (a writer that never pauses would otherwise starve the
+    /// readers of new states; it waits for at most one incremental copy instead).
+    last_recalled: bool,
+}
+
+/// The two read-only copies.
+struct Pair {
+    /// What readers see now (also in `Shared::state`).
+    current: Copy,
+    /// The other copy, which no reader holds between jobs.
+    spare: Copy,
+    /// What a copy cannot follow incrementally, as of the last full copy.
+    layout: Layout,
+    /// Writer component id → the copies' id (`None`: not in the copies, such as an opaque one).
+    components: Vec<Option<ComponentId>>,
+}
+
+struct Copy {
+    state: Arc<Published>,
+    /// The writer's change run when this copy was made (rows stamped later changed since).
+    synced_run: u64,
+}
+
+/// Rows copied at a time: the values of a field copied one by one go through a buffer that
+/// stays in cache, and between two chunks the copier looks whether the writer recalled its
+/// world.
+const COPY_CHUNK: usize = 16_384;
+
+/// The parts of the writer's world whose change makes the next copy a full one.
+#[derive(PartialEq)]
+struct Layout {
+    components: usize,
+    indexes: Vec<IndexDef>,
+    references: Vec<ReferenceDef>,
+    systems: Vec<SystemRecord>,
+    fixed_hz: u32,
+}
+
+impl Layout {
+    fn of(writer: &World) -> Layout {
+        let schedule = writer.schedule_record();
+        Layout {
+            components: writer.components().len(),
+            indexes: writer.index_definitions(),
+            references: writer.reference_definitions(),
+            systems: schedule.systems.clone(),
+            fixed_hz: schedule.fixed_hz,
+        }
+    }
+
+    /// Whether `writer` still has this layout (component ids are never reused, so the same
+    /// count means the same components).
+    fn holds_for(&self, writer: &World) -> bool {
+        let schedule = writer.schedule_record();
+        self.components == writer.components().len()
+            && self.fixed_hz == schedule.fixed_hz
+            && self.systems == schedule.systems
+            && self.indexes == writer.index_definitions()
+            && self.references == writer.reference_definitions()
+    }
+}
+
+impl Copier {
+    /// Makes the state of `job` and publishes it, then waits until no reader holds the older
+    /// copy. False if it published nothing (the writer recalled its world first, or a
+    /// snapshot failed): the readers keep the older state.
+    pub(crate) fn run(&mut self, job: Job, shared: &Shared) -> bool {
+        let Job { tick, loan, template } = job;
+        let outcome = match self.pair.as_mut() {
+            Some(pair) => match Arc::get_mut(&mut pair.spare.state) {
+                Some(spare) => {
+                    let target = Target { copy: spare.db.world_mut(), synced_run: pair.spare.synced_run };
+                    sync(&loan, !self.last_recalled, target, &pair.layout, &pair.components)
+                }
+                None => Synced::NeedsFull,
+            },
+            None => Synced::NeedsFull,
+        };
+        let published = match outcome {
+            Synced::To(this_run) => {
+                drop(loan);
+                self.publish_spare(this_run, tick, shared)
+            }
+            // The writer wants its world back: this state is skipped. The spare keeps its
+            // change run, so the next copy covers the rows written into it just now too.
+            Synced::Recalled => {
+                lock(&shared.copies).recalled += 1;
+                self.last_recalled = true;
+                return false;
+            }
+            Synced::NeedsFull => self.full(tick, loan, template, shared),
+        };
+        self.last_recalled = false;
+        // Ready for the next job once the older copy is free (readers finishing a query).
+        while let Some(pair) = &mut self.pair {
+            if Arc::get_mut(&mut pair.spare.state).is_some() || shared.closed.load(Ordering::Acquire) {
+                break;
+            }
+            std::thread::sleep(Duration::from_micros(200));
+        }
+        published
+    }
+
+    /// Publishes the spare copy, just brought up to date with the writer's change run
+    /// `this_run`; the other copy becomes the spare.
+    fn publish_spare(&mut self, this_run: u64, tick: u64, shared: &Shared) -> bool {
+        let Some(pair) = self.pair.as_mut() else { return false };
+        let Some(spare) = Arc::get_mut(&mut pair.spare.state) else { return false };
+        let _permit = shared.copier_permit();
+        spare.db.world_mut().refresh_indexes();
+        spare.tick = tick;
+        pair.spare.synced_run = this_run;
+        std::mem::swap(&mut pair.current, &mut pair.spare);
+        shared.state.store(Some(Arc::clone(&pair.current.state)));
+        lock(&shared.copies).incremental += 1;
+        true
+    }
+
+    /// Makes both copies from a snapshot of the writer's world.
+    fn full(&mut self, tick: u64, loan: WorldLoan, template: Database, shared: &Shared) -> bool {
+        self.pair = None;
+        let writer = loan.world();
+        let (_, this_run) = writer.begin_change_run(None);
+        let opts = SaveOptions { skip_opaque: true, change_ticks: false };
+        let Ok(bytes) = writer.save_to_vec(&opts) else { return false };
+        let names: Vec<Option<String>> =
+            writer.components().iter().map(|c| (!c.is_opaque()).then(|| c.name().to_string())).collect();
+        let layout = Layout::of(writer);
+        drop(loan);
+        let _permit = shared.copier_permit();
+        let (Ok(current), Ok(spare)) = (World::load_from_bytes(&bytes), World::load_from_bytes(&bytes)) else {
+            return false;
+        };
+        let components = names.iter().map(|n| n.as_deref().and_then(|n| current.component_id(n).ok())).collect();
+        let copy =
+            |world| Copy { state: Arc::new(Published { tick, db: template.with_world(world) }), synced_run: this_run };
+        let (current, spare) = (copy(current), copy(spare));
+        shared.state.store(Some(Arc::clone(&current.state)));
+        self.pair = Some(Pair { current, spare, layout, components });
+        lock(&shared.copies).full += 1;
+        true
+    }
+}
+
+/// How a [`sync`] ended.
+enum Synced {
+    /// The copy is up to date; the change run to remember.
+    To(u64),
+    /// The writer recalled its world: the copy may be partly written, and its change run
+    /// still covers every row to copy next time.
+    Recalled,
+    /// More than values changed: only a full copy will do (the copy may be partly written).
+    NeedsFull,
+}
+
+/// The copy a [`sync`] brings up to date, and the writer's change run it was last synced at.
+struct Target<'a> {
+    copy: &'a mut World,
+    synced_run: u64,
+}
+
+/// Copies into the target every row of the lent world changed since its `synced_run`, if
+/// nothing but values changed (the same components, and every table and sparse set holding
+/// the same entities in the same rows). Stops early when the writer recalls its world, if
+/// `may_stop`.
+fn sync(
+    loan: &WorldLoan,
+    may_stop: bool,
+    target: Target<'_>,
+    layout: &Layout,
+    components: &[Option<ComponentId>],
+) -> Synced {
+    let recalled = || may_stop && loan.is_recalled();
+    match sync_rows(loan.world(), &recalled, target, layout, components) {
+        Some(done) => done,
+        None => Synced::NeedsFull,
+    }
+}
+
+fn sync_rows(
+    writer: &World,
+    recalled: &dyn Fn() -> bool,
+    Target { copy, synced_run }: Target<'_>,
+    layout: &Layout,
+    components: &[Option<ComponentId>],
+) -> Option<Synced> {
+    if !layout.holds_for(writer) || writer.len() != copy.len() {
+        return None;
+    }
+    let (window, this_run) = writer.begin_change_run(Some(synced_run));
+    let mut runs = Vec::new();
+    for table in writer.tables() {
+        if recalled() {
+            return Some(Synced::Recalled);
+        }
+        let Some(&first) = table.entities().first() else { continue };
+        // The same entities in the same rows of one table of the copy, with the same
+        // (readable) components: then rows map one to one.
+        let copy_table = &copy.tables()[copy.location(first).ok()?.table as usize];
+        if copy_table.entities() != table.entities() {
+            return None;
+        }
+        let mut readable = 0;
+        for (&id, column) in table.components().iter().zip(table.columns()) {
+            let Some(copy_id) = components[id.index()] else { continue };
+            readable += 1;
+            if !copy_table.has(copy_id) {
+                return None;
+            }
+            if let Some(rows) = changed_rows(column, &window) {
+                runs.push((FieldPlace::Table(table.id()), id, copy_table.id(), copy_id, rows));
+            }
+        }
+        if readable != copy_table.components().len() {
+            return None;
+        }
+    }
+    for info in writer.components().iter().filter(|c| c.storage() == StorageKind::Sparse) {
+        let id = info.id();
+        let Some(copy_id) = components[id.index()] else { continue };
+        let set = writer.sparse_set(id);
+        if set.map_or(&[][..], |s| s.entities()) != copy.sparse_set(copy_id).map_or(&[][..], |s| s.entities()) {
+            return None;
+        }
+        if let Some(rows) = set.and_then(|s| changed_rows(s.column(), &window)) {
+            runs.push((FieldPlace::Sparse, id, TableId::EMPTY, copy_id, rows));
+        }
+    }
+    schedule_clock(writer, copy);
+    for (place, id, copy_table, copy_id, (start, end)) in runs {
+        let copy_place = match place {
+            FieldPlace::Table(_) => FieldPlace::Table(copy_table),
+            FieldPlace::Sparse => FieldPlace::Sparse,
+        };
+        for at in (start..end).step_by(COPY_CHUNK) {
+            if recalled() {
+                return Some(Synced::Recalled);
+            }
+            let to = end.min(at + COPY_CHUNK);
+            if copy.copy_rows_from(writer, id, place, copy_id, copy_place, at, to).ok()? {
+                continue;
+            }
+            // Strings, or a Rust type laid out unlike the copy's: field by field.
+            let fields = fields_of(writer, place, id, at, to)?;
+            match place {
+                FieldPlace::Table(_) => {
+                    copy.write_fields_run(copy_id, copy_table, at as u32, to as u32, fields).ok()?
+                }
+                FieldPlace::Sparse => {
+                    let entities = &writer.sparse_set(id)?.entities()[at..to];
+                    for (field, values) in fields {
+                        copy.write_field_rows(copy_id, field, FieldRows::Sparse(entities), values).ok()?;
+                    }
+                }
+            }
+        }
+    }
+    Some(Synced::To(this_run))
+}
+
+/// Gives the copy the writer's schedule clock (ticks run, simulated time), which moves every
+/// tick; the systems themselves are the same (see [`Layout`]).
+fn schedule_clock(writer: &World, copy: &mut World) {
+    copy.set_schedule_record(writer.schedule_record().clone());
+}
+
+/// The smallest run of rows holding every row changed or added in `window`.
+fn changed_rows(column: &Column, window: &ChangeWindow) -> Option<(usize, usize)> {
+    let changed = column.changed_ticks();
+    let mut run = first_new(changed, window).map(|f| (f, last_new(changed, window).unwrap_or(f) + 1));
+    let added = match column.added_ticks() {
+        AddedView::Same(t, n) => (n > 0 && window.is_new(t)).then_some((0, n)),
+        AddedView::Rows(ticks) => first_new(ticks, window).map(|f| (f, last_new(ticks, window).unwrap_or(f) + 1)),
+    };
+    if let Some((s, e)) = added {
+        run = Some(run.map_or((s, e), |(rs, re)| (rs.min(s), re.max(e))));
+    }
+    run
+}
+
+/// Ticks tested per step: a branch-free test of a block vectorizes; most columns have no new
+/// row at all, and this scan is what the writer waits for when it writes again early.
+const TICK_BLOCK: usize = 256;
+
+fn first_new(ticks: &[Tick], window: &ChangeWindow) -> Option<usize> {
+    let new = |t: &Tick| window.is_new(*t);
+    ticks.chunks(TICK_BLOCK).enumerate().find_map(|(i, block)| {
+        block
+            .iter()
+            .fold(false, |any, t| any | new(t))
+            .then(|| i * TICK_BLOCK + block.iter().position(new).unwrap_or(0))
+    })
+}
+
+fn last_new(ticks: &[Tick], window: &ChangeWindow) -> Option<usize> {
+    let new = |t: &Tick| window.is_new(*t);
+    let blocks = ticks.len().div_ceil(TICK_BLOCK);
+    ticks.rchunks(TICK_BLOCK).enumerate().find_map(|(i, block)| {
+        // `rchunks` cuts from the end: block `i` starts `len - (i + 1) * TICK_BLOCK` in, or at 0.
+        let start = ticks.len().saturating_sub((i + 1) * TICK_BLOCK);
+        debug_assert!(i < blocks);
+        block.iter().fold(false, |any, t| any | new(t)).then(|| start + block.iter().rposition(new).unwrap_or(0))
+    })
+}
+
+/// Copies of every field of component `id` over rows `start..end` of `place`.
+fn fields_of(
+    world: &World,
+    place: FieldPlace,
+    id: ComponentId,
+    start: usize,
+    end: usize,
+) -> Option<Vec<(usize, TypedFieldValues)>> {
+    (0..world.components().info(id).fields().len())
+        .map(|f| FieldView::new(world, place, id, f).values_in(start, end).map(|v| (f, v)))
+        .collect()
+}
