@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, Weak};
 use std::time::Duration;
 
-use ecsdb_query::live::{keyed_by_entity, Reader};
+use ecsdb_query::live::{components_read, keyed_by_entity, Reader};
 use ecsdb_query::Params;
 use serde_json::{json, Value as Json};
 
@@ -107,6 +107,8 @@ struct SharedQuery {
     /// `text` + the parameters' JSON: identical subscriptions share one evaluation.
     key: String,
     keyed: bool,
+    /// The components it reads (by name); `None`: evaluated at every tick.
+    reads: Option<BTreeSet<String>>,
     columns: Vec<String>,
     tick: u64,
     rows: Vec<Json>,
@@ -166,6 +168,7 @@ impl Hub {
         }
         let state = self.reader.state().map_err(|e| RpcError::statement(&e, text))?;
         let keyed = keyed_by_entity(&state.db, text).map_err(|e| RpcError::statement(&e, text))?;
+        let reads = components_read(&state.db, text).map_err(|e| RpcError::statement(&e, text))?;
         let rs = state.db.query_with(text, &params).map_err(|e| RpcError::statement(&e, text))?;
         if rs.rows.len() > MAX_SUBSCRIPTION_ROWS {
             return Err(RpcError::limit(
@@ -183,6 +186,7 @@ impl Hub {
             params,
             key,
             keyed,
+            reads,
             columns,
             tick: state.tick,
             rows,
@@ -233,6 +237,11 @@ impl Hub {
                 if q.tick >= state.tick || q.subscribers.is_empty() {
                     continue;
                 }
+                // Nothing it reads changed since its last answer: that answer still holds.
+                if q.reads.as_ref().is_some_and(|reads| !state.changes.changed_since(q.tick, reads)) {
+                    q.tick = state.tick;
+                    continue;
+                }
                 self.evaluations.fetch_add(1, Ordering::Relaxed);
                 let Ok(rs) = state.db.query_with(&q.text, &q.params) else { continue };
                 q.tick = state.tick;
@@ -275,6 +284,73 @@ impl Hub {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use ecsdb_query::live::Publisher;
+    use ecsdb_query::Database;
+
+    /// Ends ticks until readers see the newest one (the copier may skip a tick while busy).
+    fn publish(p: &mut Publisher, db: &mut Database, reader: &Reader) -> u64 {
+        loop {
+            p.end_tick(db);
+            let tick = p.tick();
+            if reader.wait_for_tick(tick, Duration::from_millis(50)).is_some_and(|s| s.tick == tick) {
+                return tick;
+            }
+        }
+    }
+
+    #[test]
+    fn a_subscription_is_evaluated_again_only_when_what_it_reads_changed() {
+        let mut db = Database::new();
+        db.execute_script(
+            "CREATE COMPONENT Health (hp i32); CREATE COMPONENT Pos (x f32); \
+             SPAWN Health {hp: 1}, Pos {x: 0}; SPAWN Health {hp: 9}, Pos {x: 0}",
+        )
+        .unwrap();
+        let mut p = Publisher::with_pool_size(1);
+        let reader = p.reader();
+        publish(&mut p, &mut db, &reader);
+        let hub = Arc::new(Hub::new(p.reader()));
+        let runner = {
+            let hub = Arc::clone(&hub);
+            std::thread::spawn(move || hub.run())
+        };
+        let outbox = Arc::new(Outbox::default());
+        let answer =
+            hub.subscribe(&outbox, "s", "SELECT count(*) WHERE Health.hp > 5", Params::new(), &json!([])).unwrap();
+        assert_eq!(answer["rows"], json!([[1]]));
+        let settle = |hub: &Hub, tick: u64| {
+            // Until the hub has looked at `tick`.
+            for _ in 0..400 {
+                if lock(&hub.queries).iter().all(|q| q.tick >= tick) {
+                    return;
+                }
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            panic!("the hub never reached tick {tick}");
+        };
+        let before = hub.evaluations();
+        for _ in 0..5 {
+            db.execute("UPDATE Pos SET x = Pos.x + 1").unwrap();
+            let tick = publish(&mut p, &mut db, &reader);
+            settle(&hub, tick);
+        }
+        assert_eq!(hub.evaluations(), before, "Pos changed, the query reads Health only");
+        db.execute("UPDATE Health SET hp = 10").unwrap();
+        let tick = publish(&mut p, &mut db, &reader);
+        settle(&hub, tick);
+        assert_eq!(hub.evaluations(), before + 1);
+        outbox.wait(Duration::from_secs(5));
+        let sent = outbox.take();
+        assert_eq!(sent.len(), 1);
+        assert_eq!(sent[0]["params"]["rows"], json!([[2]]));
+        // Entities moving (a spawn) may change any answer: evaluated again.
+        db.execute("SPAWN Pos {x: 1}").unwrap();
+        let tick = publish(&mut p, &mut db, &reader);
+        settle(&hub, tick);
+        assert_eq!(hub.evaluations(), before + 2);
+        hub.stop();
+        runner.join().unwrap();
+    }
 
     #[test]
     fn keyed_changes_merge_to_the_net_effect() {

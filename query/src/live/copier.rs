@@ -31,7 +31,7 @@ use ecsdb_engine::{
     World,
 };
 
-use super::{lock, Published, Shared};
+use super::{lock, ChangeLog, Published, Shared};
 use crate::database::WorldLoan;
 use crate::Database;
 
@@ -51,6 +51,8 @@ pub(crate) struct Copier {
     /// even if it recalls it again (a writer that never pauses would otherwise starve the
     /// readers of new states; it waits for at most one incremental copy instead).
     last_recalled: bool,
+    /// When each component last changed, for the published states.
+    log: ChangeLog,
 }
 
 /// The two read-only copies.
@@ -127,8 +129,11 @@ impl Copier {
             None => Synced::NeedsFull,
         };
         let published = match outcome {
-            Synced::To(this_run) => {
+            Synced::To(this_run, changed) => {
                 drop(loan);
+                for name in &changed {
+                    self.log.mark(name, tick);
+                }
                 self.publish_spare(this_run, tick, shared)
             }
             // The writer wants its world back: this state is skipped. The spare keeps its
@@ -159,6 +164,7 @@ impl Copier {
         let _permit = shared.copier_permit();
         spare.db.world_mut().refresh_indexes();
         spare.tick = tick;
+        spare.changes = self.log.clone();
         pair.spare.synced_run = this_run;
         std::mem::swap(&mut pair.current, &mut pair.spare);
         shared.state.store(Some(Arc::clone(&pair.current.state)));
@@ -182,8 +188,12 @@ impl Copier {
             return false;
         };
         let components = names.iter().map(|n| n.as_deref().and_then(|n| current.component_id(n).ok())).collect();
-        let copy =
-            |world| Copy { state: Arc::new(Published { tick, db: template.with_world(world) }), synced_run: this_run };
+        self.log = ChangeLog::everything_at(tick);
+        let changes = &self.log;
+        let copy = |world| Copy {
+            state: Arc::new(Published { tick, db: template.with_world(world), changes: changes.clone() }),
+            synced_run: this_run,
+        };
         let (current, spare) = (copy(current), copy(spare));
         shared.state.store(Some(Arc::clone(&current.state)));
         self.pair = Some(Pair { current, spare, layout, components });
@@ -194,8 +204,9 @@ impl Copier {
 
 /// How a [`sync`] ended.
 enum Synced {
-    /// The copy is up to date; the change run to remember.
-    To(u64),
+    /// The copy is up to date; the change run to remember, and the names of the components
+    /// whose rows were copied.
+    To(u64, Vec<String>),
     /// The writer recalled its world: the copy may be partly written, and its change run
     /// still covers every row to copy next time.
     Recalled,
@@ -277,6 +288,9 @@ fn sync_rows(
         }
     }
     schedule_clock(writer, copy);
+    let mut changed: Vec<String> = runs.iter().map(|r| writer.components().info(r.1).name().to_string()).collect();
+    changed.sort_unstable();
+    changed.dedup();
     for (place, id, copy_table, copy_id, (start, end)) in runs {
         let copy_place = match place {
             FieldPlace::Table(_) => FieldPlace::Table(copy_table),
@@ -305,7 +319,7 @@ fn sync_rows(
             }
         }
     }
-    Some(Synced::To(this_run))
+    Some(Synced::To(this_run, changed))
 }
 
 /// Gives the copy the writer's schedule clock (ticks run, simulated time), which moves every

@@ -43,6 +43,68 @@ pub struct Published {
     pub tick: u64,
     /// A read-only database over the copy (registered functions included).
     pub db: Database,
+    /// When each component last changed, as far as the copies tell (see [`ChangeLog`]).
+    pub changes: ChangeLog,
+}
+
+/// When the parts of published states last changed, in live ticks: what a subscriber needs
+/// to know whether a query's answer may differ from the one it got at an earlier tick.
+///
+/// Conservative: a component may be marked changed at a tick where its values did not
+/// change (never the reverse), and a full copy marks everything changed.
+///
+/// ```
+/// use ecsdb_query::live::ChangeLog;
+/// let mut log = ChangeLog::everything_at(3);
+/// log.mark("Health", 7);
+/// let reads = |names: &[&str]| names.iter().map(|n| n.to_string()).collect();
+/// assert!(log.changed_since(2, &reads(&["Position"])), "everything changed at 3");
+/// assert!(!log.changed_since(3, &reads(&["Position"])));
+/// assert!(log.changed_since(6, &reads(&["Health"])));
+/// assert!(!log.changed_since(7, &reads(&["Health", "Position"])));
+/// ```
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ChangeLog {
+    /// The last tick at which anything could have changed (a full copy: entities moved, or
+    /// the schema, indexes, references or systems changed).
+    everything: u64,
+    /// Component name → the last tick its values changed, where later than `everything`.
+    components: std::collections::HashMap<String, u64>,
+}
+
+impl ChangeLog {
+    /// A log where everything changed at `tick`.
+    pub fn everything_at(tick: u64) -> ChangeLog {
+        ChangeLog { everything: tick, components: Default::default() }
+    }
+
+    /// Notes that component `name`'s values changed at `tick`.
+    pub fn mark(&mut self, name: &str, tick: u64) {
+        let at = self.components.entry(name.to_string()).or_insert(tick);
+        *at = (*at).max(tick);
+    }
+
+    /// Whether anything a query reading `components` (by name) sees may have changed after
+    /// tick `since`.
+    pub fn changed_since(&self, since: u64, components: &std::collections::BTreeSet<String>) -> bool {
+        self.everything > since || components.iter().any(|c| self.components.get(c).is_some_and(|&t| t > since))
+    }
+}
+
+/// The components a read-only SELECT reads (by name), or `None` when its answer may change
+/// without any component changing (any other statement: SHOW, DESCRIBE, EXPLAIN), so a
+/// subscriber must evaluate it at every tick.
+pub fn components_read(db: &Database, text: &str) -> Result<Option<std::collections::BTreeSet<String>>, Error> {
+    use crate::plan::logical::LogicalPlan;
+    let stmt = parse::parse_statement(text)?;
+    let bound = crate::bind::bind_statement(&stmt, db.world(), db.functions())?;
+    if !matches!(bound.plan, LogicalPlan::Select(_)) {
+        return Ok(None);
+    }
+    let mut access = crate::schedule::Access::default();
+    access.add_plan(&bound.plan);
+    let components = db.world().components();
+    Ok(Some(access.reads.iter().map(|&id| components.info(id).name().to_string()).collect()))
 }
 
 /// What the writer's recent ticks cost, for `stats`.
