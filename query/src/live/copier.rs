@@ -53,6 +53,10 @@ pub(crate) struct Copier {
     last_recalled: bool,
     /// When each component last changed, for the published states.
     log: ChangeLog,
+    /// Threads for decoding full copies, as many as the reader pool has permits: the decode
+    /// runs after the world is back, and must not take the writer's core (the engine's
+    /// parallel loops use the pool they are called from). `None`: the global pool.
+    decode_pool: Option<rayon::ThreadPool>,
 }
 
 /// The two read-only copies.
@@ -113,6 +117,16 @@ impl Layout {
 }
 
 impl Copier {
+    /// A copier whose full copies decode on `threads` threads.
+    pub(crate) fn new(threads: usize) -> Copier {
+        let decode_pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads.max(1))
+            .thread_name(|i| format!("ecsdb-publish-{i}"))
+            .build()
+            .ok();
+        Copier { decode_pool, ..Copier::default() }
+    }
+
     /// Makes the state of `job` and publishes it, then waits until no reader holds the older
     /// copy. False if it published nothing (the writer recalled its world first, or a
     /// snapshot failed): the readers keep the older state.
@@ -184,7 +198,9 @@ impl Copier {
         let layout = Layout::of(writer);
         drop(loan);
         let _permit = shared.copier_permit();
-        let (Ok(current), Ok(spare)) = (World::load_from_bytes(&bytes), World::load_from_bytes(&bytes)) else {
+        let decode = || (World::load_from_bytes(&bytes), World::load_from_bytes(&bytes));
+        let (Ok(current), Ok(spare)) = self.decode_pool.as_ref().map_or_else(decode, |pool| pool.install(decode))
+        else {
             return false;
         };
         let components = names.iter().map(|n| n.as_deref().and_then(|n| current.component_id(n).ok())).collect();

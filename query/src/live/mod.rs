@@ -423,7 +423,7 @@ impl Drop for Publisher {
 }
 
 fn copy_loop(rx: Receiver<Job>, shared: Arc<Shared>, copying: Arc<AtomicBool>) {
-    let mut copier = Copier::default();
+    let mut copier = Copier::new(shared.pool_size);
     while let Ok(job) = rx.recv() {
         // The writer woke this thread a moment before the end of its tick. On a busy machine
         // a thread woken may take its waker's core at once, and the writer's tick would then
