@@ -168,3 +168,29 @@ fn a_writer_that_comes_back_early_recalls_its_world() {
     assert_eq!(stats.full, 1, "{stats:?}");
     assert!(stats.incremental >= 1, "{stats:?}");
 }
+
+/// A caller that keeps a published state does not stop publishing: the copier gives up on
+/// that copy and makes the next state in full.
+#[test]
+fn a_state_kept_by_a_caller_does_not_stop_publishing() {
+    let mut db = world();
+    let mut publisher = Publisher::with_pool_size(1);
+    let reader = publisher.reader();
+    publisher.end_tick(&mut db);
+    let kept = reader.wait_for_tick(1, WAIT_LIMIT).unwrap();
+    for round in 0..3 {
+        db.execute(&format!("UPDATE Pos SET y = {round}")).unwrap();
+        loop {
+            publisher.end_tick(&mut db);
+            let tick = publisher.tick();
+            if reader.wait_for_tick(tick, Duration::from_millis(50)).is_some_and(|s| s.tick == tick) {
+                break;
+            }
+        }
+        let seen = reader.with_state(|s| answers(&s.db)).unwrap();
+        let expected = answers(&db);
+        assert!(seen == expected, "{}", first_difference(&seen, &expected));
+    }
+    assert_eq!(kept.tick, 1, "the kept state is still the one it was");
+    assert!(reader.copy_stats().full >= 2, "{:?}", reader.copy_stats());
+}

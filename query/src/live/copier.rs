@@ -22,7 +22,7 @@
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use ecsdb_engine::index::IndexDef;
 use ecsdb_engine::storage::{AddedView, Column, FieldPlace, FieldView, TableId};
@@ -76,6 +76,10 @@ struct Copy {
     /// The writer's change run when this copy was made (rows stamped later changed since).
     synced_run: u64,
 }
+
+/// How long the copier waits for readers to let go of the older copy before it gives up on
+/// it (longer than any query should hold a state; a holder keeps it alive regardless).
+const SPARE_WAIT: Duration = Duration::from_millis(250);
 
 /// Rows copied at a time: the values of a field copied one by one go through a buffer that
 /// stays in cache, and between two chunks the copier looks whether the writer recalled its
@@ -160,9 +164,16 @@ impl Copier {
             Synced::NeedsFull => self.full(tick, loan, template, shared),
         };
         self.last_recalled = false;
-        // Ready for the next job once the older copy is free (readers finishing a query).
+        // Ready for the next job once the older copy is free (readers finishing a query). A
+        // state kept longer (`Reader::state` hands out the `Arc`) is left to its holder: the
+        // next state is then a full copy, rather than no new state at all.
+        let deadline = Instant::now() + SPARE_WAIT;
         while let Some(pair) = &mut self.pair {
             if Arc::get_mut(&mut pair.spare.state).is_some() || shared.closed.load(Ordering::Acquire) {
+                break;
+            }
+            if Instant::now() > deadline {
+                self.pair = None;
                 break;
             }
             std::thread::sleep(Duration::from_micros(200));
