@@ -7,13 +7,14 @@
 //!
 //! - **Incremental** (the common case: systems changed values, nothing moved): the copier
 //!   checks that every table of the spare copy holds the same entities as the writer's, then
-//!   copies into it the rows whose change ticks are newer than the spare's last copy, field
-//!   by field through the engine's columnar writes (so the copy's indexes follow), and
-//!   gives the world back. The copy is made while the writer is between ticks and no
+//!   copies into it the rows whose change ticks are newer than the spare's last copy (plain
+//!   data as bytes with `World::copy_rows_from`, the rest field by field through the
+//!   columnar writes; either way the copy's change ticks and indexes follow), and gives the
+//!   world back. The copy is made while the writer is between ticks and no
 //!   reader holds the spare: the copier waits for readers to let go of it before it says it
 //!   is ready for the next state, and the writer does not lend its world before that. A
 //!   writer that writes again before the copy is done recalls its world: the copier stops
-//!   within a few thousand rows, gives it back, and that state is skipped (but never two in
+//!   within one run of [`COPY_CHUNK`] rows, gives it back, and that state is skipped (but never two in
 //!   a row, so that a writer that never pauses still lets readers see new states).
 //! - **Full** (the first state, or after entities were spawned, despawned or moved, or
 //!   components, indexes, references or systems were defined): a snapshot of the world,
