@@ -58,8 +58,33 @@ pub fn run(args: &ServeArgs) -> Result<(), Failure> {
     Ok(())
 }
 
-/// The writer's loop: at `hz` ticks per second, each tick runs the world's systems (none yet:
-/// the hook for a scheduler is marked below), then ends the tick (queued writes, publish).
+/// The writer's loop: at `hz` ticks per second, each tick runs the world's systems (`$dt` is
+/// the tick's period), then ends the tick (queued writes, publish). With `hz` 0 nothing ticks:
+/// queued writes are applied as they come.
+/// Runs one tick of the world's systems. A system that fails is reported on stderr (the tick
+/// goes on without its writes, as `TICK` does); so is a schedule that cannot run, such as one
+/// naming Rust systems this program does not have, once until the message changes: serving
+/// goes on either way.
+fn run_systems(db: &mut Database, dt: f64, reported: &mut Option<String>) {
+    let message = match db.tick(1, dt) {
+        Ok(failures) if failures.is_empty() => None,
+        Ok(failures) => Some(
+            failures
+                .iter()
+                .map(|f| format!("system '{}' failed at tick {}: {}", f.system, f.tick, f.error))
+                .collect::<Vec<_>>()
+                .join("; "),
+        ),
+        Err(e) => Some(format!("systems not run: {e}")),
+    };
+    if let Some(m) = &message {
+        if reported.as_ref() != Some(m) {
+            format::eprint_line(m);
+        }
+    }
+    *reported = message;
+}
+
 fn run_loop(db: &mut Database, publisher: &mut Publisher, hz: f64, stop: &AtomicBool) {
     if hz <= 0.0 {
         while !stop.load(Ordering::Acquire) {
@@ -71,9 +96,10 @@ fn run_loop(db: &mut Database, publisher: &mut Publisher, hz: f64, stop: &Atomic
     }
     let period = Duration::from_secs_f64(1.0 / hz);
     let mut next = Instant::now();
+    let mut reported = None;
     while !stop.load(Ordering::Acquire) {
         let started = Instant::now();
-        // Systems hook: a scheduler runs the world's systems on `db` here, once per tick.
+        run_systems(db, period.as_secs_f64(), &mut reported);
         publisher.end_tick(db);
         publisher.record_tick_time(started.elapsed());
         next += period;

@@ -84,3 +84,34 @@ fn serve_query_shell_and_autosave() {
     let after = run(&dir, &["query", "w.ecsdb", "SELECT count(*)", "--format", "json"], b"");
     assert_eq!(String::from_utf8_lossy(&after.stdout).trim(), r#"{"columns":["count(*)"],"rows":[[2]]}"#);
 }
+
+/// `ecsdb serve` runs the world's systems at its rate, and its tool writes land between ticks.
+#[cfg(unix)]
+#[test]
+fn serve_runs_the_world_systems() {
+    let dir = temp_dir("systems");
+    let made = run(
+        &dir,
+        &["exec", "w.ecsdb", "-"],
+        b"CREATE COMPONENT Counter (n i64); SPAWN Counter {n: 0}; \
+          CREATE SYSTEM count IN PHASE OnUpdate AS UPDATE Counter SET n = Counter.n + 1;",
+    );
+    assert!(made.status.success(), "{}", String::from_utf8_lossy(&made.stderr));
+    let (mut child, url) = serve(&dir, &["--hz", "50", "--autosave"]);
+    let count = || {
+        let q = run(&dir, &["query", "--connect", &url, "SELECT Counter.n", "--format", "json"], b"");
+        let out = String::from_utf8_lossy(&q.stdout).to_string();
+        let n = out.split("[[").nth(1).and_then(|r| r.split(']').next()).and_then(|v| v.parse::<i64>().ok());
+        n.unwrap_or_else(|| panic!("no count in {out}"))
+    };
+    let first = count();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while count() <= first + 5 {
+        assert!(Instant::now() < deadline, "the system did not run: the counter stayed near {first}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(terminate(&mut child).success());
+    let after = run(&dir, &["query", "w.ecsdb", "SELECT Counter.n", "--format", "json"], b"");
+    let saved = String::from_utf8_lossy(&after.stdout).to_string();
+    assert!(!saved.contains("[[0]]"), "the ticks were saved: {saved}");
+}
