@@ -6,7 +6,7 @@
 
 use std::time::Duration;
 
-use ecsdb::query::live::{Publisher, WAIT_LIMIT};
+use ecsdb::query::live::{Publisher, Reader, WAIT_LIMIT};
 use ecsdb::{Database, Params};
 use ecsdb_engine::{ComponentDef, FieldType};
 use proptest::prelude::*;
@@ -98,6 +98,25 @@ fn first_difference(seen: &[Vec<Vec<ecsdb::Value>>], expected: &[Vec<Vec<ecsdb::
     "no difference".into()
 }
 
+/// Ends ticks (writing nothing more) until readers see the newest one, and returns it: the
+/// copier skips a tick while it is busy.
+fn publish(publisher: &mut Publisher, db: &mut Database, reader: &Reader) -> u64 {
+    loop {
+        publisher.end_tick(db);
+        let tick = publisher.tick();
+        if reader.wait_for_tick(tick, Duration::from_millis(20)).is_some_and(|s| s.tick == tick) {
+            return tick;
+        }
+    }
+}
+
+/// The reader's newest state answers every dump as `db` does.
+fn assert_reader_sees(reader: &Reader, db: &Database) {
+    let seen = reader.with_state(|s| answers(&s.db)).unwrap();
+    let expected = answers(db);
+    assert!(seen == expected, "{}", first_difference(&seen, &expected));
+}
+
 fn answers(db: &Database) -> Vec<Vec<Vec<ecsdb::Value>>> {
     DUMPS.iter().map(|q| db.query(q).unwrap().rows).collect()
 }
@@ -112,17 +131,8 @@ proptest! {
         let reader = publisher.reader();
         for op in &ops {
             apply(&mut db, op);
-            // End ticks (writing nothing more) until a state of this tick is published: the
-            // copier skips a tick while it is busy.
             let expected = answers(&db);
-            loop {
-                publisher.end_tick(&mut db);
-                let tick = publisher.tick();
-                let state = reader.wait_for_tick(tick, Duration::from_millis(20));
-                if state.as_ref().is_some_and(|s| s.tick == tick) {
-                    break;
-                }
-            }
+            publish(&mut publisher, &mut db, &reader);
             let (tick, _) = reader.query("SELECT count(*)", &Params::new()).unwrap();
             prop_assert_eq!(tick, publisher.tick());
             let seen = reader.with_state(|s| answers(&s.db)).unwrap();
@@ -154,16 +164,8 @@ fn a_writer_that_comes_back_early_recalls_its_world() {
         publisher.end_tick(&mut db);
     }
     // Let the last copy finish, then check it.
-    loop {
-        publisher.end_tick(&mut db);
-        let tick = publisher.tick();
-        if reader.wait_for_tick(tick, Duration::from_millis(50)).is_some_and(|s| s.tick == tick) {
-            break;
-        }
-    }
-    let seen = reader.with_state(|s| answers(&s.db)).unwrap();
-    let expected = answers(&db);
-    assert!(seen == expected, "{}", first_difference(&seen, &expected));
+    publish(&mut publisher, &mut db, &reader);
+    assert_reader_sees(&reader, &db);
     let stats = reader.copy_stats();
     assert_eq!(stats.full, 1, "{stats:?}");
     assert!(stats.incremental >= 1, "{stats:?}");
@@ -180,16 +182,8 @@ fn a_state_kept_by_a_caller_does_not_stop_publishing() {
     let kept = reader.wait_for_tick(1, WAIT_LIMIT).unwrap();
     for round in 0..3 {
         db.execute(&format!("UPDATE Pos SET y = {round}")).unwrap();
-        loop {
-            publisher.end_tick(&mut db);
-            let tick = publisher.tick();
-            if reader.wait_for_tick(tick, Duration::from_millis(50)).is_some_and(|s| s.tick == tick) {
-                break;
-            }
-        }
-        let seen = reader.with_state(|s| answers(&s.db)).unwrap();
-        let expected = answers(&db);
-        assert!(seen == expected, "{}", first_difference(&seen, &expected));
+        publish(&mut publisher, &mut db, &reader);
+        assert_reader_sees(&reader, &db);
     }
     assert_eq!(kept.tick, 1, "the kept state is still the one it was");
     assert!(reader.copy_stats().full >= 2, "{:?}", reader.copy_stats());

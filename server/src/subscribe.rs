@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, Weak};
 use std::time::Duration;
 
-use ecsdb_query::live::{components_read, keyed_by_entity, Reader};
+use ecsdb_query::live::{subscription_shape, Reader};
 use ecsdb_query::Params;
 use serde_json::{json, Value as Json};
 
@@ -167,8 +167,7 @@ impl Hub {
             return Ok(json!({ "tick": q.tick, "columns": q.columns, "rows": q.rows }));
         }
         let state = self.reader.state().map_err(|e| RpcError::statement(&e, text))?;
-        let keyed = keyed_by_entity(&state.db, text).map_err(|e| RpcError::statement(&e, text))?;
-        let reads = components_read(&state.db, text).map_err(|e| RpcError::statement(&e, text))?;
+        let shape = subscription_shape(&state.db, text).map_err(|e| RpcError::statement(&e, text))?;
         let rs = state.db.query_with(text, &params).map_err(|e| RpcError::statement(&e, text))?;
         if rs.rows.len() > MAX_SUBSCRIPTION_ROWS {
             return Err(RpcError::limit(
@@ -178,15 +177,16 @@ impl Hub {
         }
         self.evaluations.fetch_add(1, Ordering::Relaxed);
         let rows = rows_json(&rs.rows);
-        let by_entity = if keyed { rows.iter().map(|r| (entity_key(r), r.clone())).collect() } else { HashMap::new() };
+        let by_entity =
+            if shape.keyed { rows.iter().map(|r| (entity_key(r), r.clone())).collect() } else { HashMap::new() };
         let answer = json!({ "tick": state.tick, "columns": rs.columns, "rows": rows });
         let columns = rs.columns;
         queries.push(SharedQuery {
             text: text.to_string(),
             params,
             key,
-            keyed,
-            reads,
+            keyed: shape.keyed,
+            reads: shape.reads,
             columns,
             tick: state.tick,
             rows,

@@ -26,7 +26,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use ecsdb_engine::index::IndexDef;
-use ecsdb_engine::storage::{AddedView, Column, FieldPlace, FieldView, TableId};
+use ecsdb_engine::storage::{AddedView, Column, FieldPlace, FieldView};
 use ecsdb_engine::{
     ChangeWindow, ComponentId, FieldRows, ReferenceDef, SaveOptions, StorageKind, SystemRecord, Tick, TypedFieldValues,
     World,
@@ -297,7 +297,7 @@ fn sync_rows(
                 return None;
             }
             if let Some(rows) = changed_rows(column, &window) {
-                runs.push((FieldPlace::Table(table.id()), id, copy_table.id(), copy_id, rows));
+                runs.push((FieldPlace::Table(table.id()), id, FieldPlace::Table(copy_table.id()), copy_id, rows));
             }
         }
         if readable != copy_table.components().len() {
@@ -312,18 +312,16 @@ fn sync_rows(
             return None;
         }
         if let Some(rows) = set.and_then(|s| changed_rows(s.column(), &window)) {
-            runs.push((FieldPlace::Sparse, id, TableId::EMPTY, copy_id, rows));
+            runs.push((FieldPlace::Sparse, id, FieldPlace::Sparse, copy_id, rows));
         }
     }
-    schedule_clock(writer, copy);
+    // The schedule's clock (ticks run, simulated time) moves every tick; the systems
+    // themselves are the same (see `Layout`).
+    copy.set_schedule_record(writer.schedule_record().clone());
     let mut changed: Vec<String> = runs.iter().map(|r| writer.components().info(r.1).name().to_string()).collect();
     changed.sort_unstable();
     changed.dedup();
-    for (place, id, copy_table, copy_id, (start, end)) in runs {
-        let copy_place = match place {
-            FieldPlace::Table(_) => FieldPlace::Table(copy_table),
-            FieldPlace::Sparse => FieldPlace::Sparse,
-        };
+    for (place, id, copy_place, copy_id, (start, end)) in runs {
         for at in (start..end).step_by(COPY_CHUNK) {
             if recalled() {
                 return Some(Synced::Recalled);
@@ -334,8 +332,8 @@ fn sync_rows(
             }
             // Strings, or a Rust type laid out unlike the copy's: field by field.
             let fields = fields_of(writer, place, id, at, to)?;
-            match place {
-                FieldPlace::Table(_) => {
+            match copy_place {
+                FieldPlace::Table(copy_table) => {
                     copy.write_fields_run(copy_id, copy_table, at as u32, to as u32, fields).ok()?
                 }
                 FieldPlace::Sparse => {
@@ -350,19 +348,12 @@ fn sync_rows(
     Some(Synced::To(this_run, changed))
 }
 
-/// Gives the copy the writer's schedule clock (ticks run, simulated time), which moves every
-/// tick; the systems themselves are the same (see [`Layout`]).
-fn schedule_clock(writer: &World, copy: &mut World) {
-    copy.set_schedule_record(writer.schedule_record().clone());
-}
-
 /// The smallest run of rows holding every row changed or added in `window`.
 fn changed_rows(column: &Column, window: &ChangeWindow) -> Option<(usize, usize)> {
-    let changed = column.changed_ticks();
-    let mut run = first_new(changed, window).map(|f| (f, last_new(changed, window).unwrap_or(f) + 1));
+    let mut run = new_run(column.changed_ticks(), window);
     let added = match column.added_ticks() {
         AddedView::Same(t, n) => (n > 0 && window.is_new(t)).then_some((0, n)),
-        AddedView::Rows(ticks) => first_new(ticks, window).map(|f| (f, last_new(ticks, window).unwrap_or(f) + 1)),
+        AddedView::Rows(ticks) => new_run(ticks, window),
     };
     if let Some((s, e)) = added {
         run = Some(run.map_or((s, e), |(rs, re)| (rs.min(s), re.max(e))));
@@ -373,6 +364,12 @@ fn changed_rows(column: &Column, window: &ChangeWindow) -> Option<(usize, usize)
 /// Ticks tested per step: a branch-free test of a block vectorizes; most columns have no new
 /// row at all, and this scan is what the writer waits for when it writes again early.
 const TICK_BLOCK: usize = 256;
+
+/// The smallest run of rows holding every tick new in `window`.
+fn new_run(ticks: &[Tick], window: &ChangeWindow) -> Option<(usize, usize)> {
+    let first = first_new(ticks, window)?;
+    Some((first, last_new(ticks, window).unwrap_or(first) + 1))
+}
 
 fn first_new(ticks: &[Tick], window: &ChangeWindow) -> Option<usize> {
     let new = |t: &Tick| window.is_new(*t);
@@ -386,11 +383,9 @@ fn first_new(ticks: &[Tick], window: &ChangeWindow) -> Option<usize> {
 
 fn last_new(ticks: &[Tick], window: &ChangeWindow) -> Option<usize> {
     let new = |t: &Tick| window.is_new(*t);
-    let blocks = ticks.len().div_ceil(TICK_BLOCK);
     ticks.rchunks(TICK_BLOCK).enumerate().find_map(|(i, block)| {
         // `rchunks` cuts from the end: block `i` starts `len - (i + 1) * TICK_BLOCK` in, or at 0.
         let start = ticks.len().saturating_sub((i + 1) * TICK_BLOCK);
-        debug_assert!(i < blocks);
         block.iter().fold(false, |any, t| any | new(t)).then(|| start + block.iter().rposition(new).unwrap_or(0))
     })
 }

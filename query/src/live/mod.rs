@@ -91,20 +91,36 @@ impl ChangeLog {
     }
 }
 
-/// The components a read-only SELECT reads (by name), or `None` when its answer may change
-/// without any component changing (any other statement: SHOW, DESCRIBE, EXPLAIN), so a
-/// subscriber must evaluate it at every tick.
-pub fn components_read(db: &Database, text: &str) -> Result<Option<std::collections::BTreeSet<String>>, Error> {
-    use crate::plan::logical::LogicalPlan;
+/// How the server treats a subscription to a statement.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SubscriptionShape {
+    /// Whether it gets keyed diffs: a SELECT whose first item is the entity, with no
+    /// aggregate, GROUP BY, ORDER BY, LIMIT or OFFSET (the protocol's rule).
+    pub keyed: bool,
+    /// The components it reads (by name), or `None` when its answer may change without any
+    /// component changing (any statement but SELECT: SHOW, DESCRIBE, EXPLAIN), so a
+    /// subscriber must evaluate it at every tick.
+    pub reads: Option<std::collections::BTreeSet<String>>,
+}
+
+/// How a subscription to `text` is served (one parse and bind).
+pub fn subscription_shape(db: &Database, text: &str) -> Result<SubscriptionShape, Error> {
+    use crate::plan::logical::{ExprKind, LogicalPlan};
     let stmt = parse::parse_statement(text)?;
     let bound = crate::bind::bind_statement(&stmt, db.world(), db.functions())?;
-    if !matches!(bound.plan, LogicalPlan::Select(_)) {
-        return Ok(None);
-    }
+    let LogicalPlan::Select(p) = &bound.plan else {
+        return Ok(SubscriptionShape { keyed: false, reads: None });
+    };
+    let keyed = !p.aggregated
+        && p.order_by.is_empty()
+        && p.limit.is_none()
+        && p.offset.is_none()
+        && p.items.first().is_some_and(|i| matches!(i.expr.kind, ExprKind::Entity));
     let mut access = crate::schedule::Access::default();
     access.add_plan(&bound.plan);
     let components = db.world().components();
-    Ok(Some(access.reads.iter().map(|&id| components.info(id).name().to_string()).collect()))
+    let reads = access.reads.iter().map(|&id| components.info(id).name().to_string()).collect();
+    Ok(SubscriptionShape { keyed, reads: Some(reads) })
 }
 
 /// What the writer's recent ticks cost, for `stats`.
@@ -463,22 +479,9 @@ fn apply_all_or_nothing(db: &mut Database, text: &str, params: &Params) -> Resul
     Ok(out)
 }
 
-/// Whether a subscription to `text` gets keyed diffs: a SELECT whose first item is the entity,
-/// with no aggregate, GROUP BY, ORDER BY, LIMIT or OFFSET (the protocol's rule).
+/// Whether a subscription to `text` gets keyed diffs (see [`SubscriptionShape::keyed`]).
 pub fn keyed_by_entity(db: &Database, text: &str) -> Result<bool, Error> {
-    use crate::plan::logical::{ExprKind, LogicalPlan};
-    let stmt = parse::parse_statement(text)?;
-    let bound = crate::bind::bind_statement(&stmt, db.world(), db.functions())?;
-    Ok(match &bound.plan {
-        LogicalPlan::Select(p) => {
-            !p.aggregated
-                && p.order_by.is_empty()
-                && p.limit.is_none()
-                && p.offset.is_none()
-                && p.items.first().is_some_and(|i| matches!(i.expr.kind, ExprKind::Entity))
-        }
-        _ => false,
-    })
+    subscription_shape(db, text).map(|s| s.keyed)
 }
 
 /// A handle that reads the world from any thread: `Send + Sync + Clone`. Each statement runs
