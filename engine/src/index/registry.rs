@@ -29,7 +29,7 @@ use crate::component::{is_identifier, Component, ComponentId, ComponentInfo, Fie
 use crate::entity::Entity;
 use crate::error::{EngineError, Result};
 use crate::snapshot::IndexBuild;
-use crate::storage::{FieldPlace, FieldView};
+use crate::storage::{Column, FieldPlace, FieldView, WrittenRows};
 use crate::tick::{is_new, run_age, Tick, EVERYTHING_NEW};
 use crate::value::Value;
 use crate::world::World;
@@ -130,6 +130,42 @@ impl<'w> RowReader<'w> {
         }
     }
 
+    /// Appends the values of `rows` (whose entities are `entities`) to `values`, and each
+    /// row's span of them to `spans` (`None`: unreadable). One field is read in a loop that
+    /// dispatches on its type once, so the loads of many rows are in flight together.
+    fn read_batch(
+        &self,
+        world: &World,
+        rows: &[u32],
+        entities: &[Entity],
+        values: &mut Vec<Value>,
+        spans: &mut Vec<Option<(usize, usize)>>,
+    ) {
+        let (start_values, start_spans) = (values.len(), spans.len());
+        if let RowReader::Fields(views) = self {
+            if let [view] = views.as_slice() {
+                let read = view.for_each_value(rows, |i, v| {
+                    values.push(v);
+                    spans.push(Some((start_values + i, start_values + i + 1)));
+                });
+                if read.is_ok() {
+                    return;
+                }
+                // A u64 above i64::MAX: read row by row, marking just that row unreadable.
+                values.truncate(start_values);
+                spans.truncate(start_spans);
+            }
+        }
+        for (&row, &e) in rows.iter().zip(entities) {
+            let start = values.len();
+            let readable = self.read_into(world, row as usize, e, values).is_some();
+            if !readable {
+                values.truncate(start);
+            }
+            spans.push(readable.then_some((start, values.len())));
+        }
+    }
+
     /// Appends the row's values to `out`; `None` when unreadable (then `out` may hold part
     /// of them).
     fn read_into(&self, world: &World, row: usize, e: Entity, out: &mut Vec<Value>) -> Option<()> {
@@ -156,52 +192,32 @@ impl Slot {
         self.index.entries() + self.unreadable.len()
     }
 
-    /// Hands rows new for a refresh at `this` with age bound `run_age` (every row for `None`)
-    /// to the index.
-    fn feed(&mut self, world: &World, since: Option<(Tick, u32)>) {
+    /// Hands rows to the index: every row of `segs` for `None`, else the rows new for a
+    /// refresh at `this` with age bound `run_age`: those a segment's write log names, when
+    /// `logged` says its window is this slot's, or those whose change tick is new.
+    fn feed(&mut self, world: &World, segs: &[Segment<'_>], since: Option<(Tick, u32)>, logged: bool) {
         let id = self.component;
-        let mut segs: Vec<(FieldPlace, &[Entity], &[Tick])> = Vec::new();
-        match world.components().info(id).storage() {
-            StorageKind::Table => {
-                for t in world.tables() {
-                    if let Some(col) = t.column(id) {
-                        segs.push((FieldPlace::Table(t.id()), t.entities(), col.changed_ticks()));
-                    }
-                }
-            }
-            StorageKind::Sparse => {
-                if let Some(set) = world.sparse_set(id) {
-                    segs.push((FieldPlace::Sparse, set.entities(), set.column().changed_ticks()));
-                }
-            }
-        }
         let (mut rows, mut row_entities, mut values, mut spans) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
-        for (seg, entities, ticks) in segs {
+        for seg in segs {
             rows.clear();
-            match since {
-                Some((this, run_age)) => for_each_changed(ticks, this, run_age, |r| rows.push(r)),
-                None => rows.extend(0..entities.len()),
+            match (since, &seg.written) {
+                (None, _) => rows.extend(0..seg.entities.len() as u32),
+                (Some(_), WrittenRows::Rows(written)) if logged => rows.extend_from_slice(written),
+                (Some((this, run_age)), _) => for_each_changed(seg.ticks, this, run_age, |r| rows.push(r as u32)),
             }
             if rows.is_empty() {
                 continue;
             }
-            let reader = RowReader::new(world, seg, id, &self.source);
+            let reader = RowReader::new(world, seg.place, id, &self.source);
             // Changed rows lie scattered over the column: a batch's entities and values are
             // read first, in loops whose loads do not wait on each other (so the cache misses
             // overlap), and handed to the index after.
             for batch in rows.chunks(1024) {
                 row_entities.clear();
-                row_entities.extend(batch.iter().map(|&r| entities[r]));
+                row_entities.extend(batch.iter().map(|&r| seg.entities[r as usize]));
                 values.clear();
                 spans.clear();
-                for (&row, &e) in batch.iter().zip(&row_entities) {
-                    let start = values.len();
-                    let readable = reader.read_into(world, row, e, &mut values).is_some();
-                    if !readable {
-                        values.truncate(start);
-                    }
-                    spans.push(readable.then_some((start, values.len())));
-                }
+                reader.read_batch(world, batch, &row_entities, &mut values, &mut spans);
                 for (&e, span) in row_entities.iter().zip(&spans) {
                     match *span {
                         Some((start, end)) => {
@@ -223,19 +239,26 @@ impl Slot {
     fn rebuild(&mut self, world: &World) {
         self.index.clear();
         self.unreadable.clear();
-        self.feed(world, None);
+        self.feed(world, &segments(world, self.component, false), None, false);
         self.index.flush();
     }
 
-    /// Brings the index up to date as of world tick `this` (already taken).
-    fn refresh(&mut self, world: &World, this: u64) {
+    /// Brings the index up to date as of world tick `this` (already taken). `drained` holds
+    /// the component's segments with the rows their write logs gave up for this refresh,
+    /// when the logs' window (since the previous drain) is this slot's (since its last
+    /// refresh); otherwise the change ticks tell.
+    fn refresh(&mut self, world: &World, this: u64, drained: Option<&[Segment<'_>]>) {
         let age = run_age(Some(self.last_tick), this);
         if self.needs_rebuild || age == EVERYTHING_NEW || this == self.last_tick {
             // A new index, a poisoned lock, a world whose tick went back (a loaded snapshot),
             // or a last refresh too old for row ticks to tell (they may have been clamped).
             self.rebuild(world);
         } else {
-            self.feed(world, Some((this as Tick, age)));
+            let since = Some((this as Tick, age));
+            match drained {
+                Some(segs) => self.feed(world, segs, since, true),
+                None => self.feed(world, &segments(world, self.component, false), since, false),
+            }
             self.index.flush();
             // A path that took components away without the removal hook (World::clear)
             // leaves entries behind: the count tells. A summary index may also ask.
@@ -291,10 +314,43 @@ impl Slot {
     }
 }
 
+/// One place a component's rows live (a table's column, or the sparse set), with what its
+/// write log gave up.
+struct Segment<'w> {
+    place: FieldPlace,
+    entities: &'w [Entity],
+    ticks: &'w [Tick],
+    written: WrittenRows,
+}
+
+/// The segments of component `id`, draining their write logs when `drain` is set (else
+/// every segment says [`WrittenRows::Scan`]).
+fn segments(world: &World, id: ComponentId, drain: bool) -> Vec<Segment<'_>> {
+    fn segment<'w>(place: FieldPlace, entities: &'w [Entity], col: &'w Column, drain: bool) -> Segment<'w> {
+        let written = if drain { col.drain_written() } else { WrittenRows::Scan };
+        Segment { place, entities, ticks: col.changed_ticks(), written }
+    }
+    match world.components().info(id).storage() {
+        StorageKind::Table => world
+            .tables()
+            .iter()
+            .filter_map(|t| Some(segment(FieldPlace::Table(t.id()), t.entities(), t.column(id)?, drain)))
+            .collect(),
+        StorageKind::Sparse => world
+            .sparse_set(id)
+            .map(|set| segment(FieldPlace::Sparse, set.entities(), set.column(), drain))
+            .into_iter()
+            .collect(),
+    }
+}
+
 /// Every index of a world.
 #[derive(Default)]
 pub(crate) struct IndexSet {
     slots: Vec<Slot>,
+    /// Per indexed component, the refresh tick at which its write logs were last drained:
+    /// what the logs hold now was written since.
+    drained_at: Vec<(ComponentId, u64)>,
 }
 
 impl IndexSet {
@@ -313,14 +369,31 @@ impl IndexSet {
             return;
         }
         let (this, written) = world.take_index_tick();
+        // Each indexed component's write logs are drained once, for all of its indexes.
+        let mut drained: Vec<(ComponentId, Vec<Segment<'_>>)> = Vec::new();
+        if written {
+            for s in &self.slots {
+                if !drained.iter().any(|(c, _)| *c == s.component) {
+                    drained.push((s.component, segments(world, s.component, true)));
+                }
+            }
+        }
         for s in &mut self.slots {
             if written || s.needs_rebuild {
-                s.refresh(world, this);
+                let window = self.drained_at.iter().find(|(c, _)| *c == s.component).map(|&(_, t)| t);
+                let segs = drained.iter().find(|(c, _)| *c == s.component).map(|(_, segs)| segs.as_slice());
+                s.refresh(world, this, segs.filter(|_| window == Some(s.last_tick)));
             } else {
                 // Nothing written since the last refresh (no tick went to a writer): no value
                 // changed, so no change ticks need scanning; only removals recorded by the
                 // hook may wait in the index's buffer.
                 s.index.flush();
+            }
+        }
+        for (c, _) in &drained {
+            match self.drained_at.iter_mut().find(|(d, _)| d == c) {
+                Some(at) => at.1 = this,
+                None => self.drained_at.push((*c, this)),
             }
         }
     }
@@ -688,7 +761,7 @@ impl World {
         let world: &World = self;
         if build == IndexBuild::Now {
             let this = world.read_change_tick_wide();
-            slot.refresh(world, this);
+            slot.refresh(world, this, None);
         }
         // Unbuilt, the slot keeps `needs_rebuild`: the next refresh (every read of the
         // indexes goes through one) builds it from the rows as they are then.
@@ -1060,6 +1133,48 @@ mod tests {
         w.despawn(c).unwrap();
         assert_eq!(set(&w, &tb, &IndexPredicate::Eq(Value::Int(1))), [a.index(), b.index()]);
         assert_eq!(w.index_info(&tb).map(|i| i.entries), Some(2));
+    }
+
+    /// After a first refresh arms the columns' write logs, refreshes take the rows the logs
+    /// name: a row written and then moved by a removal (the last row filling the hole, one
+    /// by one or in bulk) must still reach the index, as must rows appended and rows written
+    /// through paths the logs cannot follow.
+    #[test]
+    fn written_rows_reach_the_index_through_the_write_logs() {
+        let mut w = World::new();
+        let es: Vec<Entity> = (0..40).map(|i| w.spawn(Team { id: (i % 4) as u8 })).collect();
+        let tb = w.create_index(IndexDef::new("Team", &["id"], IndexKind::Btree)).unwrap();
+        let team = |w: &World, t: i64| set(w, &tb, &IndexPredicate::Eq(Value::Int(t)));
+        let scan = |w: &World, t: u8| {
+            let mut v: Vec<u32> =
+                es.iter().filter(|e| w.get::<Team>(**e).is_ok_and(|x| x.id == t)).map(|e| e.index()).collect();
+            v.sort_unstable();
+            v
+        };
+        w.refresh_indexes();
+        // The last row is written, then a removal moves it into the hole.
+        w.get_mut::<Team>(es[39]).unwrap().id = 9;
+        w.despawn(es[0]).unwrap();
+        assert_eq!(team(&w, 9), scan(&w, 9));
+        // The same in bulk: rows near the end are written, then many rows go at once.
+        for &e in &es[35..39] {
+            w.get_mut::<Team>(e).unwrap().id = 8;
+        }
+        let gone: Vec<Entity> = es[1..20].to_vec();
+        w.despawn_many(&gone).unwrap();
+        assert_eq!(team(&w, 8), scan(&w, 8));
+        // Written rows that move to another table, appended rows, and a query's writes.
+        w.get_mut::<Team>(es[30]).unwrap().id = 7;
+        w.insert(es[30], Frozen).unwrap();
+        let fresh = w.spawn(Team { id: 7 });
+        let mut want = scan(&w, 7);
+        want.push(fresh.index());
+        want.sort_unstable();
+        assert_eq!(team(&w, 7), want);
+        for mut t in w.query_mut::<&mut Team>() {
+            t.id = 6;
+        }
+        assert_eq!(team(&w, 6).len(), w.component_count(w.component_id("Team").unwrap()));
     }
 
     #[test]

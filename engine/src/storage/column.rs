@@ -8,15 +8,19 @@
 
 use std::alloc::{self, Layout};
 use std::ptr::NonNull;
+use std::sync::{Mutex, PoisonError};
 
 use crate::component::{ComponentInfo, DropFn};
 use crate::tick::Tick;
 
 mod added;
 mod bulk;
+mod write_log;
 
 use added::AddedTicks;
 pub use added::AddedView;
+use write_log::WriteLog;
+pub use write_log::WrittenRows;
 
 /// One component's values for every row of a table (or a sparse set), plus change ticks.
 pub struct Column {
@@ -30,6 +34,10 @@ pub struct Column {
     /// When each row was added: one tick while all rows share it (see `added`).
     added: AddedTicks,
     changed: Vec<Tick>,
+    /// Rows written since the index refresh last drained it (see `write_log`). Writers hold
+    /// the column exclusively and reach it without locking; the lock lets a refresh, which
+    /// holds the world shared, drain it.
+    log: Mutex<WriteLog>,
 }
 
 // SAFETY: a Column only stores values of `Component` types (which are `Send + Sync`) or
@@ -54,6 +62,7 @@ impl Column {
             drop,
             added: AddedTicks::default(),
             changed: Vec::new(),
+            log: Mutex::new(WriteLog::Off),
         }
     }
 
@@ -87,9 +96,48 @@ impl Column {
         &self.changed
     }
 
+    /// Every row's changed tick, to write any of them: the write log loses track (use
+    /// [`Column::changed_tick_logged`] or [`Column::fill_changed`] where they fit).
     #[inline]
     pub(crate) fn changed_ticks_mut(&mut self) -> &mut [Tick] {
+        self.log_mut().lose_track();
         &mut self.changed
+    }
+
+    /// Row `row`'s changed tick, to write it: the row goes to the write log.
+    #[inline]
+    pub(crate) fn changed_tick_logged(&mut self, row: usize) -> &mut Tick {
+        let len = self.len;
+        self.log_mut().note(row, len);
+        &mut self.changed[row]
+    }
+
+    /// Stamps rows `rows` changed at `tick`, noting them in the write log.
+    pub(crate) fn fill_changed(&mut self, rows: std::ops::Range<usize>, tick: Tick) {
+        let len = self.len;
+        self.log_mut().note_range(rows.clone(), len);
+        self.changed[rows].fill(tick);
+    }
+
+    /// Stamps `rows` (in bounds) changed at `tick`, noting them in the write log.
+    pub(crate) fn stamp_changed(&mut self, rows: &[u32], tick: Tick) {
+        let len = self.len;
+        let log = self.log.get_mut().unwrap_or_else(PoisonError::into_inner);
+        for &r in rows {
+            log.note(r as usize, len);
+            self.changed[r as usize] = tick;
+        }
+    }
+
+    /// The rows written since the last call, for the index refresh (see `write_log`): the
+    /// first call on a column always asks for a scan of its ticks.
+    pub fn drain_written(&self) -> WrittenRows {
+        self.log.lock().unwrap_or_else(PoisonError::into_inner).drain(self.len)
+    }
+
+    #[inline]
+    fn log_mut(&mut self) -> &mut WriteLog {
+        self.log.get_mut().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// Clamps ticks too old to compare (see [`crate::tick`]).
@@ -122,6 +170,7 @@ impl Column {
     /// query write single ticks through it while other items of the same column are alive.
     #[inline]
     pub(crate) fn changed_ticks_ptr(&mut self) -> *mut Tick {
+        self.log_mut().lose_track();
         self.changed.as_mut_ptr()
     }
 
@@ -211,6 +260,7 @@ impl Column {
             self.make_room();
         }
         let row = self.len;
+        self.log_mut().note(row, row + 1);
         self.added.push_n(row, 1, tick);
         // SAFETY: row < room, so the values and changed ticks have capacity for it; the
         // changed ticks always have the same length as the column.
@@ -256,7 +306,7 @@ impl Column {
     pub(crate) unsafe fn replace(&mut self, row: usize, src: *const u8, tick: Tick) {
         let dst = self.get_ptr(row);
         self.added.set(self.len, row, tick);
-        self.changed[row] = tick;
+        *self.changed_tick_logged(row) = tick;
         /// Moves the new value in when dropped: after the old value's drop returns, and also
         /// when it panics, so the row never holds a dropped value.
         struct MoveIn {
@@ -301,6 +351,16 @@ impl Column {
         self.len -= 1;
         self.added.swap_remove(row);
         self.changed.swap_remove(row);
+        self.note_moved_into(row);
+    }
+
+    /// After a swap-remove of `row`: the last row's value now lives at `row`, new to it.
+    #[inline]
+    fn note_moved_into(&mut self, row: usize) {
+        let len = self.len;
+        if row < len {
+            self.log_mut().note(row, len);
+        }
     }
 
     /// Removes row `row` by swap-remove, dropping its value. The column is made consistent
@@ -323,6 +383,7 @@ impl Column {
         self.len -= 1;
         self.added.swap_remove(row);
         self.changed.swap_remove(row);
+        self.note_moved_into(row);
         if let Some(d) = &self.drop {
             // SAFETY: the removed value now lies just past `len`: initialised, owned by no row,
             // dropped once.
@@ -352,6 +413,7 @@ impl Column {
         self.len = 0;
         self.added.clear();
         self.changed.clear();
+        self.log_mut().lose_track();
         if let Some(d) = &self.drop {
             for row in 0..len {
                 // SAFETY: rows below the old len were initialised and are dropped once.
@@ -399,6 +461,8 @@ impl Column {
         fill(tail)?;
         // The caller vouches that the tail now holds `n` valid values.
         self.len += n;
+        let len = self.len;
+        self.log_mut().note_range(len - n..len, len);
         match saved {
             None => {
                 self.added.push_n(self.len - n, n, tick);

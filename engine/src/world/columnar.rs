@@ -308,7 +308,7 @@ impl World {
                 unsafe { values.write_next(column, *offset, row, count) };
             }
         }
-        column.changed_ticks_mut()[start..end].fill(tick);
+        column.fill_changed(start..end, tick);
         Ok(())
     }
 
@@ -379,7 +379,7 @@ impl World {
                     // the field's, rows `start..end` are in range and there are `end - start`
                     // values (checked just now).
                     unsafe { ValuesLeft::new(values).write_next(column, offset, start, end - start) };
-                    column.changed_ticks_mut()[start..end].fill(tick);
+                    column.fill_changed(start..end, tick);
                     return Ok(());
                 }
                 (FieldRows::Table(table, rows), StorageKind::Table) => {
@@ -405,10 +405,7 @@ impl World {
         }
         // SAFETY: as above, with every row of `rows` in range (checked just now).
         unsafe { write_values(column, offset, &rows, values) };
-        let ticks = column.changed_ticks_mut();
-        for &r in rows.iter() {
-            ticks[r as usize] = tick;
-        }
+        column.stamp_changed(&rows, tick);
         Ok(())
     }
 }

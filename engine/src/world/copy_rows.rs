@@ -75,7 +75,7 @@ impl World {
                 (end - start) * size,
             );
         }
-        column.changed_ticks_mut()[start..end].fill(tick);
+        column.fill_changed(start..end, tick);
         Ok(true)
     }
 }

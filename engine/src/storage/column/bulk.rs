@@ -42,6 +42,8 @@ impl Column {
             dst.added.extend(dst.len, src_added);
             dst.len += n;
             dst.changed.extend_from_slice(&self.changed[start..end]);
+            let len = dst.len;
+            dst.log_mut().note_range(len - n..len, len);
         }
         // SAFETY: every value of `rows` was moved to `dst` above.
         unsafe { self.remove_rows_forget(rows) };
@@ -73,6 +75,7 @@ impl Column {
             self.len = last;
             self.added.swap_remove(row);
             self.changed.swap_remove(row);
+            self.note_moved_into(row);
         }
     }
 
