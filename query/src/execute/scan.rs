@@ -8,7 +8,6 @@
 //! and there is no per-row dispatch. The surviving rows go to a [`Sink`] in batches.
 
 use std::cell::RefCell;
-use std::collections::BTreeMap;
 use std::rc::Rc;
 
 use ecsdb_engine::index::IndexPredicate;
@@ -538,18 +537,19 @@ fn apply_check(check: &RowCheck, ctx: &TableCtx<'_>, sel: &mut Selection) {
     }
 }
 
-/// Rows the access path allows, per table; `None` means every row of every table.
-fn access_rows(plan: &ScanPlan, world: &World, params: &[Value]) -> Result<Option<BTreeMap<TableId, Vec<u32>>>, Error> {
-    let locate = |e: Entity, map: &mut BTreeMap<TableId, Vec<u32>>| -> bool {
+/// Rows the access path allows, as `(table, row)` sorted and each once (one allocation
+/// however many tables they lie in); `None` means every row of every table.
+fn access_rows(plan: &ScanPlan, world: &World, params: &[Value]) -> Result<Option<Vec<(TableId, u32)>>, Error> {
+    let locate = |e: Entity, map: &mut Vec<(TableId, u32)>| -> bool {
         match world.location(e) {
             Ok(loc) => {
-                map.entry(TableId(loc.table)).or_default().push(loc.row);
+                map.push((TableId(loc.table), loc.row));
                 true
             }
             Err(_) => false,
         }
     };
-    let mut map: BTreeMap<TableId, Vec<u32>> = BTreeMap::new();
+    let mut map: Vec<(TableId, u32)> = Vec::new();
     match &plan.access {
         Access::Scan { .. } => return Ok(None),
         Access::Entities { entities, must_exist, span, .. } => {
@@ -580,6 +580,7 @@ fn access_rows(plan: &ScanPlan, world: &World, params: &[Value]) -> Result<Optio
             let Some(bitmap) = ix.lookup.lookup(world, params, scan_rows)? else {
                 return Ok(None);
             };
+            map.reserve(bitmap.len() as usize);
             for index in bitmap.iter() {
                 if let Some(e) = world.entities().resolve(index) {
                     locate(e, &mut map);
@@ -587,11 +588,16 @@ fn access_rows(plan: &ScanPlan, world: &World, params: &[Value]) -> Result<Optio
             }
         }
     }
-    for rows in map.values_mut() {
-        rows.sort_unstable();
-        rows.dedup();
-    }
+    map.sort_unstable();
+    map.dedup();
     Ok(Some(map))
+}
+
+/// The pairs of `table` among `pairs` (sorted by table).
+fn rows_of(pairs: &[(TableId, u32)], table: TableId) -> &[(TableId, u32)] {
+    let lo = pairs.partition_point(|(t, _)| *t < table);
+    let len = pairs[lo..].partition_point(|(t, _)| *t == table);
+    &pairs[lo..lo + len]
 }
 
 /// Runs the scan: every matched table's selected rows go to `sink`, in table order.
@@ -609,15 +615,23 @@ pub fn run_scan<'w>(
             TableFilter::Steps(steps) => steps,
         };
         let Some(table) = world.tables().get(tp.table.index()) else { continue };
+        let bare_count = steps.is_empty() && tp.checks.is_empty() && sink.count_only();
         let mut sel = match &restrict {
             None if table.is_empty() => continue,
             None => Selection::All(table.len()),
-            Some(map) => match map.get(&tp.table) {
-                Some(rows) => Selection::Rows(rows.clone()),
-                None => continue,
-            },
+            Some(pairs) => {
+                let rows = rows_of(pairs, tp.table);
+                if rows.is_empty() {
+                    continue;
+                }
+                if bare_count {
+                    sink.count(rows.len());
+                    continue;
+                }
+                Selection::Rows(rows.iter().map(|&(_, r)| r).collect())
+            }
         };
-        if steps.is_empty() && tp.checks.is_empty() && sink.count_only() {
+        if bare_count {
             sink.count(sel.len());
             continue;
         }
