@@ -10,8 +10,9 @@
 //!   and `Link.to` (declared `REFERENCES … ON DELETE … [ACYCLIC]` in some worlds, plain in
 //!   others; forests, loops, null and stale targets), queries follow them with paths and
 //!   `depth` / `root` / `descendant_of` (`differential/relations.rs` models them naively), with
-//!   and without relation, btree and bitmap indexes on the fields, and DESPAWN applies the
-//!   `ON DELETE` policies in the mutation test;
+//!   and without relation, btree, bitmap and skip indexes on the fields, and DESPAWN applies
+//!   the `ON DELETE` policies in the mutation test; `ChildOf` and `Link` are sparse in some
+//!   worlds, and some worlds spread their ids over several skip-index blocks;
 //! - `differential_mutations`: 12 worlds × 40 mutation statements (SPAWN, DESPAWN, ADD, REMOVE,
 //!   UPDATE, some failing) applied to both the database and the model, with the whole world
 //!   compared after each (a failed statement must change nothing), random queries and three
@@ -70,7 +71,7 @@ use world_gen::TestWorld;
 /// error, or any other) fails the test. An index never changes an answer, so every
 /// run is compared with the same reference result. With one index present, only the queries
 /// that name its component are run again (no other query can use it); with all present, all.
-const INDEXES: [(&str, &str, &str); 11] = [
+const INDEXES: [(&str, &str, &str); 14] = [
     ("dq_position_rtree", "Position", "CREATE INDEX dq_position_rtree ON Position USING rtree"),
     ("dq_hp_btree", "Health", "CREATE INDEX dq_hp_btree ON Health (hp) USING btree"),
     ("dq_level_btree", "Level", "CREATE INDEX dq_level_btree ON Level (value) USING btree"),
@@ -84,6 +85,11 @@ const INDEXES: [(&str, &str, &str); 11] = [
     ("dq_link_relation", "Link", "CREATE INDEX dq_link_relation ON Link (to) USING relation"),
     ("dq_parent_btree", "ChildOf", "CREATE INDEX dq_parent_btree ON ChildOf (parent) USING btree"),
     ("dq_parent_bitmap", "ChildOf", "CREATE INDEX dq_parent_bitmap ON ChildOf (parent) USING bitmap"),
+    // Skip indexes (per block of 1024 ids; some worlds spread their ids over several blocks):
+    // on the reference field and on value fields that paths and filters read.
+    ("dq_parent_skip", "ChildOf", "CREATE INDEX dq_parent_skip ON ChildOf (parent) USING skip"),
+    ("dq_level_skip", "Level", "CREATE INDEX dq_level_skip ON Level (value) USING skip"),
+    ("dq_name_skip", "Name", "CREATE INDEX dq_name_skip ON Name USING skip"),
 ];
 
 /// An index setup: its label, and the component of its one index (`None`: no index, or all).
@@ -144,6 +150,9 @@ struct Report {
     skipped: usize,
     /// Compared cases that follow references (paths, hierarchy functions).
     relational: usize,
+    /// Per index, sampled cases whose plan (EXPLAIN) uses it: a setup whose index is never
+    /// chosen compares nothing the no-index run did not.
+    used: BTreeMap<&'static str, usize>,
     mutations: BTreeMap<&'static str, (usize, usize)>,
 }
 
@@ -165,6 +174,7 @@ impl Report {
             non_empty: 0,
             skipped: 0,
             relational: 0,
+            used: BTreeMap::new(),
             mutations: BTreeMap::new(),
         }
     }
@@ -208,6 +218,9 @@ impl Report {
             self.shapes,
             self.setups,
         );
+        if !self.used.is_empty() {
+            summary += &format!("  plans using each index: {:?}\n", self.used);
+        }
         if !self.mutations.is_empty() {
             summary += &format!("  mutations (ok, error): {:?}\n", self.mutations);
         }
@@ -404,6 +417,13 @@ fn with_each_index(
     db.set_plan_options(PlanOptions::default());
 }
 
+/// Whether the plan of `case` names index `name` (a case the engine refuses uses none).
+fn uses_index(db: &mut Database, case: &Case, name: &str) -> bool {
+    let explain = format!("EXPLAIN {}", case.text);
+    let Ok(Ok(rs)) = guarded(|| db.execute_with(&explain, &case.bound())) else { return false };
+    rs.rows.iter().flatten().any(|v| matches!(v, Value::Str(line) if line.contains(name)))
+}
+
 /// Creates one of [`INDEXES`]; any error (`Unsupported` included) is the test's failure.
 fn create_index(db: &mut Database, name: &str, create: &str) -> Result<(), String> {
     match guarded(|| db.execute(create))? {
@@ -447,6 +467,12 @@ fn select_world(seed: u64, queries: usize, report: &mut Report) {
                 continue;
             }
             let api = [Api::Execute, Api::Query, Api::Prepared, Api::Streamed][i % 4];
+            // EXPLAIN costs about as much as the run: one case in three for the skip indexes
+            // (whose use is checked below), one in five for the others.
+            let sampled = if setup.label.ends_with("_skip") { i % 3 == 0 } else { i % 5 == 1 };
+            if setup.component.is_some() && sampled && uses_index(db, case, setup.label) {
+                *report.used.entry(setup.label).or_default() += 1;
+            }
             let got = run_engine(db, case, api);
             let outcome = judge(model, case, got);
             let at = if i == 0 { "whole-world check".to_string() } else { format!("query #{} via {api:?}", i - 1) };
@@ -463,11 +489,19 @@ fn differential_select() {
         select_world(seed, cfg.per_world, &mut report);
     }
     // Over many worlds, every index must have answered some cases (one world alone, as
-    // DIFF_SEED reruns, may not name every indexed component).
+    // DIFF_SEED reruns, may not name every indexed component), and the planner must have
+    // taken each skip index for some (it declines more predicates than the other kinds).
     if cfg.seeds.len() > 1 {
         for (name, _, _) in INDEXES {
             if report.setups.get(name).is_none_or(|&n| n == 0) {
                 report.fail(0, None, format!("no case was compared with index {name}"));
+            }
+        }
+    }
+    if cfg.seeds.len() >= 20 {
+        for (name, _, _) in INDEXES.iter().filter(|(name, _, _)| name.ends_with("_skip")) {
+            if report.used.get(name).is_none_or(|&n| n == 0) {
+                report.fail(0, None, format!("no plan used index {name}"));
             }
         }
     }
@@ -557,25 +591,43 @@ fn apply_mutation(w: &mut TestWorld, text: &str, report: &mut Report) -> Result<
     }
 }
 
+/// The indexes a world of the write tests keeps for its whole life, so index maintenance
+/// under every kind of write is exercised: one of [`INDEXES`] (round robin, or none), and in
+/// two worlds in five the skip indexes on `ChildOf.parent` and `Level.value` as well. Returns
+/// the setup's label.
+fn world_indexes(seed: u64, db: &mut Database) -> Result<String, String> {
+    let pick = (seed % (INDEXES.len() as u64 + 1)) as usize;
+    let mut chosen: Vec<(&str, &str)> = Vec::new();
+    if pick > 0 {
+        chosen.push((INDEXES[pick - 1].0, INDEXES[pick - 1].2));
+    }
+    if mix(seed, 0x5c1b) % 5 < 2 {
+        for (name, _, create) in INDEXES.iter().filter(|(n, _, _)| ["dq_parent_skip", "dq_level_skip"].contains(n)) {
+            if !chosen.iter().any(|(n, _)| n == name) {
+                chosen.push((name, create));
+            }
+        }
+    }
+    for (name, create) in &chosen {
+        create_index(db, name, create)?;
+    }
+    if chosen.is_empty() {
+        return Ok("none".into());
+    }
+    db.set_plan_options(PlanOptions { prefer_indexes: true });
+    Ok(chosen.iter().map(|(n, _)| *n).collect::<Vec<_>>().join(" + "))
+}
+
 fn mutation_world(seed: u64, steps: usize, report: &mut Report) {
     let mut w = match world_gen::build(seed) {
         Ok(w) => w,
         Err(why) => return report.fail(seed, None, format!("building the world failed: {why}")),
     };
-    // Each world keeps one index setup for its whole life (round robin over the supported
-    // kinds), so index maintenance under every kind of write is exercised.
-    let mut setup = "none";
-    let pick = (seed % (INDEXES.len() as u64 + 1)) as usize;
-    if pick > 0 {
-        let (name, _, create) = INDEXES[pick - 1];
-        match create_index(&mut w.db, name, create) {
-            Ok(()) => {
-                setup = name;
-                w.db.set_plan_options(PlanOptions { prefer_indexes: true });
-            }
-            Err(why) => return report.fail(seed, None, why),
-        }
-    }
+    let setup = match world_indexes(seed, &mut w.db) {
+        Ok(label) => label,
+        Err(why) => return report.fail(seed, None, why),
+    };
+    let setup = setup.as_str();
     // Prepared once, run after every step: they must pick up new tables and data.
     let mut prepared: Vec<(Case, Prepared)> = Vec::new();
     for i in 0..3u64 {
