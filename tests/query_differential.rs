@@ -14,7 +14,9 @@
 //!   the `ON DELETE` policies in the mutation test; `ChildOf` and `Link` are sparse in some
 //!   worlds, and some worlds spread their ids over several skip-index blocks;
 //! - `differential_mutations`: 12 worlds × 40 mutation statements (SPAWN, DESPAWN, ADD, REMOVE,
-//!   UPDATE, some failing) applied to both the database and the model, with the whole world
+//!   UPDATE, some failing; one in four a targeted re-parenting of `differential/reparent.rs`:
+//!   subtree moves, loops, dead targets, some with `$` parameters) applied to both the
+//!   database and the model, with the whole world
 //!   compared after each (a failed statement must change nothing), random queries and three
 //!   prepared statements run in between; each world lives with one index kind (round robin) once
 //!   the kind is supported;
@@ -45,6 +47,8 @@ mod mutate;
 mod reference;
 #[path = "differential/relations.rs"]
 mod relations;
+#[path = "differential/reparent.rs"]
+mod reparent;
 use common::rng;
 #[path = "differential/world_gen.rs"]
 mod world_gen;
@@ -537,12 +541,14 @@ fn statement_kind(text: &str) -> &'static str {
 
 /// Applies one mutation to the database and the model. `Err` when they disagree (and from
 /// then on may differ, so the world is abandoned).
-fn apply_mutation(w: &mut TestWorld, text: &str, report: &mut Report) -> Result<(), String> {
+fn apply_mutation(w: &mut TestWorld, case: &Case, report: &mut Report) -> Result<(), String> {
+    let text = case.text.as_str();
     let stmt =
         parse_statement(text).map_err(|e| format!("the parser rejects a generated mutation:\n{}", e.render(text)))?;
-    let effect = mutate::effect(&w.model, &stmt);
-    let got = guarded(|| w.db.execute(text))?;
-    let tally = report.mutations.entry(statement_kind(text)).or_default();
+    let effect = mutate::effect_with(&w.model, &stmt, &case.params);
+    let got = guarded(|| w.db.execute_with(text, &case.bound()))?;
+    let tally =
+        report.mutations.entry(if case.shape == "mutation" { statement_kind(text) } else { case.shape }).or_default();
     match (effect, got) {
         (Ok(Effect::Spawn(values)), Ok(rs)) => {
             tally.0 += 1;
@@ -618,6 +624,15 @@ fn world_indexes(seed: u64, db: &mut Database) -> Result<String, String> {
     Ok(chosen.iter().map(|(n, _)| *n).collect::<Vec<_>>().join(" + "))
 }
 
+fn reparent_shape(aim: reparent::Aim) -> &'static str {
+    match aim {
+        reparent::Aim::Move => "re-parent: move",
+        reparent::Aim::Cycle => "re-parent: loop",
+        reparent::Aim::Stale => "re-parent: dead target",
+        reparent::Aim::Detach => "re-parent: detach",
+    }
+}
+
 fn mutation_world(seed: u64, steps: usize, report: &mut Report) {
     let mut w = match world_gen::build(seed) {
         Ok(w) => w,
@@ -642,12 +657,18 @@ fn mutation_world(seed: u64, steps: usize, report: &mut Report) {
     let mut history: Vec<String> = Vec::new();
     for step in 0..steps {
         let mut g = Gen::new(Rng::new(mix(seed, 1_000_000 + step as u64)), &w.model, &w.dead);
-        let text = mutate::mutation(&mut g, &w.model, &w.dead);
+        // One step in four moves a subtree (or tries to: loops, dead targets).
+        let case = if step % 4 == 3 {
+            let ((text, params), aim) = reparent::reparent(&mut g, &w.model, &w.dead);
+            Case { params, ..Case::new(text, Expect::Rows, reparent_shape(aim)) }
+        } else {
+            Case::new(mutate::mutation(&mut g, &w.model, &w.dead), Expect::Rows, "mutation")
+        };
+        let text = case.text.clone();
         let before = w.model.clone();
-        history.push(text.clone());
-        if let Err(why) = apply_mutation(&mut w, &text, report) {
+        history.push(if case.params.is_empty() { text.clone() } else { format!("{text}   {:?}", case.params) });
+        if let Err(why) = apply_mutation(&mut w, &case, report) {
             let at = format!("step {step}: mutation\n{why}\nstatements so far:\n  {}", history.join("\n  "));
-            let case = Case::new(text, Expect::Rows, "mutation");
             record(report, seed, &before, &case, &at, setup, Outcome::Fail(String::new()));
             return;
         }

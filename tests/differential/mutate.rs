@@ -271,7 +271,12 @@ fn targets(
 
 /// The effect of `stmt` on `model` (computed from the state before the statement).
 pub fn effect(model: &Model, stmt: &Statement) -> Result<Effect, RefError> {
-    let r = Reference::new(model);
+    effect_with(model, stmt, &[])
+}
+
+/// [`effect`] with bound parameters (`("1", v)` for `$1`, `("p", v)` for `$p`).
+pub fn effect_with(model: &Model, stmt: &Statement, params: &[(String, Value)]) -> Result<Effect, RefError> {
+    let r = Reference::with_params(model, params);
     let mut next = model.clone();
     let count = match stmt {
         Statement::Spawn(s) => {
