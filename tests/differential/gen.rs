@@ -927,31 +927,8 @@ impl<'a> Gen<'a> {
                     format!("within(Position, {v}, {})", g.rng.range(1, 20))
                 }
                 5 => format!("Flags.a = {}", g.rng.chance(0.5)),
-                // For the skip indexes: strings, and the reference field (a parent mostly).
-                6 => {
-                    let t = g.str_lit();
-                    match g.rng.below(3) {
-                        0 => format!("Name.value IN ({t}, {})", g.str_lit()),
-                        _ => format!("Name.value {} {t}", g.rng.pick(&["=", "<", ">=", "!="])),
-                    }
-                }
-                7 => {
-                    let parents = g.link_targets.get("ChildOf.parent").cloned().unwrap_or_default();
-                    let e = |g: &mut Gen| {
-                        if parents.is_empty() || g.rng.chance(0.2) {
-                            g.entity_lit()
-                        } else {
-                            g.rng.pick(&parents).to_string()
-                        }
-                    };
-                    match g.rng.below(3) {
-                        0 => format!("ChildOf.parent IN ({}, {})", e(g), e(g)),
-                        _ => {
-                            let op = *g.rng.pick(&["=", "=", "!=", ">="]);
-                            format!("ChildOf.parent {op} {}", e(g))
-                        }
-                    }
-                }
+                // For the skip indexes.
+                6 | 7 => g.skip_pred(),
                 _ => "has(Frozen)".to_string(),
             }
         };

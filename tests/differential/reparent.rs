@@ -88,9 +88,9 @@ pub fn reparent(g: &mut Gen, model: &Model, dead: &[Entity]) -> (Statement, Aim)
         _ => None,
     };
     let st = match rng.weighted(&[4, 3, 3, 2, 2]) {
-        0 => (format!("UPDATE {comp} SET {field} = {lit} WHERE entity = {x}"), Vec::new()),
         1 => (format!("UPDATE {comp} SET {field} = {lit} FROM {x}"), Vec::new()),
-        2 => {
+        // (Systems take no parameters but `$dt`, `$tick`, `$time`.)
+        2 if g.allow_params => {
             let params = vec![("1".to_string(), value), ("2".to_string(), Value::Entity(x))];
             if rng.chance(0.5) {
                 (format!("UPDATE {comp} SET {field} = $1 WHERE entity = $2"), params)
@@ -108,7 +108,8 @@ pub fn reparent(g: &mut Gen, model: &Model, dead: &[Entity]) -> (Statement, Aim)
             }
             None => (format!("UPDATE {comp} SET {field} = {lit} WHERE entity = {x}"), Vec::new()),
         },
-        _ => (format!("ADD {comp} {{{field}: {lit}}} TO {x}"), Vec::new()),
+        4 => (format!("ADD {comp} {{{field}: {lit}}} TO {x}"), Vec::new()),
+        _ => (format!("UPDATE {comp} SET {field} = {lit} WHERE entity = {x}"), Vec::new()),
     };
     (st, aim)
 }
