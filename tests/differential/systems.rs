@@ -575,3 +575,48 @@ fn system_kind(s: &System) -> &'static str {
         _ => "system: other",
     }
 }
+
+/// The model itself against a hand-worked tick: staging, ON DELETE at the phase's end, the
+/// checks of staged writes, a failing statement ending its block.
+#[test]
+fn reference_systems_staging() {
+    use super::model::{RefDecl, Schema};
+    let mut schema = Schema::standard();
+    schema.declare("ChildOf", "parent", RefDecl { on_delete: ecsdb::OnDelete::Cascade, acyclic: true });
+    let mut m = Model::new(schema);
+    let e = |i: u32| Entity::from_parts(i, 0);
+    // 0v0 <- 1v0 <- 2v0, and 3v0 alone.
+    for (i, parent) in [(0, None), (1, Some(0)), (2, Some(1)), (3, None)] {
+        let comps = m.entities.entry(e(i)).or_default();
+        if let Some(p) = parent {
+            comps.insert("ChildOf".into(), vec![("parent".into(), Value::Entity(e(p)))]);
+        }
+    }
+    let system = |name: &str, phase: usize, body: &[&str]| System {
+        name: name.into(),
+        phase,
+        statements: body.iter().map(|s| parse_statement(s).unwrap()).collect(),
+        text: String::new(),
+    };
+    let systems = [
+        system("pre", 0, &["ADD Level {value: 1} TO 1v0"]),
+        system("kill", 1, &["DESPAWN 0v0"]),
+        // Runs while 0v0 and 1v0 live; 2v0 moves under 0v0 at once; the child of 1v0 is
+        // refused at the phase's end (1v0 went with 0v0).
+        system("kids", 1, &["SPAWN ChildOf {parent: 1v0}", "UPDATE ChildOf SET parent = 0v0 WHERE entity = 2v0"]),
+        // A loop found at the phase's end; nothing written.
+        system("loop", 1, &["ADD ChildOf {parent: 3v0} TO 3v0"]),
+        // A stale target when it runs: the block ends there.
+        system("stale", 1, &["DESPAWN 9v0", "SPAWN Frozen"]),
+    ];
+    let mut spawned = 0;
+    let Ok(failures) = tick(&mut m, &systems, &mut spawned, &mut BTreeMap::new()) else { panic!("no answer") };
+    let f = |s: &str, kind: &'static str, at_end: bool| Failure { system: s.into(), kind, at_end };
+    assert_eq!(
+        failures,
+        [f("stale", "stale_entity", false), f("kids", "stale_entity", true), f("loop", "constraint", true)]
+    );
+    assert_eq!(m.entities.keys().copied().collect::<Vec<_>>(), [e(3)], "the cascade took 1v0 and 2v0");
+    assert!(m.entities[&e(3)].is_empty());
+    assert_eq!(spawned, 0);
+}
