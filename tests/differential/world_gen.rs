@@ -197,8 +197,9 @@ pub fn build(seed: u64) -> Result<TestWorld, String> {
     declare_references(&mut rng, &mut schema);
     // Knobs drawn apart from `rng`, so that adding them left the other worlds as they were.
     let mut knobs = Rng::new(mix(seed, 0x5ba75e));
-    // About a third of the worlds keep `ChildOf` and/or `Link` in sparse sets: references,
-    // paths, hierarchy walks and ON DELETE must not depend on the storage.
+    // `ChildOf` and `Link` are each sparse in about a third of the worlds (at least one in
+    // over half): references, paths, hierarchy walks and ON DELETE must not depend on the
+    // storage.
     for c in ["ChildOf", "Link"] {
         if knobs.chance(0.35) {
             schema.comps.iter_mut().find(|d| d.name == c).expect("in the schema").sparse = true;
