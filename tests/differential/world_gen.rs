@@ -1,9 +1,10 @@
 //! Random worlds: the schema defined through `CREATE COMPONENT` (sparse components through
 //! the engine API, which the language has no syntax for; `ChildOf` and `Link` are sparse in
-//! some worlds), entities spawned with random
-//! component subsets and values — through `SPAWN` text and through the engine API — some
-//! despawned and their ids recycled, some moved between archetypes by adding and removing
-//! components. Every step is applied to the [`Model`] as well, from the values written.
+//! some worlds), entities spawned with random component subsets and values — through `SPAWN`
+//! text and through the engine API, in some worlds with ids spread over several skip-index
+//! blocks — some despawned and their ids recycled, some moved between archetypes by adding
+//! and removing components. Every step is applied to the [`Model`] as well, from the values
+//! written.
 //!
 //! Then the links between entities ([`link_entities`]): `ChildOf.parent` forests several
 //! levels deep and `Link.to` edges, declared `REFERENCES` (some `ON DELETE` policy, sometimes
@@ -195,7 +196,7 @@ pub fn build(seed: u64) -> Result<TestWorld, String> {
     let mut rng = Rng::new(seed);
     let mut schema = Schema::standard();
     declare_references(&mut rng, &mut schema);
-    // Knobs drawn apart from `rng`, so that adding them left the other worlds as they were.
+    // Knobs drawn apart from `rng`, so that adding them left every other draw as it was.
     let mut knobs = Rng::new(mix(seed, 0x5ba75e));
     // `ChildOf` and `Link` are each sparse in about a third of the worlds (at least one in
     // over half): references, paths, hierarchy walks and ON DELETE must not depend on the
