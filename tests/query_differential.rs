@@ -10,13 +10,21 @@
 //!   and `Link.to` (declared `REFERENCES … ON DELETE … [ACYCLIC]` in some worlds, plain in
 //!   others; forests, loops, null and stale targets), queries follow them with paths and
 //!   `depth` / `root` / `descendant_of` (`differential/relations.rs` models them naively), with
-//!   and without relation, btree and bitmap indexes on the fields, and DESPAWN applies the
-//!   `ON DELETE` policies in the mutation test;
+//!   and without relation, btree, bitmap and skip indexes on the fields, and DESPAWN applies
+//!   the `ON DELETE` policies in the mutation test; `ChildOf` and `Link` are sparse in some
+//!   worlds, and some worlds spread their ids over several skip-index blocks;
 //! - `differential_mutations`: 12 worlds × 40 mutation statements (SPAWN, DESPAWN, ADD, REMOVE,
-//!   UPDATE, some failing) applied to both the database and the model, with the whole world
+//!   UPDATE, some failing; one in four a targeted re-parenting of `differential/reparent.rs`:
+//!   subtree moves, loops, dead targets, some with `$` parameters) applied to both the
+//!   database and the model, with the whole world
 //!   compared after each (a failed statement must change nothing), random queries and three
 //!   prepared statements run in between; each world lives with one index kind (round robin) once
 //!   the kind is supported;
+//! - `differential_systems`: 24 worlds × 4 rounds of one to four text systems (mostly writes
+//!   to references, re-parenting, despawns of parents; some `BEGIN … END` blocks, two
+//!   phases) run by two `TICK`s each, against a model that stages their writes as the
+//!   language says (`differential/systems.rs`): TICK's failures, the whole world and a few
+//!   queries are compared after every tick;
 //! - `reference_*` (in `differential/hand_cases.rs`, `differential/hand_relations.rs`): the
 //!   reference itself against hand-worked answers.
 //!
@@ -44,6 +52,10 @@ mod mutate;
 mod reference;
 #[path = "differential/relations.rs"]
 mod relations;
+#[path = "differential/reparent.rs"]
+mod reparent;
+#[path = "differential/systems.rs"]
+mod systems;
 use common::rng;
 #[path = "differential/world_gen.rs"]
 mod world_gen;
@@ -70,7 +82,7 @@ use world_gen::TestWorld;
 /// error, or any other) fails the test. An index never changes an answer, so every
 /// run is compared with the same reference result. With one index present, only the queries
 /// that name its component are run again (no other query can use it); with all present, all.
-const INDEXES: [(&str, &str, &str); 11] = [
+const INDEXES: [(&str, &str, &str); 14] = [
     ("dq_position_rtree", "Position", "CREATE INDEX dq_position_rtree ON Position USING rtree"),
     ("dq_hp_btree", "Health", "CREATE INDEX dq_hp_btree ON Health (hp) USING btree"),
     ("dq_level_btree", "Level", "CREATE INDEX dq_level_btree ON Level (value) USING btree"),
@@ -84,6 +96,11 @@ const INDEXES: [(&str, &str, &str); 11] = [
     ("dq_link_relation", "Link", "CREATE INDEX dq_link_relation ON Link (to) USING relation"),
     ("dq_parent_btree", "ChildOf", "CREATE INDEX dq_parent_btree ON ChildOf (parent) USING btree"),
     ("dq_parent_bitmap", "ChildOf", "CREATE INDEX dq_parent_bitmap ON ChildOf (parent) USING bitmap"),
+    // Skip indexes (per block of 1024 ids; some worlds spread their ids over several blocks):
+    // on the reference field and on value fields that paths and filters read.
+    ("dq_parent_skip", "ChildOf", "CREATE INDEX dq_parent_skip ON ChildOf (parent) USING skip"),
+    ("dq_level_skip", "Level", "CREATE INDEX dq_level_skip ON Level (value) USING skip"),
+    ("dq_name_skip", "Name", "CREATE INDEX dq_name_skip ON Name USING skip"),
 ];
 
 /// An index setup: its label, and the component of its one index (`None`: no index, or all).
@@ -144,6 +161,9 @@ struct Report {
     skipped: usize,
     /// Compared cases that follow references (paths, hierarchy functions).
     relational: usize,
+    /// Per skip index, sampled cases whose plan (EXPLAIN) uses it: a setup whose index is
+    /// never chosen compares nothing the no-index run did not.
+    used: BTreeMap<&'static str, usize>,
     mutations: BTreeMap<&'static str, (usize, usize)>,
 }
 
@@ -165,6 +185,7 @@ impl Report {
             non_empty: 0,
             skipped: 0,
             relational: 0,
+            used: BTreeMap::new(),
             mutations: BTreeMap::new(),
         }
     }
@@ -208,6 +229,9 @@ impl Report {
             self.shapes,
             self.setups,
         );
+        if !self.used.is_empty() {
+            summary += &format!("  sampled plans using each skip index: {:?}\n", self.used);
+        }
         if !self.mutations.is_empty() {
             summary += &format!("  mutations (ok, error): {:?}\n", self.mutations);
         }
@@ -404,6 +428,13 @@ fn with_each_index(
     db.set_plan_options(PlanOptions::default());
 }
 
+/// Whether the plan of `case` names index `name` (a case the engine refuses uses none).
+fn uses_index(db: &mut Database, case: &Case, name: &str) -> bool {
+    let explain = format!("EXPLAIN {}", case.text);
+    let Ok(Ok(rs)) = guarded(|| db.execute_with(&explain, &case.bound())) else { return false };
+    rs.rows.iter().flatten().any(|v| matches!(v, Value::Str(line) if line.contains(name)))
+}
+
 /// Creates one of [`INDEXES`]; any error (`Unsupported` included) is the test's failure.
 fn create_index(db: &mut Database, name: &str, create: &str) -> Result<(), String> {
     match guarded(|| db.execute(create))? {
@@ -447,6 +478,12 @@ fn select_world(seed: u64, queries: usize, report: &mut Report) {
                 continue;
             }
             let api = [Api::Execute, Api::Query, Api::Prepared, Api::Streamed][i % 4];
+            // EXPLAIN costs about as much as the run: only the index-shaped cases (`i % 6 ==
+            // 0`), for the skip indexes only (the kind the planner declines most often; their
+            // use is checked below).
+            if setup.label.ends_with("_skip") && i % 6 == 0 && uses_index(db, case, setup.label) {
+                *report.used.entry(setup.label).or_default() += 1;
+            }
             let got = run_engine(db, case, api);
             let outcome = judge(model, case, got);
             let at = if i == 0 { "whole-world check".to_string() } else { format!("query #{} via {api:?}", i - 1) };
@@ -463,11 +500,19 @@ fn differential_select() {
         select_world(seed, cfg.per_world, &mut report);
     }
     // Over many worlds, every index must have answered some cases (one world alone, as
-    // DIFF_SEED reruns, may not name every indexed component).
+    // DIFF_SEED reruns, may not name every indexed component), and the planner must have
+    // taken each skip index for some (it declines more predicates than the other kinds).
     if cfg.seeds.len() > 1 {
         for (name, _, _) in INDEXES {
             if report.setups.get(name).is_none_or(|&n| n == 0) {
                 report.fail(0, None, format!("no case was compared with index {name}"));
+            }
+        }
+    }
+    if cfg.seeds.len() >= 20 {
+        for (name, _, _) in INDEXES.iter().filter(|(name, _, _)| name.ends_with("_skip")) {
+            if report.used.get(name).is_none_or(|&n| n == 0) {
+                report.fail(0, None, format!("no plan used index {name}"));
             }
         }
     }
@@ -503,12 +548,14 @@ fn statement_kind(text: &str) -> &'static str {
 
 /// Applies one mutation to the database and the model. `Err` when they disagree (and from
 /// then on may differ, so the world is abandoned).
-fn apply_mutation(w: &mut TestWorld, text: &str, report: &mut Report) -> Result<(), String> {
+fn apply_mutation(w: &mut TestWorld, case: &Case, report: &mut Report) -> Result<(), String> {
+    let text = case.text.as_str();
     let stmt =
         parse_statement(text).map_err(|e| format!("the parser rejects a generated mutation:\n{}", e.render(text)))?;
-    let effect = mutate::effect(&w.model, &stmt);
-    let got = guarded(|| w.db.execute(text))?;
-    let tally = report.mutations.entry(statement_kind(text)).or_default();
+    let effect = mutate::effect_with(&w.model, &stmt, &case.params);
+    let got = guarded(|| w.db.execute_with(text, &case.bound()))?;
+    let tally =
+        report.mutations.entry(if case.shape == "mutation" { statement_kind(text) } else { case.shape }).or_default();
     match (effect, got) {
         (Ok(Effect::Spawn(values)), Ok(rs)) => {
             tally.0 += 1;
@@ -557,25 +604,52 @@ fn apply_mutation(w: &mut TestWorld, text: &str, report: &mut Report) -> Result<
     }
 }
 
+/// The indexes a world of the write tests keeps for its whole life, so index maintenance
+/// under every kind of write is exercised: one of [`INDEXES`] (round robin, or none), and in
+/// two worlds in five the skip indexes on `ChildOf.parent` and `Level.value` as well. Returns
+/// the setup's label.
+fn world_indexes(seed: u64, db: &mut Database) -> Result<String, String> {
+    let pick = (seed % (INDEXES.len() as u64 + 1)) as usize;
+    let mut chosen: Vec<(&str, &str)> = Vec::new();
+    if pick > 0 {
+        chosen.push((INDEXES[pick - 1].0, INDEXES[pick - 1].2));
+    }
+    if mix(seed, 0x5c1b) % 5 < 2 {
+        for (name, _, create) in INDEXES.iter().filter(|(n, _, _)| ["dq_parent_skip", "dq_level_skip"].contains(n)) {
+            if !chosen.iter().any(|(n, _)| n == name) {
+                chosen.push((name, create));
+            }
+        }
+    }
+    for (name, create) in &chosen {
+        create_index(db, name, create)?;
+    }
+    if chosen.is_empty() {
+        return Ok("none".into());
+    }
+    db.set_plan_options(PlanOptions { prefer_indexes: true });
+    Ok(chosen.iter().map(|(n, _)| *n).collect::<Vec<_>>().join(" + "))
+}
+
+fn reparent_shape(aim: reparent::Aim) -> &'static str {
+    match aim {
+        reparent::Aim::Move => "re-parent: move",
+        reparent::Aim::Cycle => "re-parent: loop",
+        reparent::Aim::Stale => "re-parent: dead target",
+        reparent::Aim::Detach => "re-parent: detach",
+    }
+}
+
 fn mutation_world(seed: u64, steps: usize, report: &mut Report) {
     let mut w = match world_gen::build(seed) {
         Ok(w) => w,
         Err(why) => return report.fail(seed, None, format!("building the world failed: {why}")),
     };
-    // Each world keeps one index setup for its whole life (round robin over the supported
-    // kinds), so index maintenance under every kind of write is exercised.
-    let mut setup = "none";
-    let pick = (seed % (INDEXES.len() as u64 + 1)) as usize;
-    if pick > 0 {
-        let (name, _, create) = INDEXES[pick - 1];
-        match create_index(&mut w.db, name, create) {
-            Ok(()) => {
-                setup = name;
-                w.db.set_plan_options(PlanOptions { prefer_indexes: true });
-            }
-            Err(why) => return report.fail(seed, None, why),
-        }
-    }
+    let setup = match world_indexes(seed, &mut w.db) {
+        Ok(label) => label,
+        Err(why) => return report.fail(seed, None, why),
+    };
+    let setup = setup.as_str();
     // Prepared once, run after every step: they must pick up new tables and data.
     let mut prepared: Vec<(Case, Prepared)> = Vec::new();
     for i in 0..3u64 {
@@ -590,12 +664,18 @@ fn mutation_world(seed: u64, steps: usize, report: &mut Report) {
     let mut history: Vec<String> = Vec::new();
     for step in 0..steps {
         let mut g = Gen::new(Rng::new(mix(seed, 1_000_000 + step as u64)), &w.model, &w.dead);
-        let text = mutate::mutation(&mut g, &w.model, &w.dead);
+        // One step in four moves a subtree (or tries to: loops, dead targets).
+        let case = if step % 4 == 3 {
+            let ((text, params), aim) = reparent::reparent(&mut g, &w.model, &w.dead);
+            Case { params, ..Case::new(text, Expect::Rows, reparent_shape(aim)) }
+        } else {
+            Case::new(mutate::mutation(&mut g, &w.model, &w.dead), Expect::Rows, "mutation")
+        };
+        let text = case.text.clone();
         let before = w.model.clone();
-        history.push(text.clone());
-        if let Err(why) = apply_mutation(&mut w, &text, report) {
+        history.push(if case.params.is_empty() { text.clone() } else { format!("{text}   {:?}", case.params) });
+        if let Err(why) = apply_mutation(&mut w, &case, report) {
             let at = format!("step {step}: mutation\n{why}\nstatements so far:\n  {}", history.join("\n  "));
-            let case = Case::new(text, Expect::Rows, "mutation");
             record(report, seed, &before, &case, &at, setup, Outcome::Fail(String::new()));
             return;
         }
@@ -634,6 +714,16 @@ fn differential_mutations() {
     let mut report = Report::new("differential_mutations");
     for &seed in &cfg.seeds {
         mutation_world(seed, cfg.per_world, &mut report);
+    }
+    report.finish();
+}
+
+#[test]
+fn differential_systems() {
+    let cfg = config("differential_systems", 24, 4);
+    let mut report = Report::new("differential_systems");
+    for &seed in &cfg.seeds {
+        systems::systems_world(seed, cfg.per_world, &mut report);
     }
     report.finish();
 }

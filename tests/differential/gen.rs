@@ -914,7 +914,7 @@ impl<'a> Gen<'a> {
     pub fn index_query(&mut self) -> Case {
         self.begin();
         let pred = |g: &mut Gen| -> String {
-            match g.rng.below(7) {
+            match g.rng.below(9) {
                 0 => format!("Health.hp {} {}", g.rng.pick(&["<", "<=", ">", ">=", "=", "!="]), g.float_lit()),
                 1 => format!("Level.value {} {}", g.rng.pick(&["<", ">=", "=", "!="]), g.int_lit()),
                 2 => {
@@ -927,6 +927,8 @@ impl<'a> Gen<'a> {
                     format!("within(Position, {v}, {})", g.rng.range(1, 20))
                 }
                 5 => format!("Flags.a = {}", g.rng.chance(0.5)),
+                // For the skip indexes.
+                6 | 7 => g.skip_pred(),
                 _ => "has(Frozen)".to_string(),
             }
         };

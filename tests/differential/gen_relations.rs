@@ -192,6 +192,33 @@ impl Gen<'_> {
         }
     }
 
+    /// A predicate a skip index answers: on strings (`Name.value`), or on the reference
+    /// field (a parent mostly).
+    pub(super) fn skip_pred(&mut self) -> String {
+        if self.rng.chance(0.5) {
+            let t = self.str_lit();
+            return match self.rng.below(3) {
+                0 => format!("Name.value IN ({t}, {})", self.str_lit()),
+                _ => format!("Name.value {} {t}", self.rng.pick(&["=", "<", ">=", "!="])),
+            };
+        }
+        let parents = self.link_targets.get("ChildOf.parent").cloned().unwrap_or_default();
+        let e = |g: &mut Gen| {
+            if parents.is_empty() || g.rng.chance(0.2) {
+                g.entity_lit()
+            } else {
+                g.rng.pick(&parents).to_string()
+            }
+        };
+        match self.rng.below(3) {
+            0 => format!("ChildOf.parent IN ({}, {})", e(self), e(self)),
+            _ => {
+                let op = *self.rng.pick(&["=", "=", "!=", ">="]);
+                format!("ChildOf.parent {op} {}", e(self))
+            }
+        }
+    }
+
     /// A query about references: items that follow them, a WHERE clause on them (mixed with
     /// other predicates), ORDER BY depth (parents first) or a path; now and then grouped by
     /// depth or root.

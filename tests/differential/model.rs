@@ -218,7 +218,7 @@ impl Model {
         let mut parts = vec![format!("{} entities", self.entities.len())];
         for c in &self.schema.comps {
             let n = self.entities.values().filter(|cs| cs.contains_key(&c.name)).count();
-            parts.push(format!("{}={n}", c.name));
+            parts.push(format!("{}={n}{}", c.name, if c.sparse { " (sparse)" } else { "" }));
         }
         for (c, f, d) in self.schema.references() {
             parts.push(format!(

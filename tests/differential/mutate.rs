@@ -198,7 +198,7 @@ fn storable_type(ty: FieldType, v: &Value) -> bool {
 
 /// The checks made before execution on component values, in text order: unknown components
 /// and fields, and values of a type the field cannot hold.
-fn check_names(model: &Model, r: &Reference, comps: &[ComponentValue]) -> Result<(), RefError> {
+pub fn check_names(model: &Model, r: &Reference, comps: &[ComponentValue]) -> Result<(), RefError> {
     for cv in comps {
         let name = &cv.component.name;
         let def = model.schema.get(name).ok_or_else(|| RefError::Unknown("component", name.clone()))?;
@@ -215,7 +215,7 @@ fn check_names(model: &Model, r: &Reference, comps: &[ComponentValue]) -> Result
     Ok(())
 }
 
-fn build_values(model: &Model, r: &Reference, comps: &[ComponentValue]) -> Result<Vec<(String, Fields)>, RefError> {
+pub fn build_values(model: &Model, r: &Reference, comps: &[ComponentValue]) -> Result<Vec<(String, Fields)>, RefError> {
     check_names(model, r, comps)?;
     let mut out: Vec<(String, Fields)> = Vec::new();
     for cv in comps {
@@ -234,7 +234,7 @@ fn build_values(model: &Model, r: &Reference, comps: &[ComponentValue]) -> Resul
 
 /// Every field value of `values` as written to `entity` (`None`: a new one), for the
 /// reference checks (which skip the fields that are not declared references).
-fn writes_of(entity: Option<Entity>, values: &[(String, Fields)]) -> Vec<Write> {
+pub fn writes_of(entity: Option<Entity>, values: &[(String, Fields)]) -> Vec<Write> {
     let mut out = Vec::new();
     for (c, fields) in values {
         for (f, v) in fields {
@@ -245,7 +245,7 @@ fn writes_of(entity: Option<Entity>, values: &[(String, Fields)]) -> Vec<Write> 
 }
 
 /// The entities a statement targets.
-fn targets(
+pub fn targets(
     model: &Model,
     r: &Reference,
     target: &Target,
@@ -271,7 +271,12 @@ fn targets(
 
 /// The effect of `stmt` on `model` (computed from the state before the statement).
 pub fn effect(model: &Model, stmt: &Statement) -> Result<Effect, RefError> {
-    let r = Reference::new(model);
+    effect_with(model, stmt, &[])
+}
+
+/// [`effect`] with bound parameters (`("1", v)` for `$1`, `("p", v)` for `$p`).
+pub fn effect_with(model: &Model, stmt: &Statement, params: &[(String, Value)]) -> Result<Effect, RefError> {
+    let r = Reference::with_params(model, params);
     let mut next = model.clone();
     let count = match stmt {
         Statement::Spawn(s) => {

@@ -1,8 +1,10 @@
-//! Random worlds: the schema defined through `CREATE COMPONENT` (the sparse component through
-//! the engine API, which the language has no syntax for), entities spawned with random
-//! component subsets and values — through `SPAWN` text and through the engine API — some
-//! despawned and their ids recycled, some moved between archetypes by adding and removing
-//! components. Every step is applied to the [`Model`] as well, from the values written.
+//! Random worlds: the schema defined through `CREATE COMPONENT` (sparse components through
+//! the engine API, which the language has no syntax for; `ChildOf` and `Link` are sparse in
+//! some worlds), entities spawned with random component subsets and values — through `SPAWN`
+//! text and through the engine API, in some worlds with ids spread over several skip-index
+//! blocks — some despawned and their ids recycled, some moved between archetypes by adding
+//! and removing components. Every step is applied to the [`Model`] as well, from the values
+//! written.
 //!
 //! Then the links between entities ([`link_entities`]): `ChildOf.parent` forests several
 //! levels deep and `Link.to` edges, declared `REFERENCES` (some `ON DELETE` policy, sometimes
@@ -11,13 +13,13 @@
 //! despawning `NO ACTION` targets), and despawns that apply the policies.
 
 use ecsdb::query::Database;
-use ecsdb::{ComponentDef, EngineError, Entity, FieldType, OnDelete, Value};
+use ecsdb::{ComponentDef, EngineError, Entity, FieldType, OnDelete, ReferenceDef, Value};
 
 use super::gen::{NAMES, TEAMS};
 use super::model::{Model, RefDecl, Schema};
 use super::reference::RefError;
 use super::relations;
-use super::rng::Rng;
+use super::rng::{mix, Rng};
 
 /// A database and the model of the same data.
 pub struct TestWorld {
@@ -194,13 +196,30 @@ pub fn build(seed: u64) -> Result<TestWorld, String> {
     let mut rng = Rng::new(seed);
     let mut schema = Schema::standard();
     declare_references(&mut rng, &mut schema);
+    // Knobs drawn apart from `rng`, so that adding them left every other draw as it was.
+    let mut knobs = Rng::new(mix(seed, 0x5ba75e));
+    // `ChildOf` and `Link` are each sparse in about a third of the worlds (at least one in
+    // over half): references, paths, hierarchy walks and ON DELETE must not depend on the
+    // storage.
+    for c in ["ChildOf", "Link"] {
+        if knobs.chance(0.35) {
+            schema.comps.iter_mut().find(|d| d.name == c).expect("in the schema").sparse = true;
+        }
+    }
     let mut db = Database::new();
     for c in &schema.comps {
         if c.sparse {
+            // The language has no storage option: sparse components come from the engine API,
+            // their references declared there too.
             let fields: Vec<(&str, FieldType)> = c.fields.iter().map(|(n, t)| (n.as_str(), *t)).collect();
             db.world_mut()
                 .define_component(&ComponentDef::new(c.name.clone(), &fields).sparse())
                 .map_err(|e| format!("define_component({}) failed: {e}", c.name))?;
+            for (f, d) in &c.refs {
+                db.world_mut()
+                    .declare_reference(&ReferenceDef::new(&c.name, f, d.on_delete, d.acyclic))
+                    .map_err(|e| format!("declare_reference({}.{f}) failed: {e}", c.name))?;
+            }
         } else {
             exec(&mut db, &c.create_text())?;
         }
@@ -212,9 +231,18 @@ pub fn build(seed: u64) -> Result<TestWorld, String> {
         1 => rng.range(1, 3) as usize,
         _ => rng.range(10, 120) as usize,
     };
+    // A third of the worlds spread their ids over two to four skip-index blocks (1024 ids
+    // each): empty entities issued between theirs and despawned once the world is spawned
+    // (recycled ids then land in the gaps).
+    let gap = if knobs.chance(0.33) { 2 * knobs.range(1200, 3500) as usize / n.max(1) } else { 0 };
+    let mut pad = Vec::new();
     for _ in 0..n {
+        for _ in 0..knobs.below(gap + 1) {
+            pad.push(w.db.world_mut().spawn_values(&[]).map_err(|e| format!("spawn_values(&[]) failed: {e}"))?);
+        }
         spawn_random(&mut rng, &mut w)?;
     }
+    w.db.world_mut().despawn_many(&pad).map_err(|e| format!("despawning the padding failed: {e}"))?;
     // Despawn some, then spawn more: recycled indices with new generations.
     let live: Vec<Entity> = w.model.entities.keys().copied().collect();
     for e in live {
