@@ -56,14 +56,19 @@ struct Block<K> {
     inserted: u32,
     /// Entities of the block that have the component.
     rows: u32,
-    /// Hash of the key the filter took last: clustered data writes the same few keys to a
-    /// block over and over, and a repeat skips the filter.
-    last_hash: Option<u64>,
+    /// Hashes of the last keys the filter took (the first `recent_len`): clustered data
+    /// writes the same few keys to a block over and over, and a repeat skips the filter's
+    /// probes.
+    recent: [u64; RECENT],
+    recent_len: u8,
 }
+
+/// Key hashes a block remembers.
+const RECENT: usize = 4;
 
 impl<K> Default for Block<K> {
     fn default() -> Self {
-        Block { bounds: None, filter: None, capacity: 0, inserted: 0, rows: 0, last_hash: None }
+        Block { bounds: None, filter: None, capacity: 0, inserted: 0, rows: 0, recent: [0; RECENT], recent_len: 0 }
     }
 }
 
@@ -298,10 +303,13 @@ impl<K: KeyClass + Hash> SecondaryIndex for SkipIndex<K> {
         }
         let Some((hash, k)) = key else { return };
         block.widen(&k);
-        if block.last_hash == Some(hash) {
+        if block.recent[..block.recent_len as usize].contains(&hash) {
             return;
         }
-        block.last_hash = Some(hash);
+        // The oldest goes (the array shifts by one: four words).
+        block.recent.copy_within(0..RECENT - 1, 1);
+        block.recent[0] = hash;
+        block.recent_len = (block.recent_len + 1).min(RECENT as u8);
         match &mut block.filter {
             // A block with a filter takes the key now; one without waits for the flush,
             // which sizes its first filter from all the keys it got.
