@@ -903,7 +903,7 @@ impl World {
         // SAFETY: the row holds a live `T`; `&mut self` guarantees exclusive access, and the
         // value and its tick are disjoint memory.
         let value = unsafe { &mut *ptr };
-        let changed = col.changed_tick_logged(row);
+        let changed = col.changed_tick_logged(row, tick);
         Ok(Mut::new(value, changed, tick))
     }
 
@@ -1051,7 +1051,7 @@ impl World {
             // SAFETY: `base` is a live value of the component; `fv` was converted for this field.
             unsafe { fv.write(base, &info.fields()[idx]) };
         }
-        *col.changed_tick_logged(row) = tick;
+        *col.changed_tick_logged(row, tick) = tick;
         Ok(())
     }
 

@@ -200,11 +200,17 @@ impl Slot {
         let (mut rows, mut row_entities, mut values, mut spans) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
         for seg in segs {
             rows.clear();
-            match (since, &seg.written) {
-                (None, _) => rows.extend(0..seg.entities.len() as u32),
-                (Some(_), WrittenRows::Rows(written)) if logged => rows.extend_from_slice(written),
-                (Some((this, run_age)), _) => for_each_changed(seg.ticks, this, run_age, |r| rows.push(r as u32)),
-            }
+            let rows: &[u32] = match (since, &seg.written) {
+                (Some(_), WrittenRows::Rows(written)) if logged => written,
+                (None, _) => {
+                    rows.extend(0..seg.entities.len() as u32);
+                    &rows
+                }
+                (Some((this, run_age)), _) => {
+                    for_each_changed(seg.ticks, this, run_age, |r| rows.push(r as u32));
+                    &rows
+                }
+            };
             if rows.is_empty() {
                 continue;
             }

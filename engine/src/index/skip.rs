@@ -306,9 +306,9 @@ impl<K: KeyClass + Hash> SecondaryIndex for SkipIndex<K> {
         if block.recent[..block.recent_len as usize].contains(&hash) {
             return;
         }
-        // The oldest goes (the array shifts by one: four words).
-        block.recent.copy_within(0..RECENT - 1, 1);
-        block.recent[0] = hash;
+        // The oldest goes.
+        let [a, b, c, _] = block.recent;
+        block.recent = [hash, a, b, c];
         block.recent_len = (block.recent_len + 1).min(RECENT as u8);
         match &mut block.filter {
             // A block with a filter takes the key now; one without waits for the flush,

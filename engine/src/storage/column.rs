@@ -104,11 +104,15 @@ impl Column {
         &mut self.changed
     }
 
-    /// Row `row`'s changed tick, to write it: the row goes to the write log.
+    /// Row `row`'s changed tick, to stamp it `tick`: the row goes to the write log, unless it
+    /// holds `tick` already. Such a row was written since the last drain (a drain happens in
+    /// an index refresh, which takes a new tick for every write after it), so it is noted.
     #[inline]
-    pub(crate) fn changed_tick_logged(&mut self, row: usize) -> &mut Tick {
-        let len = self.len;
-        self.log_mut().note(row, len);
+    pub(crate) fn changed_tick_logged(&mut self, row: usize, tick: Tick) -> &mut Tick {
+        if self.changed[row] != tick {
+            let len = self.len;
+            self.log_mut().note(row, len);
+        }
         &mut self.changed[row]
     }
 
@@ -124,8 +128,11 @@ impl Column {
         let len = self.len;
         let log = self.log.get_mut().unwrap_or_else(PoisonError::into_inner);
         for &r in rows {
-            log.note(r as usize, len);
-            self.changed[r as usize] = tick;
+            let changed = &mut self.changed[r as usize];
+            if *changed != tick {
+                log.note(r as usize, len);
+                *changed = tick;
+            }
         }
     }
 
@@ -306,7 +313,7 @@ impl Column {
     pub(crate) unsafe fn replace(&mut self, row: usize, src: *const u8, tick: Tick) {
         let dst = self.get_ptr(row);
         self.added.set(self.len, row, tick);
-        *self.changed_tick_logged(row) = tick;
+        *self.changed_tick_logged(row, tick) = tick;
         /// Moves the new value in when dropped: after the old value's drop returns, and also
         /// when it panics, so the row never holds a dropped value.
         struct MoveIn {
@@ -503,6 +510,27 @@ fn dangling(align: usize) -> NonNull<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_armed_log_notes_each_written_row_once_per_tick_and_the_row_a_removal_fills() {
+        let mut c = Column::with_layout(Layout::new::<u32>(), None);
+        for v in 0..6u32 {
+            // SAFETY: a u32 column, given a u32.
+            unsafe { c.push_from((&v as *const u32).cast(), 1) };
+        }
+        assert_eq!(c.drain_written(), WrittenRows::Scan, "the first drain scans and arms");
+        *c.changed_tick_logged(4, 2) = 2;
+        *c.changed_tick_logged(4, 2) = 2;
+        *c.changed_tick_logged(5, 2) = 2;
+        c.stamp_changed(&[1, 5], 2);
+        c.swap_remove_drop(0);
+        // Row 5 moved into row 0: it is past the end now, and row 0 is noted.
+        assert_eq!(c.drain_written(), WrittenRows::Rows(vec![4, 1, 0]));
+        *c.changed_tick_logged(4, 3) = 3;
+        assert_eq!(c.drain_written(), WrittenRows::Rows(vec![4]), "a later tick notes it again");
+        let _ = c.changed_ticks_mut();
+        assert_eq!(c.drain_written(), WrittenRows::Scan);
+    }
     use crate::component::drop_ptr;
     use std::rc::Rc;
 
