@@ -728,6 +728,19 @@ fn project_groups(
     bounds: Bounds,
 ) -> Result<Vec<Vec<Value>>, Error> {
     let n = groups.keys.len();
+    if n == 1 && plan.order_by.is_empty() {
+        // One group (no GROUP BY) and items that are bare aggregates or keys: the row is read
+        // off the group without evaluating expressions over it.
+        let bare = plan.items.iter().map(|item| match item.expr.kind {
+            ExprKind::Aggregate(a) => Some(groups.aggs.get(a)?.first().cloned().unwrap_or(Value::Null)),
+            ExprKind::GroupKey(k) => Some(groups.keys[0].get(k).cloned().unwrap_or(Value::Null)),
+            _ => None,
+        });
+        if let Some(row) = bare.collect::<Option<Vec<Value>>>() {
+            let shown = bounds.offset == 0 && bounds.limit != Some(0);
+            return Ok(if shown { vec![row] } else { Vec::new() });
+        }
+    }
     let all: Vec<u32> = (0..n as u32).collect();
     let ev = Evaluator::new(&groups, params);
     let mut order: Vec<u32> = all.clone();
