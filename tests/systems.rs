@@ -365,3 +365,42 @@ fn systems_survive_save_and_load_text_and_unbound_rust() {
 fn dumpf(db: &Database) -> Vec<Vec<Value>> {
     rows(db, "SELECT C.v FROM C")
 }
+
+/// The TICK failure rows as (system, error) pairs.
+fn failures(r: &ecsdb::query::ResultSet) -> Vec<(String, String)> {
+    r.rows
+        .iter()
+        .map(|row| match (&row[1], &row[2]) {
+            (Value::Str(s), Value::Str(e)) => (s.clone(), e.clone()),
+            other => panic!("{other:?}"),
+        })
+        .collect()
+}
+
+/// Asserts a failure row: its system, and an error `kind error: …` that mentions `word`.
+fn assert_failure(got: &(String, String), system: &str, kind: &str, word: &str) {
+    assert_eq!(got.0, system, "{got:?}");
+    assert!(got.1.starts_with(&format!("{kind} error: ")) && got.1.contains(word), "{got:?}");
+}
+
+/// An ADD's references are checked when it runs, as SPAWN's and UPDATE's are: a stale target
+/// or an ACYCLIC loop fails the statement then and skips the rest of its block.
+#[test]
+fn a_refused_add_ends_its_block() {
+    let mut db = db_with(
+        "CREATE COMPONENT ChildOf (parent entity REFERENCES ON DELETE CASCADE ACYCLIC);
+         CREATE COMPONENT Frozen; CREATE COMPONENT Thawed;
+         SPAWN; SPAWN; DESPAWN 1v0;
+         CREATE SYSTEM stale AS BEGIN ADD ChildOf {parent: 1v0} TO 0v0; SPAWN Frozen END;
+         CREATE SYSTEM looping AS BEGIN ADD ChildOf {parent: 0v0} TO 0v0; SPAWN Frozen END;
+         CREATE SYSTEM fine AS BEGIN ADD ChildOf {parent: null} TO 0v0; SPAWN Thawed END",
+    );
+    let r = db.execute("TICK").unwrap();
+    let got = failures(&r);
+    assert_eq!(got.len(), 2, "{got:?}");
+    assert_eq!(got[0], ("stale".into(), "stale_entity error: stale entity 1v0".into()));
+    assert_failure(&got[1], "looping", "constraint", "ACYCLIC");
+    assert_eq!(int(&db, "SELECT count(*) FROM Frozen"), 0, "the SPAWNs after the refused ADDs did not run");
+    assert_eq!(int(&db, "SELECT count(*) FROM Thawed"), 1);
+    assert_eq!(int(&db, "SELECT count(*) FROM ChildOf WHERE ChildOf.parent IS NULL"), 1, "the ADD of null was written");
+}
