@@ -11,7 +11,8 @@
 //! - SPAWN, ADD and UPDATE check the references they write when they run too, so such a
 //!   refusal ends the block then (and a write that passed may still be refused when applied);
 //! - TICK answers one row per failing statement, in the order they failed (those found at
-//!   the phase's end after those found when the systems ran).
+//!   the phase's end after those found when the systems ran), each error as
+//!   `kind error: message`.
 //!
 //! The statements aim at references: re-parenting (`reparent.rs`), despawning parents, new
 //! children of live and dead entities, removing links, reading `depth` / paths after other
@@ -304,24 +305,9 @@ fn check_failures(expected: &[Failure], got: &ecsdb::query::ResultSet, tick: u64
         let (Some(Value::Str(system)), Some(Value::Str(error))) = (row.get(1), row.get(2)) else {
             return Err(format!("a failure row is not (tick, system, error)\n{}", show()));
         };
-        let prefix = error
-            .split_once(" error: ")
-            .map(|(k, _)| k)
-            .filter(|k| k.chars().all(|c| c.is_ascii_lowercase() || c == '_'));
-        let same_kind = match prefix {
-            Some(k) => k == f.kind,
-            // TODO(bug): failures found at the phase's end come without the `kind error: `
-            // prefix docs/query-language.md promises for system errors ("stale entity 2v0"):
-            // told apart by their message until that is fixed.
-            None => {
-                f.at_end
-                    && match f.kind {
-                        "stale_entity" => error.starts_with("stale entity"),
-                        "constraint" => error.contains("ACYCLIC") || error.contains("RESTRICT"),
-                        _ => true,
-                    }
-            }
-        };
+        // Every failure, found when its statement ran or at the phase's end, is
+        // `kind error: message`.
+        let same_kind = error.split_once(" error: ").is_some_and(|(k, message)| k == f.kind && !message.is_empty());
         if *system != f.system || !same_kind || row[0] != Value::Int(tick as i64) {
             return Err(format!("TICK's failures differ\n{}", show()));
         }
