@@ -457,3 +457,18 @@ fn a_saved_system_that_does_not_bind_reports_its_kind() {
     assert!(got[0].1.ends_with("(at line 1, column 18 of its text)"), "{got:?}");
     assert_eq!(int(&loaded, "SELECT C.v"), 2);
 }
+
+/// `END` right after a bare SPAWN ends its block.
+#[test]
+fn a_bare_spawn_may_end_a_block() {
+    let mut db = db_with(
+        "CREATE COMPONENT End;
+         CREATE SYSTEM a AS BEGIN SPAWN END;
+         CREATE SYSTEM b AS BEGIN SELECT 1; SPAWN End {} END;
+         SPAWN End",
+    );
+    let r = db.execute("TICK 2").unwrap();
+    assert!(r.rows.is_empty(), "{:?}", r.rows);
+    assert_eq!(int(&db, "SELECT count(*)"), 5);
+    assert_eq!(int(&db, "SELECT count(*) FROM End"), 3);
+}

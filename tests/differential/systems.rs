@@ -272,7 +272,7 @@ fn statement(g: &mut Gen, rng: &mut Rng, model: &Model, dead: &[Entity], focus: 
     }
 }
 
-/// A system body: one to three statements, parsed.
+/// A system body: one to three statements (and now and then a bare SPAWN), parsed.
 fn body(
     g: &mut Gen,
     rng: &mut Rng,
@@ -288,6 +288,10 @@ fn body(
         let stmt = parse_statement(&text)
             .map_err(|e| format!("TEST BUG: the parser rejects a generated statement:\n{}", e.render(&text)))?;
         out.push((text, stmt));
+    }
+    // Now and then a bare SPAWN last, which may end a block without its `;` (`… SPAWN END`).
+    if spawn_ok && rng.chance(0.15) {
+        out.push(("SPAWN".into(), parse_statement("SPAWN").expect("SPAWN parses")));
     }
     Ok(out)
 }
@@ -405,9 +409,8 @@ pub fn systems_world(seed: u64, rounds: usize, report: &mut Report) {
             };
             let name = format!("s{round}_{k}");
             let texts: Vec<&str> = stmts.iter().map(|(t, _)| t.as_str()).collect();
-            // TODO(bug): `BEGIN SPAWN END` is a syntax error (END read as a component to
-            // spawn) where `BEGIN DESPAWN END` parses: a bare SPAWN ending a block gets its `;`.
-            let semicolon = texts.last() == Some(&"SPAWN") || rng.chance(0.5);
+            // (A bare SPAWN may end a block without its `;`: `BEGIN SPAWN END`.)
+            let semicolon = rng.chance(0.5);
             let body = if texts.len() == 1 && rng.chance(0.8) {
                 texts[0].to_string()
             } else {
