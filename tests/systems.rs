@@ -365,3 +365,110 @@ fn systems_survive_save_and_load_text_and_unbound_rust() {
 fn dumpf(db: &Database) -> Vec<Vec<Value>> {
     rows(db, "SELECT C.v FROM C")
 }
+
+/// The TICK failure rows as (system, error) pairs.
+fn failures(r: &ecsdb::query::ResultSet) -> Vec<(String, String)> {
+    r.rows
+        .iter()
+        .map(|row| match (&row[1], &row[2]) {
+            (Value::Str(s), Value::Str(e)) => (s.clone(), e.clone()),
+            other => panic!("{other:?}"),
+        })
+        .collect()
+}
+
+/// Asserts a failure row: its system, and an error `kind error: …` that mentions `word`.
+fn assert_failure(got: &(String, String), system: &str, kind: &str, word: &str) {
+    assert_eq!(got.0, system, "{got:?}");
+    assert!(got.1.starts_with(&format!("{kind} error: ")) && got.1.contains(word), "{got:?}");
+}
+
+fn last_error(db: &Database, system: &str) -> Value {
+    let show = db.query("SHOW SYSTEMS").unwrap();
+    show.rows.into_iter().find(|r| r[0] == Value::Str(system.into())).unwrap()[8].clone()
+}
+
+/// An ADD's references are checked when it runs, as SPAWN's and UPDATE's are: a stale target
+/// or an ACYCLIC loop fails the statement then and skips the rest of its block.
+#[test]
+fn a_refused_add_ends_its_block() {
+    let mut db = db_with(
+        "CREATE COMPONENT ChildOf (parent entity REFERENCES ON DELETE CASCADE ACYCLIC);
+         CREATE COMPONENT Frozen; CREATE COMPONENT Thawed;
+         SPAWN; SPAWN; DESPAWN 1v0;
+         CREATE SYSTEM stale AS BEGIN ADD ChildOf {parent: 1v0} TO 0v0; SPAWN Frozen END;
+         CREATE SYSTEM looping AS BEGIN ADD ChildOf {parent: 0v0} TO 0v0; SPAWN Frozen END;
+         CREATE SYSTEM fine AS BEGIN ADD ChildOf {parent: null} TO 0v0; SPAWN Thawed END",
+    );
+    let r = db.execute("TICK").unwrap();
+    let got = failures(&r);
+    assert_eq!(got.len(), 2, "{got:?}");
+    assert_eq!(got[0], ("stale".into(), "stale_entity error: stale entity 1v0".into()));
+    assert_failure(&got[1], "looping", "constraint", "ACYCLIC");
+    assert_eq!(int(&db, "SELECT count(*) FROM Frozen"), 0, "the SPAWNs after the refused ADDs did not run");
+    assert_eq!(int(&db, "SELECT count(*) FROM Thawed"), 1);
+    assert_eq!(int(&db, "SELECT count(*) FROM ChildOf WHERE ChildOf.parent IS NULL"), 1, "the ADD of null was written");
+}
+
+/// An ADD checked when it ran is checked again when applied: its target may die earlier in
+/// the phase. Failures found then are reported like the others, `kind error: message`.
+#[test]
+fn failures_at_the_end_of_the_phase_carry_their_kind() {
+    let mut db = db_with(
+        "CREATE COMPONENT ChildOf (parent entity REFERENCES ON DELETE CASCADE ACYCLIC);
+         CREATE COMPONENT Target (of entity REFERENCES ON DELETE RESTRICT);
+         CREATE COMPONENT Frozen;
+         SPAWN; SPAWN; SPAWN; SPAWN Target {of: 2v0};
+         CREATE SYSTEM kill AS DESPAWN 1v0;
+         CREATE SYSTEM adopt AS BEGIN ADD ChildOf {parent: 1v0} TO 0v0; SPAWN Frozen END;
+         CREATE SYSTEM swap AS BEGIN ADD ChildOf {parent: 0v0} TO 2v0; ADD ChildOf {parent: 2v0} TO 0v0 END;
+         CREATE SYSTEM restricted AS DESPAWN 2v0",
+    );
+    let r = db.execute("TICK").unwrap();
+    let got = failures(&r);
+    assert_eq!(got.len(), 3, "{got:?}");
+    // 1v0 was alive when `adopt` ran: its ADD passed and the block went on.
+    assert_eq!(got[0], ("adopt".into(), "stale_entity error: stale entity 1v0".into()));
+    // Each ADD alone makes no loop; the second, applied after the first, does.
+    assert_failure(&got[1], "swap", "constraint", "ACYCLIC");
+    assert_failure(&got[2], "restricted", "constraint", "RESTRICT");
+    assert_eq!(int(&db, "SELECT count(*) FROM Frozen"), 1);
+    for (system, error) in &got {
+        assert_eq!(last_error(&db, system), Value::Str(error.clone()));
+    }
+    assert_eq!(last_error(&db, "kill"), Value::Null);
+}
+
+/// A saved system that no longer binds (its function is not registered by this program) is
+/// reported by every TICK in the same `kind error: message` form.
+#[test]
+fn a_saved_system_that_does_not_bind_reports_its_kind() {
+    let mut db = db_with("CREATE COMPONENT C (v i64); SPAWN C {v: 1}");
+    db.register_function("twice", |args| match args {
+        [Value::Int(i)] => Ok(Value::Int(i * 2)),
+        _ => Err("twice() takes one int".into()),
+    });
+    db.execute("CREATE SYSTEM double AS UPDATE C SET v = twice(C.v)").unwrap();
+    db.execute("TICK").unwrap();
+    let mut loaded = Database::from_world(ecsdb_engine::World::load_from_bytes(&snapshot(&db)).unwrap());
+    let got = failures(&loaded.execute("TICK").unwrap());
+    assert_eq!(got.len(), 1, "{got:?}");
+    assert_failure(&got[0], "double", "unknown_function", "saved system does not bind: unknown function 'twice'");
+    assert!(got[0].1.ends_with("(at line 1, column 18 of its text)"), "{got:?}");
+    assert_eq!(int(&loaded, "SELECT C.v"), 2);
+}
+
+/// `END` right after a bare SPAWN ends its block.
+#[test]
+fn a_bare_spawn_may_end_a_block() {
+    let mut db = db_with(
+        "CREATE COMPONENT End;
+         CREATE SYSTEM a AS BEGIN SPAWN END;
+         CREATE SYSTEM b AS BEGIN SELECT 1; SPAWN End {} END;
+         SPAWN End",
+    );
+    let r = db.execute("TICK 2").unwrap();
+    assert!(r.rows.is_empty(), "{:?}", r.rows);
+    assert_eq!(int(&db, "SELECT count(*)"), 5);
+    assert_eq!(int(&db, "SELECT count(*) FROM End"), 3);
+}

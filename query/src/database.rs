@@ -191,8 +191,13 @@ impl Database {
                         system.exclusive = exclusive;
                     }
                     Err(e) => {
-                        let error =
-                            format!("saved system does not bind: {}", e.render(&text).lines().next().unwrap_or(""));
+                        // Reported by every TICK as the system's failure; the position is in
+                        // the message, as the error's span points into this text only.
+                        let at = e.span.map(|s| s.line_col(&text)).map_or(String::new(), |(line, column)| {
+                            format!(" (at line {line}, column {column} of its text)")
+                        });
+                        let message = format!("saved system does not bind: {e}{at}");
+                        let error = schedule::render(&Error::new(e.kind, message));
                         system.body = Body::Broken { text, error };
                     }
                 }

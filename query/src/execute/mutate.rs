@@ -265,17 +265,10 @@ impl Staged {
                     entities.retain(|e| world.is_alive(*e));
                     fields = kept;
                 }
-                // References on the statement's final state: each target live or null, no
-                // ACYCLIC loop.
-                let mut refs = Vec::new();
-                for (t, e) in entities.iter().enumerate() {
-                    for (k, id) in ids.iter().enumerate() {
-                        reference_writes(world, Some(*e), *id, &fields[t * ids.len() + k], &mut refs);
-                    }
-                }
-                world.check_reference_writes(&refs)?;
-                world.insert_many(&entities, &ids, fields).map_err(write_failed)?;
-                Ok(count(entities.len()))
+                // Checked when the statement ran; again here, against the world being written
+                // (a target may have died since, or a loop formed).
+                check_add_references(world, &entities, &ids, &fields)?;
+                write_add(world, &entities, &ids, fields)
             }
             Staged::Remove(mut entities, ids) => {
                 entities.retain(|e| world.is_alive(*e));
@@ -309,7 +302,11 @@ pub(crate) fn stage_despawn(world: &World, scan: &ScanPlan, params: &[Value]) ->
 
 /// `ADD …`.
 pub fn add(world: &mut World, comps: &[ComponentValue], scan: &ScanPlan, params: &[Value]) -> Result<ResultSet, Error> {
-    stage_add(world, comps, scan, params)?.apply(world)
+    // (Written at once: nothing changed since the checks, so they are not run again.)
+    match stage_add(world, comps, scan, params)? {
+        Staged::Add { entities, ids, fields } => write_add(world, &entities, &ids, fields),
+        _ => Err(Error::internal("ADD staged as another statement")),
+    }
 }
 
 /// `ADD …`, every value computed and converted but nothing added.
@@ -330,7 +327,41 @@ pub(crate) fn stage_add(
             k += c.fields.len();
         }
     }
-    Ok(Staged::Add { entities, ids: comps.iter().map(|c| c.id).collect(), fields })
+    // References too, as SPAWN and UPDATE check theirs: a refusal is this statement's, so in
+    // a system it ends the block.
+    let ids: Vec<ComponentId> = comps.iter().map(|c| c.id).collect();
+    check_add_references(world, &entities, &ids, &fields)?;
+    Ok(Staged::Add { entities, ids, fields })
+}
+
+/// Checks the references an ADD of components `ids` to `entities` would write (`fields`: per
+/// target, per component, the converted fields), on the statement's final state: each target
+/// live or null, no `ACYCLIC` loop.
+fn check_add_references(
+    world: &World,
+    entities: &[Entity],
+    ids: &[ComponentId],
+    fields: &[Vec<(usize, FieldValue)>],
+) -> Result<(), Error> {
+    let mut refs = Vec::new();
+    for (e, per_target) in entities.iter().zip(fields.chunks(ids.len().max(1))) {
+        for (id, f) in ids.iter().zip(per_target) {
+            reference_writes(world, Some(*e), *id, f, &mut refs);
+        }
+    }
+    world.check_reference_writes(&refs)?;
+    Ok(())
+}
+
+/// Writes a checked ADD.
+fn write_add(
+    world: &mut World,
+    entities: &[Entity],
+    ids: &[ComponentId],
+    fields: Vec<Vec<(usize, FieldValue)>>,
+) -> Result<ResultSet, Error> {
+    world.insert_many(entities, ids, fields).map_err(write_failed)?;
+    Ok(count(entities.len()))
 }
 
 /// `REMOVE …`.

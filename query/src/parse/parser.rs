@@ -561,7 +561,8 @@ impl Builder {
                 };
                 Statement::Explain(Explain { select: Box::new(select), span })
             }
-            Rule::spawn => {
+            // (A SPAWN in a `BEGIN … END` block is the same statement.)
+            Rule::spawn | Rule::block_spawn => {
                 let components =
                     all(pair, Rule::component_value).map(|p| self.component_value(p)).collect::<Result<_>>()?;
                 Statement::Spawn(Spawn { components, span })
@@ -1471,7 +1472,7 @@ fn syntax_error(src: &str, err: pest::error::Error<Rule>) -> Error {
 
 #[cfg(test)]
 mod tests {
-    use super::super::{parse_expression, parse_script, parse_statement};
+    use super::super::{parse_expression, parse_script, parse_statement, parse_system_body};
     use super::*;
     use proptest::prelude::*;
 
@@ -1775,6 +1776,55 @@ mod tests {
         match stmt("spawn Health {}, Pos {p: [1, 2]}") {
             Statement::Spawn(s) => assert_eq!(values(&s.components), ["Health {}", "Pos {p: [1 2]}"]),
             other => panic!("{other:?}"),
+        }
+    }
+
+    /// The statements of a system body, each as its SPAWN's components (`-` for others).
+    fn body_spawns(statements: &[Statement]) -> Vec<String> {
+        statements
+            .iter()
+            .map(|s| match s {
+                Statement::Spawn(s) => values(&s.components).join(", "),
+                _ => "-".into(),
+            })
+            .collect()
+    }
+
+    /// `END` right after a bare SPAWN ends its block; `End` stays a component name elsewhere,
+    /// and in a block after SPAWN where `{` or `,` follows it.
+    #[test]
+    fn a_bare_spawn_may_end_a_block() {
+        let system = |src: &str| match stmt(src) {
+            Statement::CreateSystem(c) => (c.body_text.clone(), body_spawns(&c.body)),
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(system("CREATE SYSTEM a AS BEGIN SPAWN END"), ("BEGIN SPAWN END".into(), vec!["".into()]));
+        assert_eq!(system("CREATE SYSTEM a AS BEGIN DESPAWN; spawn end").1, ["-", ""]);
+        assert_eq!(system("CREATE SYSTEM a AS BEGIN SPAWN; END").1, [""]);
+        assert_eq!(system("CREATE SYSTEM a AS BEGIN SPAWN End {} END").1, ["End {}"]);
+        assert_eq!(
+            system("CREATE SYSTEM a AS BEGIN SPAWN End, X; SPAWN X, End END").1,
+            ["End {}, X {}", "X {}, End {}"]
+        );
+        assert_eq!(system("CREATE SYSTEM a AS SPAWN End").1, ["End {}"]);
+        assert_eq!(body_spawns(&parse_system_body("BEGIN SPAWN END").unwrap()), [""]);
+        let script = parse_script("CREATE SYSTEM a AS BEGIN SPAWN END; SPAWN End").unwrap();
+        assert_eq!(body_spawns(&script[1..]), ["End {}"]);
+        // Outside blocks `End` is a component: pest and the hand-written parser agree.
+        for statements in [parse("SPAWN End", Entry::Statement).unwrap(), vec![stmt("SPAWN End")]] {
+            assert_eq!(body_spawns(&statements), ["End {}"]);
+        }
+        // In a block, a bare `End` after SPAWN is the block's END: what follows is an error.
+        for (src, message, at) in [
+            ("CREATE SYSTEM a AS BEGIN SPAWN End END", "expected `;` or end of input, found `END`", (1, 36)),
+            ("CREATE SYSTEM a AS BEGIN SPAWN End; END", "expected end of input, found `END`", (1, 37)),
+        ] {
+            let e = err(src);
+            assert_eq!(
+                (e.kind, e.message.as_str(), e.line_col(src)),
+                (ErrorKind::Syntax, message, Some(at)),
+                "\n{src}"
+            );
         }
     }
 
@@ -2607,6 +2657,9 @@ mod tests {
             "literal_value",
             "system_clause",
             "system_statement",
+            "block_statement",
+            "block_spawn",
+            "block_end",
             "WHITESPACE",
         ];
         for rule in Rule::all_rules() {

@@ -32,6 +32,7 @@ use crate::Prepared;
 
 pub use access::Access;
 pub use phase::Phase;
+pub(crate) use run::render;
 pub use run::TickFailure;
 pub use rust::{RustSystemFn, SystemBuilder, SystemContext};
 pub use show::SHOW_SYSTEMS_COLUMNS;
@@ -117,7 +118,9 @@ impl Schedule {
                 after: r.after.clone(),
                 before: r.before.clone(),
                 body: match &r.body {
-                    SystemBody::Text(text) => Body::Broken { text: text.clone(), error: "not bound yet".into() },
+                    SystemBody::Text(text) => {
+                        Body::Broken { text: text.clone(), error: run::render(&Error::internal("not bound yet")) }
+                    }
                     SystemBody::Rust => Body::Rust(None),
                 },
                 access: Access::default(),

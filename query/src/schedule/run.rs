@@ -41,9 +41,11 @@ fn system_params(tick: u64, time_ns: u64, dt_ns: u64) -> Params {
         .set("time", Value::Float(time_ns as f64 / 1e9))
 }
 
-/// A system's error as SHOW SYSTEMS and TICK report it: kind and message (spans point into
-/// the text the system was created from, which a later reader does not have).
-fn render(e: &crate::Error, _body: &str) -> String {
+/// A system's error as SHOW SYSTEMS and TICK report it, wherever it was found (when its
+/// statement ran, or when its writes were applied): `kind error: message`, without the
+/// position (spans point into the text the system was created from, which a later reader
+/// does not have).
+pub(crate) fn render(e: &crate::Error) -> String {
     format!("{} error: {e}", e.kind)
 }
 
@@ -54,7 +56,7 @@ fn check_system(system: &mut System, world: &World, params: &Params) -> Outcome 
     let started = Instant::now();
     let mut out = Outcome::default();
     match &mut system.body {
-        Body::Text { text, statements } => {
+        Body::Text { statements, .. } => {
             for p in statements.iter_mut() {
                 match p.stage(world, params) {
                     Ok(Step::Read(n)) => out.rows += n as u64,
@@ -67,13 +69,13 @@ fn check_system(system: &mut System, world: &World, params: &Params) -> Outcome 
                         }
                     }
                     Err(e) => {
-                        out.error = Some(render(&e, text));
+                        out.error = Some(render(&e));
                         break;
                     }
                 }
             }
         }
-        Body::Rust(_) => out.error = Some("internal: a Rust system is run alone".into()),
+        Body::Rust(_) => out.error = Some(render(&crate::Error::internal("a Rust system is run alone"))),
         Body::Broken { error, .. } => out.error = Some(error.clone()),
     }
     out.time = started.elapsed();
@@ -85,7 +87,7 @@ fn run_exclusive(system: &mut System, world: &mut World, params: &Params, ctx: &
     let started = Instant::now();
     let mut out = Outcome::default();
     match &mut system.body {
-        Body::Text { text, statements } => {
+        Body::Text { statements, .. } => {
             for p in statements.iter_mut() {
                 let step = p.stage(world, params).and_then(|step| match step {
                     Step::Staged(s) if s.is_update() => {
@@ -101,7 +103,7 @@ fn run_exclusive(system: &mut System, world: &mut World, params: &Params, ctx: &
                         out.staged.push(s);
                     }
                     Err(e) => {
-                        out.error = Some(render(&e, text));
+                        out.error = Some(render(&e));
                         break;
                     }
                 }
@@ -109,10 +111,13 @@ fn run_exclusive(system: &mut System, world: &mut World, params: &Params, ctx: &
         }
         Body::Rust(Some(f)) => match f.run(world, ctx) {
             Ok(rows) => out.rows = rows as u64,
-            Err(e) => out.error = Some(e),
+            Err(e) => out.error = Some(render(&e)),
         },
         Body::Rust(None) => {
-            out.error = Some(format!("Rust system '{}' is not registered by this program", system.name))
+            out.error = Some(render(&crate::Error::new(
+                crate::ErrorKind::Constraint,
+                format!("Rust system '{}' is not registered by this program", system.name),
+            )))
         }
         Body::Broken { error, .. } => out.error = Some(error.clone()),
     }
@@ -204,7 +209,7 @@ impl Schedule {
             for (i, mut out) in outcomes {
                 for u in out.updates.drain(..) {
                     if let Err(e) = u.apply(world) {
-                        out.error.get_or_insert_with(|| e.to_string());
+                        out.error.get_or_insert_with(|| render(&e));
                     }
                 }
                 staged.extend(out.staged.drain(..).map(|s| (i, s)));
@@ -214,7 +219,7 @@ impl Schedule {
         for (i, s) in staged {
             if let Err(e) = s.apply(world) {
                 let system = &mut self.systems[i];
-                let error = e.to_string();
+                let error = render(&e);
                 system.stats.last_error = Some(error.clone());
                 failures.push(TickFailure { tick: self.tick, system: system.name.clone(), error });
             }

@@ -21,7 +21,8 @@ pub struct SystemContext {
     pub time: f64,
 }
 
-type RunFn = Box<dyn FnMut(&mut World, &SystemContext) -> Result<usize, String> + Send>;
+/// Returns the rows it read, or its failure (reported like a text system's).
+type RunFn = Box<dyn FnMut(&mut World, &SystemContext) -> Result<usize, Error> + Send>;
 
 /// A registered Rust system's function, with the access its query types give.
 pub struct RustSystemFn {
@@ -38,7 +39,7 @@ impl fmt::Debug for RustSystemFn {
 }
 
 impl RustSystemFn {
-    pub(crate) fn run(&mut self, world: &mut World, ctx: &SystemContext) -> Result<usize, String> {
+    pub(crate) fn run(&mut self, world: &mut World, ctx: &SystemContext) -> Result<usize, Error> {
         let run = self.run.get_mut().unwrap_or_else(|poisoned| poisoned.into_inner());
         run(world, ctx)
     }
