@@ -525,7 +525,7 @@ mod tests {
         c.stamp_changed(&[1, 5], 2);
         c.swap_remove_drop(0);
         // Row 5 moved into row 0: it is past the end now, and row 0 is noted.
-        assert_eq!(c.drain_written(), WrittenRows::Rows(vec![4, 1, 0]));
+        assert_eq!(c.drain_written(), WrittenRows::Rows(vec![0, 1, 4]));
         *c.changed_tick_logged(4, 3) = 3;
         assert_eq!(c.drain_written(), WrittenRows::Rows(vec![4]), "a later tick notes it again");
         let _ = c.changed_ticks_mut();
