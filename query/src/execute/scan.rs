@@ -608,6 +608,12 @@ pub fn run_scan<'w>(
     sink: &mut dyn Sink<'w>,
 ) -> Result<(), Error> {
     let restrict = access_rows(plan, world, params)?;
+    // Conjuncts the index answer decided exactly are not tested again on its rows.
+    let decided: &[crate::error::Span] = match (&plan.access, &restrict) {
+        (Access::Index(ix), Some(_)) => &ix.exact_conjuncts,
+        _ => &[],
+    };
+    let live = |s: &&FilterStep| !decided.contains(&s.expr().span);
     let function_sets = FunctionSets::new(world);
     for (plan_index, tp) in plan.tables.iter().enumerate() {
         let steps = match &*tp.filter {
@@ -615,7 +621,8 @@ pub fn run_scan<'w>(
             TableFilter::Steps(steps) => steps,
         };
         let Some(table) = world.tables().get(tp.table.index()) else { continue };
-        let bare_count = steps.is_empty() && tp.checks.is_empty() && sink.count_only();
+        let left = if decided.is_empty() { steps.len() } else { steps.iter().filter(live).count() };
+        let bare_count = left == 0 && tp.checks.is_empty() && sink.count_only();
         let mut sel = match &restrict {
             None if table.is_empty() => continue,
             None => Selection::All(table.len()),
@@ -640,11 +647,11 @@ pub fn run_scan<'w>(
             apply_check(check, &ctx, &mut sel);
         }
         let mut counted = None;
-        for (i, step) in steps.iter().enumerate() {
+        for (i, step) in steps.iter().filter(live).enumerate() {
             if sel.is_empty() {
                 break;
             }
-            if i + 1 == steps.len() && sink.count_only() {
+            if i + 1 == left && sink.count_only() {
                 counted = count_step(step, &ctx, &sel, params);
                 if counted.is_some() {
                     break;

@@ -616,6 +616,7 @@ fn restricted(phys: &PhysicalSelect, ids: roaring::RoaringBitmap, what: &str) ->
         indexes: Vec::new(),
         description: what.to_string(),
         estimated_rows: ids.len() as usize,
+        exact_conjuncts: Vec::new(),
         lookup: std::sync::Arc::new(FixedEntities(ids)),
     });
     PhysicalSelect {

@@ -1,8 +1,10 @@
 //! Choosing secondary indexes for a scan: which WHERE conjuncts indexes can answer, what each
 //! candidate estimates, how answers combine, and the lookups the executor runs.
 //!
-//! An index only ever narrows the rows a scan visits: the executor still evaluates the whole
-//! WHERE clause on every row the indexes return, so the choice changes speed, never answers.
+//! An index narrows the rows a scan visits; the choice changes speed, never answers. The
+//! executor evaluates the WHERE clause on every row the indexes return, except the
+//! conjuncts an index of an exact kind (all but `skip`) answered whole, alone or in an
+//! intersection ([`IndexScan::exact_conjuncts`]): its answer holds exactly their rows.
 //!
 //! **Answerable conjuncts** compare indexed fields with constants (literals or parameters):
 //! `C.f op k` (`=`, `!=`, `<`, `<=`, `>`, `>=`, either side), `C.f IN (k, …)`,
@@ -29,7 +31,7 @@ use ecsdb_engine::index::{IndexKind, IndexPredicate, IndexReader};
 use ecsdb_engine::{StorageKind, Value, World};
 use roaring::RoaringBitmap;
 
-use crate::error::Error;
+use crate::error::{Error, Span};
 use crate::functions::{Builtin, Function};
 use crate::plan::logical::{BinaryOp, Expr, ExprKind, HierarchyFunc, SelectPlan, Source, Term};
 use crate::plan::physical::{IndexLookup, IndexScan, Operand};
@@ -285,6 +287,8 @@ struct IndexLeaf {
     predicate: String,
     /// What the index adds to EXPLAIN (a skip index: `2 of 977 blocks kept`).
     note: Option<String>,
+    /// The WHERE conjunct it answers, when it answers one whole and exactly.
+    conjunct: Option<Span>,
 }
 
 /// Index answers and how they combine: evaluated into one entity set before any row is read.
@@ -368,6 +372,16 @@ impl IndexTree {
         }
     }
 
+    /// The conjuncts the answer decides exactly: those of the leaves it intersects (a union's
+    /// leaves decide only their disjuncts).
+    fn exact_conjuncts(&self) -> Vec<Span> {
+        match self {
+            IndexTree::Leaf(leaf) => leaf.conjunct.into_iter().collect(),
+            IndexTree::And(cs) => cs.iter().flat_map(|c| c.exact_conjuncts()).collect(),
+            IndexTree::Or(_) => Vec::new(),
+        }
+    }
+
     fn indexes(&self, out: &mut Vec<String>) {
         match self {
             IndexTree::Leaf(l) => {
@@ -432,8 +446,14 @@ impl Chooser<'_, '_> {
                     Shape::Function(name) => format!("{name}({})", info.name()),
                     shape => format!("{} on {}{fields}", shape.describe(), info.name()),
                 };
-                let leaf =
-                    IndexLeaf { index: ix.name.clone(), kind: ix.kind, shape: cand.shape.clone(), predicate, note };
+                let leaf = IndexLeaf {
+                    index: ix.name.clone(),
+                    kind: ix.kind,
+                    shape: cand.shape.clone(),
+                    predicate,
+                    note,
+                    conjunct: None,
+                };
                 best = Some(Planned { tree: IndexTree::Leaf(leaf), rows, cost });
             }
         }
@@ -563,7 +583,9 @@ pub fn choose_index_or_why(
     }
     let mut indexes = Vec::new();
     planned.tree.indexes(&mut indexes);
+    let exact_conjuncts = planned.tree.exact_conjuncts();
     Ok(IndexScan {
+        exact_conjuncts,
         indexes,
         description: format!(
             "{} {}",
@@ -589,10 +611,21 @@ fn index_plan_with(source: &Source, world: &World, prefer: bool) -> Option<Plann
     let reader = world.index_reader();
     let total_rows = world.tables().iter().map(|t| t.len()).sum::<usize>() as f64;
     let chooser = Chooser { reader: &reader, source, world, total_rows, prefer };
-    let mut parts: Vec<Planned> = match &source.filter {
-        Some(f) => f.conjuncts().into_iter().filter_map(|c| chooser.condition(c)).collect(),
-        None => Vec::new(),
-    };
+    let conjuncts = source.filter.as_ref().map(|f| f.conjuncts()).unwrap_or_default();
+    let mut parts: Vec<Planned> = Vec::new();
+    for c in &conjuncts {
+        let Some(mut planned) = chooser.condition(c) else { continue };
+        // Every kind but `skip` answers exactly (the engine's index contract): such a leaf
+        // decides its conjunct, which the scan then need not test again. The span names the
+        // conjunct; one shared with another conjunct (text the binder made up) names none.
+        if let IndexTree::Leaf(leaf) = &mut planned.tree {
+            let unique = c.span.start < c.span.end && conjuncts.iter().filter(|o| o.span == c.span).count() == 1;
+            if leaf.kind != IndexKind::Skip && unique {
+                leaf.conjunct = Some(c.span);
+            }
+        }
+        parts.push(planned);
+    }
     let presence = chooser.presence();
     let alone = parts.is_empty();
     for (p, sparse) in presence {

@@ -24,7 +24,7 @@ use ecsdb_engine::storage::TableId;
 use ecsdb_engine::{ChangeWindow, ComponentId, FieldInfo, FieldType, StorageKind, Value, World};
 use roaring::RoaringBitmap;
 
-use crate::error::Error;
+use crate::error::{Error, Span};
 use crate::expr::fold_constants;
 use crate::plan::logical::{BinaryOp, ComponentSlot, EntityRef, Expr, ExprKind, Slot, Source, Term};
 
@@ -58,8 +58,8 @@ impl Operand {
 /// What the index layer answers: a set of entity indices (a bitmap) for one predicate.
 ///
 /// This is the seam for secondary indexes. The planner's
-/// [`choose_index`](crate::plan::index_choice::choose_index) makes one; the executor intersects the matched tables' rows with the answer and still applies the whole
-/// predicate (an index narrows the rows, it never decides the answer).
+/// [`choose_index`](crate::plan::index_choice::choose_index) makes one; the executor intersects the matched tables' rows with the answer and
+/// applies the predicate but for the conjuncts [`IndexScan::exact_conjuncts`] names.
 pub trait IndexLookup: Send + Sync {
     /// The entity indices that may satisfy the predicate (a superset is fine), or `None`
     /// when the executor should scan the matched tables' `scan_rows` rows instead: an index
@@ -79,6 +79,10 @@ pub struct IndexScan {
     pub description: String,
     /// The estimate of the rows it returns.
     pub estimated_rows: usize,
+    /// The spans of the WHERE conjuncts its answer decides exactly (an index of a kind that
+    /// answers exactly, intersected with the others): when the answer is used, the scan
+    /// does not test them again on its rows.
+    pub exact_conjuncts: Vec<Span>,
     /// The lookup.
     pub lookup: Arc<dyn IndexLookup>,
 }
@@ -597,6 +601,31 @@ mod tests {
         w.spawn_values(&[("A", &[]), ("B", &[])]).unwrap();
         w.spawn_values(&[("B", &[])]).unwrap();
         w
+    }
+
+    /// An index of a kind that answers exactly decides its conjunct (the scan does not test
+    /// it again on the answer's rows); a skip index's superset decides nothing, nor does a
+    /// union. (The differential test checks the answers: marking skip leaves exact fails it.)
+    #[test]
+    fn exact_index_answers_decide_their_conjuncts() {
+        use ecsdb_engine::index::{IndexDef, IndexKind};
+        let mut w = world();
+        for i in 0..2000 {
+            w.spawn_values(&[("A", &[("v", Value::Int(i)), ("s", Value::Str(format!("s{}", i % 7)))])]).unwrap();
+        }
+        w.create_index(IndexDef::new("A", &["v"], IndexKind::Btree)).unwrap();
+        w.create_index(IndexDef::new("A", &["s"], IndexKind::Skip)).unwrap();
+        let decided = |text: &str| -> Vec<String> {
+            let p = plan(&w, text);
+            match &p.access {
+                Access::Index(ix) => ix.exact_conjuncts.iter().map(|s| text[s.start..s.end].to_string()).collect(),
+                other => panic!("{text}: no index chosen ({other:?})"),
+            }
+        };
+        assert_eq!(decided("SELECT entity FROM A WHERE A.v = 5"), ["A.v = 5"]);
+        // Whether or not the skip index joins the answer, its conjunct stays to be tested.
+        assert_eq!(decided("SELECT entity FROM A WHERE A.v < 3 AND A.s = 's1'"), ["A.v < 3"]);
+        assert!(decided("SELECT entity FROM A WHERE A.v = 5 OR A.v = 9").is_empty(), "nor does a union");
     }
 
     #[test]
