@@ -206,6 +206,13 @@ fn several_indexes_intersect_and_unite() {
         let plan = explain(&db, q);
         assert!(plan.contains(how), "{q}:\n{plan}");
     }
+    // Conjuncts the intersected exact indexes answered are not tested again; a union's
+    // conjunct is.
+    let plan = explain(&db, queries[0].0);
+    assert!(plan.contains("Health.hp < 8 [decided by the index]"), "{plan}");
+    assert!(!plan.contains("column kernel"), "{plan}");
+    let plan = explain(&db, queries[2].0);
+    assert!(plan.contains("Team.name = 'red' [decided by the index]") && plan.contains("[evaluator]"), "{plan}");
 }
 
 /// On 30,000 entities the cost model decides: an index where it saves row visits, a scan

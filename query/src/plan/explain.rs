@@ -89,7 +89,16 @@ pub fn explain_select(phys: &PhysicalSelect, world: &World, params: &[ParamSpec]
                 est = 0.0;
             }
             TableFilter::Steps(steps) => {
+                let decided: &[crate::error::Span] = match &scan.access {
+                    Access::Index(ix) => &ix.exact_conjuncts,
+                    _ => &[],
+                };
                 for s in steps {
+                    if decided.contains(&s.expr().span) {
+                        // The index's answer holds exactly the rows where it is true.
+                        text.push_str(&format!("; {} [decided by the index]", show(s.expr())));
+                        continue;
+                    }
                     let what = match s {
                         FilterStep::Compare { slot, field, ty, op, rhs, .. } => {
                             let column = format!(
