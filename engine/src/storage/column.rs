@@ -8,7 +8,7 @@
 
 use std::alloc::{self, Layout};
 use std::ptr::NonNull;
-use std::sync::{Mutex, PoisonError};
+use std::sync::{Mutex, OnceLock, PoisonError};
 
 use crate::component::{ComponentInfo, DropFn};
 use crate::tick::Tick;
@@ -34,10 +34,11 @@ pub struct Column {
     /// When each row was added: one tick while all rows share it (see `added`).
     added: AddedTicks,
     changed: Vec<Tick>,
-    /// Rows written since the index refresh last drained it (see `write_log`). Writers hold
-    /// the column exclusively and reach it without locking; the lock lets a refresh, which
-    /// holds the world shared, drain it.
-    log: Mutex<WriteLog>,
+    /// Rows written since the index refresh last drained it (see `write_log`), made by the
+    /// first drain: until then a write tests one word. Writers hold the column exclusively
+    /// and reach the log without locking; the lock lets a refresh, which holds the world
+    /// shared, drain it.
+    log: OnceLock<Box<Mutex<WriteLog>>>,
 }
 
 // SAFETY: a Column only stores values of `Component` types (which are `Send + Sync`) or
@@ -62,7 +63,7 @@ impl Column {
             drop,
             added: AddedTicks::default(),
             changed: Vec::new(),
-            log: Mutex::new(WriteLog::Off),
+            log: OnceLock::new(),
         }
     }
 
@@ -100,7 +101,7 @@ impl Column {
     /// [`Column::changed_tick_logged`] or [`Column::fill_changed`] where they fit).
     #[inline]
     pub(crate) fn changed_ticks_mut(&mut self) -> &mut [Tick] {
-        self.log_mut().lose_track();
+        self.log_lose_track();
         &mut self.changed
     }
 
@@ -111,7 +112,7 @@ impl Column {
     pub(crate) fn changed_tick_logged(&mut self, row: usize, tick: Tick) -> &mut Tick {
         if self.changed[row] != tick {
             let len = self.len;
-            self.log_mut().note(row, len);
+            self.log_note(row, len);
         }
         &mut self.changed[row]
     }
@@ -119,18 +120,20 @@ impl Column {
     /// Stamps rows `rows` changed at `tick`, noting them in the write log.
     pub(crate) fn fill_changed(&mut self, rows: std::ops::Range<usize>, tick: Tick) {
         let len = self.len;
-        self.log_mut().note_range(rows.clone(), len);
+        self.log_note_range(rows.clone(), len);
         self.changed[rows].fill(tick);
     }
 
     /// Stamps `rows` (in bounds) changed at `tick`, noting them in the write log.
     pub(crate) fn stamp_changed(&mut self, rows: &[u32], tick: Tick) {
         let len = self.len;
-        let log = self.log.get_mut().unwrap_or_else(PoisonError::into_inner);
+        let mut log = self.log.get_mut().map(|l| l.get_mut().unwrap_or_else(PoisonError::into_inner));
         for &r in rows {
             let changed = &mut self.changed[r as usize];
             if *changed != tick {
-                log.note(r as usize, len);
+                if let Some(log) = log.as_mut() {
+                    log.note(r as usize, len);
+                }
                 *changed = tick;
             }
         }
@@ -139,12 +142,55 @@ impl Column {
     /// The rows written since the last call, for the index refresh (see `write_log`): the
     /// first call on a column always asks for a scan of its ticks.
     pub fn drain_written(&self) -> WrittenRows {
-        self.log.lock().unwrap_or_else(PoisonError::into_inner).drain(self.len)
+        match self.log.get() {
+            Some(log) => log.lock().unwrap_or_else(PoisonError::into_inner).drain(self.len),
+            None => {
+                // Armed now: the writes from here on are noted.
+                let _ = self.log.set(Box::new(Mutex::new(WriteLog::Rows(Vec::new()))));
+                WrittenRows::Scan
+            }
+        }
     }
 
     #[inline]
-    fn log_mut(&mut self) -> &mut WriteLog {
-        self.log.get_mut().unwrap_or_else(PoisonError::into_inner)
+    fn log_mut(&mut self) -> Option<&mut WriteLog> {
+        self.log.get_mut().map(|l| l.get_mut().unwrap_or_else(PoisonError::into_inner))
+    }
+
+    /// Notes a written row (the test is inlined into the write paths; the note is not, so
+    /// that hot loops of appends stay as small as they were without a log).
+    #[inline(always)]
+    fn log_note(&mut self, row: usize, len: usize) {
+        if self.log.get().is_some() {
+            self.log_note_armed(row, len);
+        }
+    }
+
+    #[inline(never)]
+    fn log_note_armed(&mut self, row: usize, len: usize) {
+        if let Some(log) = self.log_mut() {
+            log.note(row, len);
+        }
+    }
+
+    fn log_note_range(&mut self, rows: std::ops::Range<usize>, len: usize) {
+        if let Some(log) = self.log_mut() {
+            log.note_range(rows, len);
+        }
+    }
+
+    #[inline(always)]
+    fn log_lose_track(&mut self) {
+        if self.log.get().is_some() {
+            self.log_lose_track_armed();
+        }
+    }
+
+    #[inline(never)]
+    fn log_lose_track_armed(&mut self) {
+        if let Some(log) = self.log_mut() {
+            log.lose_track();
+        }
     }
 
     /// Clamps ticks too old to compare (see [`crate::tick`]).
@@ -177,7 +223,7 @@ impl Column {
     /// query write single ticks through it while other items of the same column are alive.
     #[inline]
     pub(crate) fn changed_ticks_ptr(&mut self) -> *mut Tick {
-        self.log_mut().lose_track();
+        self.log_lose_track();
         self.changed.as_mut_ptr()
     }
 
@@ -267,7 +313,7 @@ impl Column {
             self.make_room();
         }
         let row = self.len;
-        self.log_mut().note(row, row + 1);
+        self.log_note(row, row + 1);
         self.added.push_n(row, 1, tick);
         // SAFETY: row < room, so the values and changed ticks have capacity for it; the
         // changed ticks always have the same length as the column.
@@ -366,7 +412,7 @@ impl Column {
     fn note_moved_into(&mut self, row: usize) {
         let len = self.len;
         if row < len {
-            self.log_mut().note(row, len);
+            self.log_note(row, len);
         }
     }
 
@@ -420,7 +466,7 @@ impl Column {
         self.len = 0;
         self.added.clear();
         self.changed.clear();
-        self.log_mut().lose_track();
+        self.log_lose_track();
         if let Some(d) = &self.drop {
             for row in 0..len {
                 // SAFETY: rows below the old len were initialised and are dropped once.
@@ -469,7 +515,7 @@ impl Column {
         // The caller vouches that the tail now holds `n` valid values.
         self.len += n;
         let len = self.len;
-        self.log_mut().note_range(len - n..len, len);
+        self.log_note_range(len - n..len, len);
         match saved {
             None => {
                 self.added.push_n(self.len - n, n, tick);

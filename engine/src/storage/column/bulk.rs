@@ -43,7 +43,7 @@ impl Column {
             dst.len += n;
             dst.changed.extend_from_slice(&self.changed[start..end]);
             let len = dst.len;
-            dst.log_mut().note_range(len - n..len, len);
+            dst.log_note_range(len - n..len, len);
         }
         // SAFETY: every value of `rows` was moved to `dst` above.
         unsafe { self.remove_rows_forget(rows) };
