@@ -426,7 +426,7 @@ fn answer_of(w: &World, name: &str, p: &IndexPredicate) -> Option<Vec<u32>> {
     let est = r.estimate(name, p);
     let ans = r.answer(name, p);
     assert_eq!(est.is_some(), ans.is_some(), "{name} {p:?}: estimate and answer disagree");
-    let out = match ans? {
+    let out: Vec<u32> = match ans? {
         IndexAnswer::Set(s) => {
             if let Some(e) = est.filter(|e| e.exact) {
                 assert_eq!(e.rows, s.len(), "{name} {p:?}: exact estimate");
@@ -435,6 +435,16 @@ fn answer_of(w: &World, name: &str, p: &IndexPredicate) -> Option<Vec<u32>> {
         }
         IndexAnswer::Ordered(it) => it.collect(),
     };
+    // The answer visited in place holds the same entities, each once.
+    let mut visited = Vec::new();
+    assert!(
+        r.answer_each(name, p, &mut |ids| visited.extend_from_slice(ids)).is_some(),
+        "{name} {p:?}: answer_each declines"
+    );
+    visited.sort_unstable();
+    let mut expected = out.clone();
+    expected.sort_unstable();
+    assert_eq!(visited, expected, "{name} {p:?}: answer_each");
     Some(out)
 }
 

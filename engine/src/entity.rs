@@ -211,6 +211,14 @@ impl Entities {
         self.location(e).is_some()
     }
 
+    /// Where the live entity occupying `index` is stored, if one does: an index answer's
+    /// rows, located with one read.
+    #[inline]
+    pub fn location_at(&self, index: u32) -> Option<EntityLocation> {
+        let meta = self.meta.get(index as usize)?;
+        (meta.location != EntityLocation::DEAD).then_some(meta.location)
+    }
+
     /// The live entity currently occupying `index`, if any.
     pub fn resolve(&self, index: u32) -> Option<Entity> {
         let meta = self.meta.get(index as usize)?;

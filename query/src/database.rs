@@ -3,6 +3,7 @@
 
 use ecsdb_engine::query::QueryData;
 use ecsdb_engine::{ComponentDef, ComponentId, Entity, QueryState, Value, World};
+use std::borrow::Cow;
 
 use crate::bind::{bind_statement, Bound};
 use crate::error::{Error, ErrorKind, Span};
@@ -700,7 +701,13 @@ fn parse_selection(text: &str) -> Result<(ast::Statement, usize), Error> {
 }
 
 /// The parameter values a statement needs, in its numbering.
-fn resolve_params(specs: &[ParamSpec], params: &Params) -> Result<Vec<Value>, Error> {
+/// The statement's parameter values in slot order. Positional `$1`, `$2`, … taken in order
+/// are the caller's values as they are, with no copy.
+fn resolve_params<'p>(specs: &[ParamSpec], params: &'p Params) -> Result<Cow<'p, [Value]>, Error> {
+    let in_order = specs.iter().enumerate().all(|(i, s)| matches!(s.key, ParamKey::Position(n) if n == i + 1));
+    if in_order && params.positional_len() >= specs.len() {
+        return Ok(Cow::Borrowed(&params.positional_values()[..specs.len()]));
+    }
     specs
         .iter()
         .map(|s| {
@@ -712,7 +719,8 @@ fn resolve_params(specs: &[ParamSpec], params: &Params) -> Result<Vec<Value>, Er
                 Error::new(ErrorKind::Parameter, format!("no value bound for parameter {}", s.key)).with_span(s.span)
             })
         })
-        .collect()
+        .collect::<Result<Vec<Value>, Error>>()
+        .map(Cow::Owned)
 }
 
 /// A statement's physical plan, ready to run.

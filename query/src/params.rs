@@ -61,6 +61,25 @@ impl Params {
         self.named.iter().find(|(n, _)| n == name).map(|(_, v)| v)
     }
 
+    /// The positional values, `$1` first.
+    pub fn positional_values(&self) -> &[Value] {
+        &self.positional
+    }
+
+    /// The positional values, `$1` first, to bind again in place: a statement run many
+    /// times keeps one `Params` and replaces its values, with no allocation per run.
+    ///
+    /// ```
+    /// use ecsdb_query::Params;
+    /// use ecsdb_engine::Value;
+    /// let mut p = Params::positional([1]);
+    /// p.positional_mut()[0] = Value::Int(2);
+    /// assert_eq!(p.get_positional(1), Some(&Value::Int(2)));
+    /// ```
+    pub fn positional_mut(&mut self) -> &mut Vec<Value> {
+        &mut self.positional
+    }
+
     /// Number of positional parameters.
     pub fn positional_len(&self) -> usize {
         self.positional.len()

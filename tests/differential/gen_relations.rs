@@ -228,8 +228,17 @@ impl Gen<'_> {
         if self.rng.chance(0.2) {
             return self.relation_groups();
         }
+        // Now and then only counted: the relation index then answers alone (an index-only
+        // count), across the FROM forms and sparse layouts below.
+        let counted = self.rng.chance(0.15);
         let mut items = vec!["entity".to_string()];
-        for _ in 0..self.rng.range(1, 4) {
+        if counted {
+            items = vec!["count(*)".to_string()];
+            if self.rng.chance(0.3) {
+                items.push("count(*) * 2".to_string());
+            }
+        }
+        for _ in 0..if counted { 0 } else { self.rng.range(1, 4) } {
             let item = match self.rng.below(7) {
                 0 => {
                     let f = self.link_field();
@@ -260,7 +269,7 @@ impl Gen<'_> {
         }
         let op = if self.rng.chance(0.75) { " AND " } else { " OR " };
         q += &format!(" WHERE {}", conds.join(op));
-        if self.rng.chance(0.6) {
+        if !counted && self.rng.chance(0.6) {
             let f = self.link_field();
             let mut keys = vec![format!("depth({f}){}", self.direction())];
             if self.rng.chance(0.5) {

@@ -151,6 +151,15 @@ impl<K: KeyClass> SecondaryIndex for BitmapIndex<K> {
         keyed_eq_set(&self.sets, pred)?.ok().map(IndexAnswer::Set)
     }
 
+    fn answer_each(&self, pred: &IndexPredicate, visit: &mut dyn FnMut(&[u32])) -> Option<()> {
+        match pred {
+            // One value's keys (an entity is under one key): visited in place.
+            IndexPredicate::Eq(v) => self.sets.range_each(&eq_range::<K>(v).ok()?, visit),
+            _ => super::visit_answer(self.answer(pred)?, visit),
+        }
+        Some(())
+    }
+
     fn update(&mut self, entity: u32, values: &[Value]) {
         match values.first().and_then(K::stored) {
             Some(v) => {

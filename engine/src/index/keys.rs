@@ -409,12 +409,22 @@ impl KeyType {
     }
 }
 
-/// The entity indices of one key: a single index inline, or a bitmap.
+/// Most entities a [`Postings::Few`] list holds before it becomes a bitmap.
+const FEW_MAX: usize = 32;
+
+/// The entity indices of one key: a single index inline, a short sorted list, or a bitmap.
+///
+/// Most keys of a relation (a node's children) and of a selective field hold a handful of
+/// entities. A sorted list answers them with one allocation and a plain loop; a roaring
+/// bitmap costs two allocations and a container walk per element, which is most of a
+/// point query's time at that size.
 #[derive(Clone, Debug)]
 pub enum Postings {
     /// Exactly one entity.
     One(u32),
-    /// Two or more (or, transiently, fewer).
+    /// Two to [`FEW_MAX`] entities (or, transiently, fewer), ascending and distinct.
+    Few(Vec<u32>),
+    /// More (or, until it shrinks to half of [`FEW_MAX`], fewer).
     Many(RoaringBitmap),
 }
 
@@ -425,10 +435,18 @@ impl Postings {
         match self {
             Postings::One(x) if *x == e => {}
             Postings::One(x) => {
-                let mut b = RoaringBitmap::new();
-                b.insert(*x);
-                b.insert(e);
-                *self = Postings::Many(b);
+                let x = *x;
+                *self = Postings::Few(if x < e { vec![x, e] } else { vec![e, x] });
+            }
+            Postings::Few(v) => {
+                let Err(at) = v.binary_search(&e) else { return };
+                if v.len() < FEW_MAX {
+                    v.insert(at, e);
+                } else {
+                    let mut b = bitmap_from_ids(std::mem::take(v));
+                    b.insert(e);
+                    *self = Postings::Many(b);
+                }
             }
             Postings::Many(b) => {
                 b.insert(e);
@@ -441,15 +459,28 @@ impl Postings {
     pub fn remove(&mut self, e: u32) -> bool {
         match self {
             Postings::One(x) => *x == e,
+            Postings::Few(v) => {
+                if let Ok(at) = v.binary_search(&e) {
+                    v.remove(at);
+                }
+                if let [only] = v[..] {
+                    *self = Postings::One(only);
+                }
+                self.is_empty()
+            }
             Postings::Many(b) => {
                 b.remove(e);
-                if b.len() == 1 {
-                    if let Some(only) = b.min() {
-                        *self = Postings::One(only);
-                    }
-                    return false;
+                // Back to a list at half the limit, so a key near it does not convert on
+                // every write.
+                if b.len() <= (FEW_MAX / 2) as u64 {
+                    *self = match b.len() {
+                        0 => Postings::Few(Vec::new()),
+                        1 => Postings::One(b.min().unwrap_or(e)),
+                        _ => Postings::Few(b.iter().collect()),
+                    };
+                    return self.is_empty();
                 }
-                b.is_empty()
+                false
             }
         }
     }
@@ -465,6 +496,7 @@ impl Postings {
     pub fn len(&self) -> u64 {
         match self {
             Postings::One(_) => 1,
+            Postings::Few(v) => v.len() as u64,
             Postings::Many(b) => b.len(),
         }
     }
@@ -476,7 +508,31 @@ impl Postings {
             Postings::One(x) => {
                 out.insert(*x);
             }
+            Postings::Few(v) => v.iter().for_each(|&x| {
+                out.insert(x);
+            }),
             Postings::Many(b) => *out |= b,
+        }
+    }
+
+    /// Calls `visit` with every entity, ascending: a list in a plain loop, with no iterator
+    /// state per element.
+    #[inline]
+    pub fn for_each(&self, visit: &mut dyn FnMut(u32)) {
+        match self {
+            Postings::One(x) => visit(*x),
+            Postings::Few(v) => v.iter().for_each(|&x| visit(x)),
+            Postings::Many(b) => b.iter().for_each(visit),
+        }
+    }
+
+    /// Calls `visit` with the entities in batches, ascending: a list as it is.
+    #[inline]
+    pub fn for_each_batch(&self, visit: &mut dyn FnMut(&[u32])) {
+        match self {
+            Postings::One(x) => visit(std::slice::from_ref(x)),
+            Postings::Few(v) => visit(v),
+            Postings::Many(b) => super::visit_in_batches(b.iter(), visit),
         }
     }
 
@@ -484,6 +540,7 @@ impl Postings {
     pub fn iter(&self) -> PostingsIter<'_> {
         match self {
             Postings::One(x) => PostingsIter::One(Some(*x)),
+            Postings::Few(v) => PostingsIter::Few(v.iter()),
             Postings::Many(b) => PostingsIter::Many(b.iter()),
         }
     }
@@ -492,6 +549,7 @@ impl Postings {
     pub fn heap_bytes(&self) -> usize {
         match self {
             Postings::One(_) => 0,
+            Postings::Few(v) => v.capacity() * std::mem::size_of::<u32>(),
             Postings::Many(b) => b.serialized_size(),
         }
     }
@@ -501,6 +559,8 @@ impl Postings {
 pub enum PostingsIter<'a> {
     /// A single entity.
     One(Option<u32>),
+    /// A short list's entities.
+    Few(std::slice::Iter<'a, u32>),
     /// A bitmap's entities.
     Many(roaring::bitmap::Iter<'a>),
 }
@@ -511,6 +571,7 @@ impl Iterator for PostingsIter<'_> {
     fn next(&mut self) -> Option<u32> {
         match self {
             PostingsIter::One(x) => x.take(),
+            PostingsIter::Few(it) => it.next().copied(),
             PostingsIter::Many(it) => it.next(),
         }
     }
@@ -631,6 +692,17 @@ impl<K: KeyClass> KeyedSets<K> {
         *self = KeyedSets::default();
     }
 
+    /// Calls `visit` with each entity whose key lies in the range, key by key.
+    pub fn range_each(&self, range: &KeyRange<K>, visit: &mut dyn FnMut(&[u32])) {
+        if let Some((lo, hi)) = range {
+            if valid_range(lo, hi) {
+                for p in self.map.range((lo.clone(), hi.clone())).map(|(_, p)| p) {
+                    p.for_each_batch(visit);
+                }
+            }
+        }
+    }
+
     /// Entities whose key lies in the range.
     pub fn range_set(&self, range: &KeyRange<K>) -> RoaringBitmap {
         let mut out = RoaringBitmap::new();
@@ -641,6 +713,7 @@ impl<K: KeyClass> KeyedSets<K> {
                 for p in self.map.range((lo.clone(), hi.clone())).map(|(_, p)| p) {
                     match p {
                         Postings::One(x) => ids.push(*x),
+                        Postings::Few(v) => ids.extend_from_slice(v),
                         Postings::Many(b) if out.is_empty() => out = b.clone(),
                         Postings::Many(b) => out |= b,
                     }
@@ -761,6 +834,55 @@ mod tests {
             }
         }
         assert_eq!(int_bound(f64::NAN, true, true), KeyBound::Nothing);
+    }
+
+    /// A key's postings move between one entity, a list and a bitmap as it grows and
+    /// shrinks, and always hold exactly the entities added and not removed, ascending.
+    #[test]
+    fn postings_change_form_and_keep_their_entities() {
+        let mut p = Postings::One(500);
+        let mut model: std::collections::BTreeSet<u32> = [500].into();
+        let check = |p: &Postings, model: &std::collections::BTreeSet<u32>| {
+            let want: Vec<u32> = model.iter().copied().collect();
+            assert_eq!(p.iter().collect::<Vec<_>>(), want);
+            let mut seen = Vec::new();
+            p.for_each(&mut |x| seen.push(x));
+            assert_eq!(seen, want);
+            seen.clear();
+            p.for_each_batch(&mut |xs| seen.extend_from_slice(xs));
+            assert_eq!(seen, want);
+            assert_eq!(p.len(), want.len() as u64);
+        };
+        // Grow past a list into a bitmap, with repeats, out of order.
+        for k in 0..100u32 {
+            let e = (k * 37) % 101;
+            p.insert(e);
+            p.insert(e);
+            model.insert(e);
+            check(&p, &model);
+            match model.len() {
+                2..=FEW_MAX => assert!(matches!(p, Postings::Few(_))),
+                n if n > FEW_MAX => assert!(matches!(p, Postings::Many(_))),
+                _ => {}
+            }
+        }
+        // Shrink back: a bitmap becomes a list at half the limit, then one entity.
+        let all: Vec<u32> = model.iter().copied().collect();
+        for e in all {
+            let empty = p.remove(e);
+            p.remove(1_000); // never added
+            model.remove(&e);
+            assert_eq!(empty, model.is_empty());
+            if model.is_empty() {
+                break;
+            }
+            check(&p, &model);
+            match model.len() {
+                1 => assert!(matches!(p, Postings::One(_))),
+                n if n <= FEW_MAX / 2 => assert!(matches!(p, Postings::Few(_))),
+                _ => {}
+            }
+        }
     }
 
     #[test]

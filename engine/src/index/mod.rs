@@ -192,6 +192,15 @@ pub trait SecondaryIndex: Send + Sync {
     /// The exact answer; `Some` exactly when [`estimate`](Self::estimate) is `Some`.
     fn answer(&self, pred: &IndexPredicate) -> Option<IndexAnswer<'_>>;
 
+    /// Calls `visit` with batches of the entities of [`answer`](Self::answer)'s answer, each
+    /// entity once, in an order of the index's choosing, and returns `Some` exactly when
+    /// `answer` would. The default builds the answer; a kind that holds it in place (one
+    /// key's entities) hands over its list as it is, so a point query builds no set.
+    fn answer_each(&self, pred: &IndexPredicate, visit: &mut dyn FnMut(&[u32])) -> Option<()> {
+        visit_answer(self.answer(pred)?, visit);
+        Some(())
+    }
+
     /// Entity `entity` (an entity index) has the component and its indexed values are now
     /// `values`: the indexed fields in definition order, or for a function index one
     /// [`Value::Bool`], or nothing for a presence index. Called for new and changed rows; may
@@ -322,6 +331,32 @@ pub enum IndexAnswer<'a> {
     Set(RoaringBitmap),
     /// Such entities in the predicate's order, lazily.
     Ordered(Box<dyn Iterator<Item = u32> + 'a>),
+}
+
+/// Calls `visit` with the entities of `answer` in batches, in its order.
+pub(crate) fn visit_answer(answer: IndexAnswer<'_>, visit: &mut dyn FnMut(&[u32])) {
+    match answer {
+        IndexAnswer::Set(s) => visit_in_batches(s.iter(), visit),
+        IndexAnswer::Ordered(it) => visit_in_batches(it, visit),
+    }
+}
+
+/// Hands `ids` to `visit` in batches of up to 256, in their order: the callers of
+/// [`SecondaryIndex::answer_each`] loop over a slice, with no call per entity.
+pub fn visit_in_batches(ids: impl Iterator<Item = u32>, visit: &mut dyn FnMut(&[u32])) {
+    let mut buf = [0u32; 256];
+    let mut n = 0;
+    for id in ids {
+        buf[n] = id;
+        n += 1;
+        if n == buf.len() {
+            visit(&buf);
+            n = 0;
+        }
+    }
+    if n > 0 {
+        visit(&buf[..n]);
+    }
 }
 
 impl<'a> IndexAnswer<'a> {

@@ -318,6 +318,18 @@ impl Slot {
             (a, _) => a,
         })
     }
+
+    fn answer_each(&self, pred: &IndexPredicate, visit: &mut dyn FnMut(&[u32])) -> Option<()> {
+        if matches!(pred, IndexPredicate::Present) {
+            // Unreadable rows join the answer: through the set.
+            crate::index::visit_answer(self.answer(pred)?, visit);
+            return Some(());
+        }
+        if !self.unreadable.is_empty() {
+            return None;
+        }
+        self.index.answer_each(pred, visit)
+    }
 }
 
 /// One place a component's rows live (a table's column, or the sparse set), with what its
@@ -505,6 +517,41 @@ impl<'w> IndexReader<'w> {
             return self.descendants(name, *a, *max_depth).map(IndexAnswer::Set);
         }
         self.set.find(name)?.answer(pred)
+    }
+
+    /// Calls `visit` with batches of the entities of index `name`'s answer to `pred` (each
+    /// once, in an order of the index's choosing), without building a set where the index
+    /// holds the answer in place (a point query); `None` exactly when [`IndexReader::answer`]
+    /// is `None`.
+    pub fn answer_each(&self, name: &str, pred: &IndexPredicate, visit: &mut dyn FnMut(&[u32])) -> Option<()> {
+        if let IndexPredicate::DescendantOf { .. } = pred {
+            crate::index::visit_answer(self.answer(name, pred)?, visit);
+            return Some(());
+        }
+        self.set.find(name)?.answer_each(pred, visit)
+    }
+
+    /// [`IndexReader::answer_each`] after asking `accept` about index `name`'s estimate for
+    /// `pred`, with the index found once: `Some(false)` when `accept` declines (nothing is
+    /// visited), `None` when the index does not answer. A prepared statement whose plan
+    /// assumed a selective value checks the bound one this way.
+    pub fn answer_each_if(
+        &self,
+        name: &str,
+        pred: &IndexPredicate,
+        accept: impl FnOnce(&Estimate) -> bool,
+        visit: &mut dyn FnMut(&[u32]),
+    ) -> Option<bool> {
+        let slot = self.set.find(name)?;
+        if !accept(&slot.estimate(pred)?) {
+            return Some(false);
+        }
+        if let IndexPredicate::DescendantOf { .. } = pred {
+            crate::index::visit_answer(self.answer(name, pred)?, visit);
+        } else {
+            slot.answer_each(pred, visit)?;
+        }
+        Some(true)
     }
 
     /// The predicate of the function index `name`, for evaluating it row by row.

@@ -118,12 +118,27 @@ impl SecondaryIndex for RelationIndex {
         Some(IndexAnswer::Set(out))
     }
 
+    fn answer_each(&self, pred: &IndexPredicate, visit: &mut dyn FnMut(&[u32])) -> Option<()> {
+        match pred {
+            IndexPredicate::Eq(Value::Entity(t)) => {
+                if let Some(p) = self.by_target.get(t) {
+                    p.for_each_batch(visit);
+                }
+                Some(())
+            }
+            _ => {
+                super::visit_answer(self.answer(pred)?, visit);
+                Some(())
+            }
+        }
+    }
+
     fn referrers(&self, target: Entity, visit: &mut dyn FnMut(u32)) -> bool {
         if !self.may_have_referrers(target) {
             return true;
         }
         if let Some(p) = self.by_target.get(&target) {
-            p.iter().for_each(visit);
+            p.for_each(visit);
         }
         true
     }

@@ -355,7 +355,6 @@ pub struct AggregateSink<'w, 'p> {
     groups: Groups<'w>,
     accs: Vec<Acc>,
     gids: Vec<u32>,
-    count_only: bool,
 }
 
 impl<'w, 'p> AggregateSink<'w, 'p> {
@@ -375,9 +374,7 @@ impl<'w, 'p> AggregateSink<'w, 'p> {
             groups.keys.push(Vec::new());
             accs.iter_mut().for_each(|a| a.grow(1));
         }
-        let count_only = matches!(mode, KeyMode::Single)
-            && plan.aggregates.iter().all(|a| a.func == AggFunc::Count && a.arg.is_none());
-        AggregateSink { plan, params, mode, groups, accs, gids: Vec::new(), count_only }
+        AggregateSink { plan, params, mode, groups, accs, gids: Vec::new() }
     }
 
     fn assign_groups(&mut self, ctx: &TableCtx<'w>, rows: &[u32]) -> Result<(), Error> {
@@ -495,23 +492,39 @@ impl<'w, 'p> AggregateSink<'w, 'p> {
 }
 
 impl<'w> Sink<'w> for AggregateSink<'w, '_> {
-    fn count_only(&self) -> bool {
-        self.count_only
-    }
-
-    fn count(&mut self, n: usize) {
-        for acc in &mut self.accs {
-            if let Acc::Count(c) = acc {
-                if let Some(c0) = c.first_mut() {
-                    *c0 += n as i64;
-                }
-            }
-        }
-    }
-
     fn rows(&mut self, ctx: &TableCtx<'w>, rows: &[u32]) -> Result<bool, Error> {
         self.assign_groups(ctx, rows)?;
         self.update(ctx, rows)?;
+        Ok(true)
+    }
+}
+
+/// Whether `plan` aggregates nothing but `count(*)`, over one group (no GROUP BY): then a
+/// [`CountSink`] computes it.
+pub fn counts_rows_only(plan: &SelectPlan) -> bool {
+    plan.group_by.is_empty() && plan.aggregates.iter().all(|a| a.func == AggFunc::Count && a.arg.is_none())
+}
+
+/// The sink of a statement whose only aggregate is `count(*)` over one group: it adds up
+/// rows, so an index answer or an unfiltered table is counted without a row list, and the
+/// statement keeps no group state.
+#[derive(Default)]
+pub struct CountSink {
+    /// Rows counted so far.
+    pub rows: usize,
+}
+
+impl<'w> Sink<'w> for CountSink {
+    fn count_only(&self) -> bool {
+        true
+    }
+
+    fn count(&mut self, n: usize) {
+        self.rows += n;
+    }
+
+    fn rows(&mut self, _: &TableCtx<'w>, rows: &[u32]) -> Result<bool, Error> {
+        self.rows += rows.len();
         Ok(true)
     }
 }
@@ -522,6 +535,13 @@ pub struct GroupRows {
     pub keys: Vec<Vec<Value>>,
     /// Per aggregate, per group, its value.
     pub aggs: Vec<Vec<Value>>,
+}
+
+impl GroupRows {
+    /// The one group of a statement counting `rows`, with `aggregates` `count(*)`s.
+    pub fn counted(rows: usize, aggregates: usize) -> GroupRows {
+        GroupRows { keys: vec![Vec::new()], aggs: vec![vec![Value::Int(rows as i64)]; aggregates] }
+    }
 }
 
 impl<'w> Leaves<'w> for GroupRows {

@@ -21,7 +21,7 @@ use crate::error::{Error, ErrorKind};
 use crate::expr::compiled::Program;
 use crate::expr::{eval_error, Evaluator, Leaves};
 use crate::plan::logical::{BinaryOp, Expr};
-use crate::plan::physical::{Access, FilterStep, PhysicalSlot, RowCheck, ScanPlan, SlotSource, TableFilter};
+use crate::plan::physical::{Access, FilterStep, PhysicalSlot, RowCheck, ScanPlan, SlotSource, TableFilter, TablePlan};
 
 /// Rows handed to a sink at a time (bounds the memory of evaluated columns).
 pub const BATCH: usize = 1024;
@@ -541,12 +541,12 @@ fn apply_check(check: &RowCheck, ctx: &TableCtx<'_>, sel: &mut Selection) {
 /// however many tables they lie in); `None` means every row of every table.
 fn access_rows(plan: &ScanPlan, world: &World, params: &[Value]) -> Result<Option<Vec<(TableId, u32)>>, Error> {
     let locate = |e: Entity, map: &mut Vec<(TableId, u32)>| -> bool {
-        match world.location(e) {
-            Ok(loc) => {
+        match world.entities().location(e) {
+            Some(loc) => {
                 map.push((TableId(loc.table), loc.row));
                 true
             }
-            Err(_) => false,
+            None => false,
         }
     };
     let mut map: Vec<(TableId, u32)> = Vec::new();
@@ -575,22 +575,71 @@ fn access_rows(plan: &ScanPlan, world: &World, params: &[Value]) -> Result<Optio
             }
         }
         Access::Index(ix) => {
-            let scan_rows =
-                plan.tables.iter().filter_map(|t| world.tables().get(t.table.index())).map(|t| t.len()).sum();
-            let Some(bitmap) = ix.lookup.lookup(world, params, scan_rows)? else {
-                return Ok(None);
+            // Room for the answer the plan expected, so a point query's list does not grow
+            // step by step.
+            map.reserve(ix.estimated_rows.clamp(8, 1 << 12));
+            let scan_rows = matched_rows(plan, world);
+            let entities = world.entities();
+            let mut visit = |ids: &[u32]| {
+                map.extend(ids.iter().filter_map(|&i| entities.location_at(i)).map(|l| (TableId(l.table), l.row)));
             };
-            map.reserve(bitmap.len() as usize);
-            for index in bitmap.iter() {
-                if let Some(e) = world.entities().resolve(index) {
-                    locate(e, &mut map);
-                }
+            if !ix.lookup.lookup(world, params, scan_rows, &mut visit)? {
+                return Ok(None);
             }
         }
     }
     map.sort_unstable();
     map.dedup();
     Ok(Some(map))
+}
+
+/// Rows of the matched tables: what a scan would visit.
+fn matched_rows(plan: &ScanPlan, world: &World) -> usize {
+    plan.tables.iter().filter_map(|t| world.tables().get(t.table.index())).map(|t| t.len()).sum()
+}
+
+/// A `count(*)` the index answers alone: it decides every conjunct of every matched table
+/// exactly, and no table checks sparse components, so the count is the number of the
+/// answer's entities that lie in the matched tables. No row list is built or sorted (an
+/// index-only count). `None` when that does not hold or the lookup chose a scan.
+fn counted_by_index(plan: &ScanPlan, world: &World, params: &[Value]) -> Result<Option<usize>, Error> {
+    let Access::Index(ix) = &plan.access else { return Ok(None) };
+    let decided = |tp: &TablePlan| match &*tp.filter {
+        TableFilter::Never => true,
+        TableFilter::Steps(steps) => {
+            tp.checks.is_empty() && steps.iter().all(|s| ix.exact_conjuncts.contains(&s.expr().span))
+        }
+    };
+    if !plan.tables.iter().all(decided) {
+        return Ok(None);
+    }
+    let counted = |table: u32| match plan.tables.binary_search_by_key(&TableId(table), |t| t.table) {
+        Ok(i) => matches!(*plan.tables[i].filter, TableFilter::Steps(_)),
+        Err(_) => false,
+    };
+    let entities = world.entities();
+    let mut n = 0;
+    // Entities of one answer mostly share a table: the last table's verdict is kept.
+    let mut last: Option<(u32, bool)> = None;
+    let mut visit = |ids: &[u32]| {
+        // (In locals for the loop: the captured ones live behind references.)
+        let (mut here, mut seen) = (0, last);
+        for &index in ids {
+            let Some(loc) = entities.location_at(index) else { continue };
+            let yes = match seen {
+                Some((table, yes)) if table == loc.table => yes,
+                _ => {
+                    let yes = counted(loc.table);
+                    seen = Some((loc.table, yes));
+                    yes
+                }
+            };
+            here += usize::from(yes);
+        }
+        (n, last) = (n + here, seen);
+    };
+    let answered = ix.lookup.lookup(world, params, matched_rows(plan, world), &mut visit)?;
+    Ok(answered.then_some(n))
 }
 
 /// The pairs of `table` among `pairs` (sorted by table).
@@ -607,6 +656,12 @@ pub fn run_scan<'w>(
     params: &[Value],
     sink: &mut dyn Sink<'w>,
 ) -> Result<(), Error> {
+    if sink.count_only() {
+        if let Some(n) = counted_by_index(plan, world, params)? {
+            sink.count(n);
+            return Ok(());
+        }
+    }
     let restrict = access_rows(plan, world, params)?;
     // Conjuncts the index answer decided exactly are not tested again on its rows.
     let decided: &[crate::error::Span] = match (&plan.access, &restrict) {
@@ -614,7 +669,8 @@ pub fn run_scan<'w>(
         _ => &[],
     };
     let live = |s: &&FilterStep| !decided.contains(&s.expr().span);
-    let function_sets = FunctionSets::new(world);
+    // Made for the first table whose rows are read (a bare count reads none).
+    let mut function_sets = None;
     for (plan_index, tp) in plan.tables.iter().enumerate() {
         let steps = match &*tp.filter {
             TableFilter::Never => continue,
@@ -642,7 +698,8 @@ pub fn run_scan<'w>(
             sink.count(sel.len());
             continue;
         }
-        let Some(ctx) = TableCtx::new(world, plan, plan_index, &function_sets) else { continue };
+        let sets = function_sets.get_or_insert_with(|| FunctionSets::new(world));
+        let Some(ctx) = TableCtx::new(world, plan, plan_index, sets) else { continue };
         for check in &tp.checks {
             apply_check(check, &ctx, &mut sel);
         }

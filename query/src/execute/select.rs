@@ -19,7 +19,7 @@ use std::collections::BinaryHeap;
 use ecsdb_engine::{Entity, Value, World};
 
 use crate::error::{Error, ErrorKind};
-use crate::execute::aggregate::{AggregateSink, GroupRows};
+use crate::execute::aggregate::{counts_rows_only, AggregateSink, CountSink, GroupRows};
 use crate::execute::ops::sort_cmp;
 use crate::execute::scan::{run_scan, FunctionSets, Sink, SlotReader, TableCtx, BATCH};
 use crate::expr::compiled::RowSet;
@@ -80,7 +80,18 @@ pub fn execute_select(phys: &PhysicalSelect, world: &World, params: &[Value]) ->
     if bounds.limit == Some(0) {
         return Ok(ResultSet::empty(columns));
     }
-    let rows = match phys.strategy {
+    Ok(ResultSet { columns, rows: result_rows(phys, world, params, bounds)? })
+}
+
+/// The result rows of a planned SELECT under `bounds` (LIMIT 0 already answered).
+fn result_rows(
+    phys: &PhysicalSelect,
+    world: &World,
+    params: &[Value],
+    bounds: Bounds,
+) -> Result<Vec<Vec<Value>>, Error> {
+    let plan = &*phys.logical;
+    Ok(match phys.strategy {
         Strategy::Project => {
             let out = ProjectOut::Collect(Vec::new());
             let mut sink = ProjectSink { plan, params, out, skip: bounds.offset, left: bounds.limit };
@@ -97,13 +108,20 @@ pub fn execute_select(phys: &PhysicalSelect, world: &World, params: &[Value]) ->
             };
             materialize(&phys.scan, plan, world, params, &order)?
         }
+        Strategy::Aggregate if counts_rows_only(plan) => {
+            let row = counted_row(plan, count_rows(phys, world, params)?, params)?;
+            if shows_one_row(bounds) {
+                vec![row]
+            } else {
+                Vec::new()
+            }
+        }
         Strategy::Aggregate => {
             let mut sink = AggregateSink::new(plan, params);
             run_scan(&phys.scan, world, params, &mut sink)?;
             project_groups(plan, sink.finish(), params, bounds)?
         }
-    };
-    Ok(ResultSet { columns, rows })
+    })
 }
 
 /// Runs a planned SELECT, handing each result row to `f` in order instead of collecting a
@@ -121,10 +139,22 @@ pub fn stream_select(
     if bounds.limit == Some(0) {
         return Ok(0);
     }
+    if phys.strategy == Strategy::Aggregate && counts_rows_only(plan) {
+        // The one row is handed over where it is made (a lone `count(*)` with no row vector).
+        let n = count_rows(phys, world, params)?;
+        if !shows_one_row(bounds) {
+            return Ok(0);
+        }
+        match &plan.items[..] {
+            [item] if matches!(item.expr.kind, ExprKind::Aggregate(_)) => f(&[Value::Int(n as i64)]),
+            _ => f(&counted_row(plan, n, params)?),
+        }
+        return Ok(1);
+    }
     if phys.strategy != Strategy::Project {
-        let rs = execute_select(phys, world, params)?;
-        rs.rows.iter().for_each(|r| f(r));
-        return Ok(rs.rows.len());
+        let rows = result_rows(phys, world, params, bounds)?;
+        rows.iter().for_each(|r| f(r));
+        return Ok(rows.len());
     }
     let out = ProjectOut::Stream { f, count: 0, row: Vec::new(), cols: Vec::new() };
     let mut sink = ProjectSink { plan, params, out, skip: bounds.offset, left: bounds.limit };
@@ -603,8 +633,9 @@ fn sorted_rows(phys: &PhysicalSelect, world: &World, params: &[Value], bounds: B
 struct FixedEntities(roaring::RoaringBitmap);
 
 impl crate::plan::physical::IndexLookup for FixedEntities {
-    fn lookup(&self, _: &World, _: &[Value], _: usize) -> Result<Option<roaring::RoaringBitmap>, Error> {
-        Ok(Some(self.0.clone()))
+    fn lookup(&self, _: &World, _: &[Value], _: usize, visit: &mut dyn FnMut(&[u32])) -> Result<bool, Error> {
+        ecsdb_engine::index::visit_in_batches(self.0.iter(), visit);
+        Ok(true)
     }
 }
 
@@ -722,6 +753,51 @@ fn materialize(
 }
 
 /// Orders, limits and projects the groups of an aggregate query.
+/// The row of a statement with one group (no GROUP BY) whose items are bare aggregates or
+/// keys, read off the group without evaluating expressions over it; `None` for any other
+/// shape. `aggregate(a)` and `key(k)` give the group's values (`None`: not there).
+fn one_group_row(
+    plan: &SelectPlan,
+    aggregate: impl Fn(usize) -> Option<Value>,
+    key: impl Fn(usize) -> Option<Value>,
+) -> Option<Vec<Value>> {
+    if !plan.order_by.is_empty() {
+        return None;
+    }
+    plan.items
+        .iter()
+        .map(|item| match item.expr.kind {
+            ExprKind::Aggregate(a) => aggregate(a),
+            ExprKind::GroupKey(k) => key(k),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Whether OFFSET and LIMIT leave a one-row answer its row.
+fn shows_one_row(bounds: Bounds) -> bool {
+    bounds.offset == 0 && bounds.limit != Some(0)
+}
+
+/// The rows a statement whose only aggregate is `count(*)` counts, with a [`CountSink`].
+fn count_rows(phys: &PhysicalSelect, world: &World, params: &[Value]) -> Result<usize, Error> {
+    let mut sink = CountSink::default();
+    run_scan(&phys.scan, world, params, &mut sink)?;
+    Ok(sink.rows)
+}
+
+/// The one row (no GROUP BY: one group) of a statement whose only aggregate is `count(*)`,
+/// which counted `rows`.
+fn counted_row(plan: &SelectPlan, rows: usize, params: &[Value]) -> Result<Vec<Value>, Error> {
+    let n = Value::Int(rows as i64);
+    if let Some(row) = one_group_row(plan, |_| Some(n.clone()), |_| None) {
+        return Ok(row);
+    }
+    let groups = GroupRows::counted(rows, plan.aggregates.len());
+    let every = Bounds { offset: 0, limit: None };
+    Ok(project_groups(plan, groups, params, every)?.pop().unwrap_or_default())
+}
+
 fn project_groups(
     plan: &SelectPlan,
     groups: GroupRows,
@@ -729,17 +805,11 @@ fn project_groups(
     bounds: Bounds,
 ) -> Result<Vec<Vec<Value>>, Error> {
     let n = groups.keys.len();
-    if n == 1 && plan.order_by.is_empty() {
-        // One group (no GROUP BY) and items that are bare aggregates or keys: the row is read
-        // off the group without evaluating expressions over it.
-        let bare = plan.items.iter().map(|item| match item.expr.kind {
-            ExprKind::Aggregate(a) => Some(groups.aggs.get(a)?.first().cloned().unwrap_or(Value::Null)),
-            ExprKind::GroupKey(k) => Some(groups.keys[0].get(k).cloned().unwrap_or(Value::Null)),
-            _ => None,
-        });
-        if let Some(row) = bare.collect::<Option<Vec<Value>>>() {
-            let shown = bounds.offset == 0 && bounds.limit != Some(0);
-            return Ok(if shown { vec![row] } else { Vec::new() });
+    if n == 1 {
+        let aggregate = |a: usize| Some(groups.aggs.get(a)?.first().cloned().unwrap_or(Value::Null));
+        let key = |k: usize| Some(groups.keys[0].get(k).cloned().unwrap_or(Value::Null));
+        if let Some(row) = one_group_row(plan, aggregate, key) {
+            return Ok(if shows_one_row(bounds) { vec![row] } else { Vec::new() });
         }
     }
     let all: Vec<u32> = (0..n as u32).collect();

@@ -27,7 +27,7 @@
 use std::ops::Bound;
 use std::sync::Arc;
 
-use ecsdb_engine::index::{IndexKind, IndexPredicate, IndexReader};
+use ecsdb_engine::index::{Estimate, IndexKind, IndexPredicate, IndexReader};
 use ecsdb_engine::{StorageKind, Value, World};
 use roaring::RoaringBitmap;
 
@@ -544,15 +544,31 @@ struct EngineLookup {
 }
 
 impl IndexLookup for EngineLookup {
-    fn lookup(&self, world: &World, params: &[Value], scan_rows: usize) -> Result<Option<RoaringBitmap>, Error> {
+    fn lookup(
+        &self,
+        world: &World,
+        params: &[Value],
+        scan_rows: usize,
+        visit: &mut dyn FnMut(&[u32]),
+    ) -> Result<bool, Error> {
         let reader = world.index_reader();
-        if self.tree.has_param() {
-            let cheaper = |(rows, cost): (f64, f64)| rows * ROW_VISIT + cost < scan_rows as f64;
-            if !self.tree.estimate(&reader, params).is_some_and(cheaper) {
-                return Ok(None);
+        let cheaper = |(rows, cost): (f64, f64)| rows * ROW_VISIT + cost < scan_rows as f64;
+        if let IndexTree::Leaf(leaf) = &self.tree {
+            // One index: its predicate is resolved once, and the answer visited where the
+            // index holds it (a point query builds no set).
+            let Some(pred) = leaf.shape.resolve(params) else { return Ok(false) };
+            if leaf.shape.has_param() {
+                let accept = |e: &Estimate| cheaper((e.rows as f64, e.cost));
+                return Ok(reader.answer_each_if(&leaf.index, &pred, accept, visit) == Some(true));
             }
+            return Ok(reader.answer_each(&leaf.index, &pred, visit).is_some());
         }
-        Ok(self.tree.answer(&reader, params))
+        if self.tree.has_param() && !self.tree.estimate(&reader, params).is_some_and(cheaper) {
+            return Ok(false);
+        }
+        let Some(set) = self.tree.answer(&reader, params) else { return Ok(false) };
+        ecsdb_engine::index::visit_in_batches(set.iter(), visit);
+        Ok(true)
     }
 }
 

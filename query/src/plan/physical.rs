@@ -22,7 +22,6 @@ use std::sync::Arc;
 
 use ecsdb_engine::storage::TableId;
 use ecsdb_engine::{ChangeWindow, ComponentId, FieldInfo, FieldType, StorageKind, Value, World};
-use roaring::RoaringBitmap;
 
 use crate::error::{Error, Span};
 use crate::expr::fold_constants;
@@ -55,18 +54,25 @@ impl Operand {
     }
 }
 
-/// What the index layer answers: a set of entity indices (a bitmap) for one predicate.
+/// What the index layer answers: the entity indices for one predicate.
 ///
 /// This is the seam for secondary indexes. The planner's
 /// [`choose_index`](crate::plan::index_choice::choose_index) makes one; the executor intersects the matched tables' rows with the answer and
 /// applies the predicate but for the conjuncts [`IndexScan::exact_conjuncts`] names.
 pub trait IndexLookup: Send + Sync {
-    /// The entity indices that may satisfy the predicate (a superset is fine), or `None`
+    /// Calls `visit` with batches of the entity indices that may satisfy the predicate (a
+    /// superset is fine; each once, in any order) and returns true, or returns false without calling it
     /// when the executor should scan the matched tables' `scan_rows` rows instead: an index
     /// dropped since planning, one declining the bound values, or values that make visiting
     /// the answer dearer than the scan (a plan made without them, for a prepared statement's
     /// `$1`, assumed a selective value).
-    fn lookup(&self, world: &World, params: &[Value], scan_rows: usize) -> Result<Option<RoaringBitmap>, Error>;
+    fn lookup(
+        &self,
+        world: &World,
+        params: &[Value],
+        scan_rows: usize,
+        visit: &mut dyn FnMut(&[u32]),
+    ) -> Result<bool, Error>;
 }
 
 /// An access path through secondary indexes: one index's answer, or several combined.
