@@ -1184,7 +1184,9 @@ fn sparse_mut<'a>(
 
 mod columnar;
 mod copy_rows;
+mod writers;
 pub use columnar::{FieldRows, TypedFieldValues};
+pub use writers::ComponentWriter;
 
 mod bulk;
 #[cfg(test)]

@@ -115,6 +115,12 @@ impl ArchetypeTable {
         self.column_index(id).map(|i| &mut self.columns[i])
     }
 
+    /// The components and their columns, side by side (writers of different components
+    /// take different columns of one table).
+    pub(crate) fn components_and_columns_mut(&mut self) -> (&[ComponentId], &mut [Column]) {
+        (&self.components, &mut self.columns)
+    }
+
     #[inline]
     pub(crate) fn column_at_mut(&mut self, i: usize) -> &mut Column {
         &mut self.columns[i]

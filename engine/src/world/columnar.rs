@@ -4,10 +4,10 @@
 //! writes with these; secondary indexes see the writes through the change ticks, as they see
 //! typed `Mut<T>` writes.
 
-use crate::component::{ComponentId, FieldType, StorageKind};
+use crate::component::{ComponentId, FieldType};
 use crate::entity::Entity;
-use crate::error::{EngineError, Result};
-use crate::storage::{ArchetypeTable, Column, TableId};
+use crate::error::Result;
+use crate::storage::{Column, TableId};
 use crate::world::World;
 
 /// Values for one field of many rows, in the field's Rust type.
@@ -100,7 +100,7 @@ impl TypedFieldValues {
 /// # Safety
 /// The field at `offset` must have `values`' type, and every row written must be
 /// `< column.len()`.
-unsafe fn write_values(column: &mut Column, offset: usize, rows: &[u32], values: TypedFieldValues) {
+pub(super) unsafe fn write_values(column: &mut Column, offset: usize, rows: &[u32], values: TypedFieldValues) {
     macro_rules! each {
         ($($variant:ident),*) => {
             match values {
@@ -129,7 +129,7 @@ unsafe fn write_rows<T>(column: &mut Column, offset: usize, rows: &[u32], values
 
 /// The values of one field not yet written into a run of rows: a vector whose
 /// elements are moved out front to back, each exactly once.
-struct Left<T> {
+pub(super) struct Left<T> {
     /// The buffer, with length 0: its first `len` slots hold the values, owned by `Left`.
     buf: Vec<T>,
     len: usize,
@@ -203,12 +203,12 @@ unsafe fn move_run<T, const K: usize>(dst: *mut T, src: *const T, count: usize) 
 macro_rules! values_left {
     ($($variant:ident: $t:ty),*) => {
         /// [`Left`] values of any field type.
-        enum ValuesLeft {
+        pub(super) enum ValuesLeft {
             $($variant(Left<$t>),)*
         }
 
         impl ValuesLeft {
-            fn new(values: TypedFieldValues) -> ValuesLeft {
+            pub(super) fn new(values: TypedFieldValues) -> ValuesLeft {
                 match values {
                     $(TypedFieldValues::$variant(v) => ValuesLeft::$variant(Left::new(v)),)*
                 }
@@ -232,6 +232,31 @@ values_left!(
     Bool: bool, I8: i8, I16: i16, I32: i32, I64: i64, U8: u8, U16: u16, U32: u32, U64: u64, F32: f32, F64: f64,
     Str: String, Entity: Entity, Vec2: [f32; 2], Vec3: [f32; 3]
 );
+
+/// Writes each field's values into rows `start..end` of `column`, [`RUN_CHUNK`] rows at a
+/// time, every field of those rows before the next ones, so each line of the column is read
+/// and written once.
+///
+/// # Safety
+/// Field `i` lies at `offsets[i]` and has `values[i]`'s type, `end <= column.len()`, and
+/// each field has at least `end - start` values.
+pub(super) unsafe fn write_run(
+    column: &mut Column,
+    offsets: &[usize],
+    mut values: Vec<ValuesLeft>,
+    start: usize,
+    end: usize,
+) {
+    for row in (start..end).step_by(RUN_CHUNK) {
+        let count = RUN_CHUNK.min(end - row);
+        for (values, offset) in values.iter_mut().zip(offsets) {
+            // SAFETY: the caller's contract: each field's type is its values', `offset` is the
+            // field's, rows `row..row + count` lie inside `start..end` (in range), and each
+            // field has `end - start` values, `row - start` of them written.
+            unsafe { values.write_next(column, *offset, row, count) };
+        }
+    }
+}
 
 /// Rows written per field before moving to the next field, in [`World::write_fields_run`]: a
 /// few KiB of each column, so a row's cache lines are still there for its next field.
@@ -282,56 +307,7 @@ impl World {
         end: u32,
         fields: Vec<(usize, TypedFieldValues)>,
     ) -> Result<()> {
-        let mut offsets = Vec::with_capacity(fields.len());
-        for (field, values) in &fields {
-            offsets.push(self.field_offset_for(id, *field, values)?);
-        }
-        if self.components.info(id).storage() != StorageKind::Table {
-            return Err(EngineError::Invalid("the component is not stored that way".into()));
-        }
-        let tick = self.write_tick();
-        let column =
-            self.storage.tables.get_mut(table.index()).and_then(|t| t.column_mut(id)).ok_or_else(|| {
-                EngineError::Invalid(format!("table {} does not store this component", table.index()))
-            })?;
-        let (start, end) = (start as usize, end as usize);
-        if start > end || end > column.len() || fields.iter().any(|(_, v)| v.len() != end - start) {
-            return Err(EngineError::Invalid("rows and values do not match the column".into()));
-        }
-        let mut left: Vec<ValuesLeft> = fields.into_iter().map(|(_, v)| ValuesLeft::new(v)).collect();
-        for row in (start..end).step_by(RUN_CHUNK) {
-            let count = RUN_CHUNK.min(end - row);
-            for (values, offset) in left.iter_mut().zip(&offsets) {
-                // SAFETY: each field's type is its values' (checked above), `offset` is the
-                // field's, rows `row..row + count` are inside `start..end` (in range, checked),
-                // and each field has `end - start` values, `row - start` of them written.
-                unsafe { values.write_next(column, *offset, row, count) };
-            }
-        }
-        column.fill_changed(start..end, tick);
-        Ok(())
-    }
-
-    /// The offset of field `field` of component `id`, after checking that `values` may be
-    /// written into it (a known component, not opaque, the field's type).
-    fn field_offset_for(&self, id: ComponentId, field: usize, values: &TypedFieldValues) -> Result<usize> {
-        if id.index() >= self.components.len() {
-            return Err(EngineError::Invalid(format!("unknown component id {}", id.index())));
-        }
-        let info = self.components.info(id);
-        let Some(f) = info.fields().get(field).filter(|_| !info.is_opaque()) else {
-            return Err(EngineError::Invalid(format!("component '{}' has no field {field}", info.name())));
-        };
-        if f.ty != values.field_type() {
-            return Err(EngineError::Invalid(format!(
-                "field '{}.{}' has type {}, not {}",
-                info.name(),
-                f.name,
-                f.ty.name(),
-                values.field_type().name()
-            )));
-        }
-        Ok(f.offset)
+        self.component_writer(id)?.write_fields_run(table, start, end, fields)
     }
 
     /// Writes new values for field `field` of component `id` into many rows at once, stamping
@@ -357,56 +333,7 @@ impl World {
         at: FieldRows<'_>,
         values: TypedFieldValues,
     ) -> Result<()> {
-        let offset = self.field_offset_for(id, field, &values)?;
-        let tick = self.write_tick();
-        let info = self.components.info(id);
-        fn table_column(tables: &mut [ArchetypeTable], table: TableId, id: ComponentId) -> Result<&mut Column> {
-            tables
-                .get_mut(table.index())
-                .and_then(|t| t.column_mut(id))
-                .ok_or_else(|| EngineError::Invalid(format!("table {} does not store this component", table.index())))
-        }
-        let mismatch = || EngineError::Invalid("rows and values do not match the column".into());
-        let (column, rows): (&mut Column, std::borrow::Cow<'_, [u32]>) =
-            match (at, info.storage()) {
-                (FieldRows::TableRun { table, start, end }, StorageKind::Table) => {
-                    let column = table_column(&mut self.storage.tables, table, id)?;
-                    let (start, end) = (start as usize, end as usize);
-                    if start > end || end > column.len() || end - start != values.len() {
-                        return Err(mismatch());
-                    }
-                    // SAFETY: the field's schema type is `values`' type (checked above), `offset` is
-                    // the field's, rows `start..end` are in range and there are `end - start`
-                    // values (checked just now).
-                    unsafe { ValuesLeft::new(values).write_next(column, offset, start, end - start) };
-                    column.fill_changed(start..end, tick);
-                    return Ok(());
-                }
-                (FieldRows::Table(table, rows), StorageKind::Table) => {
-                    (table_column(&mut self.storage.tables, table, id)?, std::borrow::Cow::Borrowed(rows))
-                }
-                (FieldRows::Sparse(entities), StorageKind::Sparse) => {
-                    let set =
-                        self.storage.sparse.get_mut(id.index()).and_then(|s| s.as_mut()).ok_or_else(|| {
-                            EngineError::Invalid("no value of this sparse component is stored".into())
-                        })?;
-                    let mut rows = Vec::with_capacity(entities.len());
-                    for e in entities {
-                        rows.push(set.row(*e).ok_or(EngineError::StaleEntity(*e))? as u32);
-                    }
-                    (set.column_mut(), std::borrow::Cow::Owned(rows))
-                }
-                _ => return Err(EngineError::Invalid("the component is not stored that way".into())),
-            };
-        let len = column.len();
-        // A fold, not `any`: no early exit, so the check vectorises.
-        if rows.len() != values.len() || rows.iter().fold(false, |out, &r| out | (r as usize >= len)) {
-            return Err(mismatch());
-        }
-        // SAFETY: as above, with every row of `rows` in range (checked just now).
-        unsafe { write_values(column, offset, &rows, values) };
-        column.stamp_changed(&rows, tick);
-        Ok(())
+        self.component_writer(id)?.write_field_rows(field, at, values)
     }
 }
 

@@ -11,7 +11,8 @@
 
 use ecsdb_engine::storage::TableId;
 use ecsdb_engine::{
-    convert_value, ComponentId, Entity, FieldInfo, FieldRows, FieldType, ReferenceWrite, TypedFieldValues, Value, World,
+    convert_value, ComponentId, ComponentWriter, Entity, FieldInfo, FieldRows, FieldType, ReferenceWrite,
+    TypedFieldValues, Value, World,
 };
 
 use crate::error::Error;
@@ -152,13 +153,28 @@ impl StagedUpdate {
         self.targets
     }
 
+    /// The component it writes.
+    pub(crate) fn component(&self) -> ComponentId {
+        self.component
+    }
+
     /// Writes every batch's values into their column rows.
     pub(crate) fn apply(self, world: &mut World) -> Result<ResultSet, Error> {
+        let mut writer = world.component_writer(self.component).map_err(write_failed)?;
+        self.apply_to(&mut writer)
+    }
+
+    /// [`StagedUpdate::apply`] through a writer of its component (several UPDATEs of
+    /// different components may be written at once, each through its own).
+    pub(crate) fn apply_to(self, writer: &mut ComponentWriter<'_>) -> Result<ResultSet, Error> {
+        if writer.component() != self.component {
+            return Err(Error::internal("an UPDATE applied through another component's writer"));
+        }
         for batch in self.pending {
             if let PendingRows::TableRun(table, start, end) = batch.at {
                 // Every field of the run in one pass over the column.
                 let fields = self.fields.iter().copied().zip(batch.values).collect();
-                world.write_fields_run(self.component, table, start, end, fields).map_err(write_failed)?;
+                writer.write_fields_run(table, start, end, fields).map_err(write_failed)?;
                 continue;
             }
             for (index, values) in self.fields.iter().zip(batch.values) {
@@ -169,7 +185,7 @@ impl StagedUpdate {
                     }
                     PendingRows::Sparse(entities) => FieldRows::Sparse(entities),
                 };
-                world.write_field_rows(self.component, *index, at, values).map_err(write_failed)?;
+                writer.write_field_rows(*index, at, values).map_err(write_failed)?;
             }
         }
         Ok(ResultSet { columns: vec!["count".into()], rows: vec![vec![Value::Int(self.targets as i64)]] })

@@ -82,6 +82,47 @@ fn check_system(system: &mut System, world: &World, params: &Params) -> Outcome 
     out
 }
 
+/// Writes a batch's UPDATEs side by side on the rayon pool, each through a writer of its own
+/// component, and takes them out of `outcomes`; a failed write becomes its system's error.
+/// The systems of a batch do not conflict, so their UPDATEs write distinct components and
+/// the world ends exactly as when they are written one by one in system order. Leaves
+/// `outcomes` as they are (to be written one by one) when there are fewer than two UPDATEs.
+fn apply_updates_together(world: &mut World, outcomes: &mut [(usize, Outcome)]) {
+    let count: usize = outcomes.iter().map(|(_, o)| o.updates.len()).sum();
+    if count < 2 {
+        return;
+    }
+    let ids: Vec<_> = outcomes
+        .iter()
+        .flat_map(|(_, o)| &o.updates)
+        .filter_map(|u| match u {
+            Staged::Update(u) => Some(u.component()),
+            _ => None,
+        })
+        .collect();
+    if ids.len() != count {
+        return;
+    }
+    // Distinct components (which the batching guarantees) or nothing: the writers check.
+    let Ok(writers) = world.component_writers(&ids) else { return };
+    let mut jobs = Vec::with_capacity(count);
+    for (at, (_, out)) in outcomes.iter_mut().enumerate() {
+        for u in out.updates.drain(..) {
+            if let Staged::Update(u) = u {
+                jobs.push((at, u));
+            }
+        }
+    }
+    let failures: Vec<(usize, crate::Error)> = writers
+        .into_par_iter()
+        .zip(jobs)
+        .filter_map(|(mut writer, (at, u))| u.apply_to(&mut writer).err().map(|e| (at, e)))
+        .collect();
+    for (at, e) in failures {
+        outcomes[at].1.error.get_or_insert_with(|| render(&e));
+    }
+}
+
 /// Runs an exclusive system: statement by statement, UPDATEs applied as they come.
 fn run_exclusive(system: &mut System, world: &mut World, params: &Params, ctx: &super::SystemContext) -> Outcome {
     let started = Instant::now();
@@ -206,6 +247,10 @@ impl Schedule {
                     members.into_iter().map(|(i, s)| (i, check_system(s, shared, &params))).collect()
                 }
             };
+            let mut outcomes = outcomes;
+            if parallel {
+                apply_updates_together(world, &mut outcomes);
+            }
             for (i, mut out) in outcomes {
                 for u in out.updates.drain(..) {
                     if let Err(e) = u.apply(world) {
