@@ -36,6 +36,7 @@ use std::fmt;
 use crate::component::{ComponentId, FieldType, StorageKind};
 use crate::entity::Entity;
 use crate::error::{EngineError, Result};
+use crate::index::Wanted;
 use crate::value::Value;
 use crate::world::World;
 
@@ -379,7 +380,7 @@ impl World {
         if target.is_null() || !self.is_alive(target) {
             return Vec::new();
         }
-        let reader = self.index_reader();
+        let reader = self.index_reader_for(Wanted::On(&[id]));
         if let Some(found) = reader.relation_on(id, field).and_then(|name| reader.referrers(&name, target)) {
             return found;
         }
@@ -406,7 +407,7 @@ impl World {
         let mut seen = HashSet::from([e]);
         let mut frontier = vec![e];
         // One index reader for the whole walk (each opens with a refresh).
-        let reader = self.index_reader();
+        let reader = self.index_reader_for(Wanted::On(&[id]));
         let index = reader.relation_on(id, field);
         let children = |t: Entity| match index.as_deref().and_then(|name| reader.referrers(name, t)) {
             Some(found) => found,
@@ -641,7 +642,8 @@ impl World {
     /// Decides everything a despawn of `roots` does, changing nothing.
     fn plan_despawn(&self, roots: &[Entity]) -> Result<DespawnPlan> {
         let refs = self.references.list.clone();
-        let reader = self.index_reader();
+        let referring: Vec<ComponentId> = refs.iter().map(|r| r.component).collect();
+        let reader = self.index_reader_for(Wanted::On(&referring));
         let relation: Vec<Option<String>> = refs.iter().map(|r| reader.relation_on(r.component, r.field)).collect();
         // Referrer lookup: a relation index per field where one exists, else one scan of the
         // component for all targets at once.

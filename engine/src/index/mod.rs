@@ -172,7 +172,7 @@ use roaring::RoaringBitmap;
 use crate::value::Value;
 
 pub(crate) use registry::IndexRegistry;
-pub use registry::{IndexFunction, IndexReader};
+pub use registry::{IndexFunction, IndexReader, Wanted};
 
 /// A secondary index: the plug-in point. Each kind (rtree, bitmap, btree, function)
 /// implements it; the registry drives it.

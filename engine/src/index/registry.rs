@@ -62,6 +62,38 @@ struct Slot {
     /// Rows of the component whose values cannot be read (a u64 above i64::MAX).
     unreadable: RoaringBitmap,
     needs_rebuild: bool,
+    /// Written to since its last refresh, and left for later: the refresh then was for
+    /// other indexes (see [`Wanted`]). A dirty index answers nothing until refreshed.
+    dirty: bool,
+    /// Removals handed to the index while dirty, since its last refresh (bounded: past it
+    /// the index is cleared and rebuilt when next wanted).
+    removals_while_dirty: u64,
+}
+
+/// Which indexes a reader needs fresh: a statement refreshes only the indexes it may use,
+/// so an index nobody reads (an rtree over positions that move every tick) costs its
+/// writers nothing until it is read; the writes meanwhile fold into one catch-up.
+#[derive(Clone, Copy, Debug)]
+pub enum Wanted<'a> {
+    /// Every index.
+    All,
+    /// The index of this name.
+    One(&'a str),
+    /// The indexes of these names.
+    Named(&'a [String]),
+    /// The indexes over these components.
+    On(&'a [ComponentId]),
+}
+
+impl Wanted<'_> {
+    fn wants(&self, s: &Slot) -> bool {
+        match self {
+            Wanted::All => true,
+            Wanted::One(name) => *name == s.name(),
+            Wanted::Named(names) => names.iter().any(|n| n == s.name()),
+            Wanted::On(ids) => ids.contains(&s.component),
+        }
+    }
 }
 
 /// Calls `f(row)`, in row order, for every row whose tick is new for a refresh at `this`
@@ -376,35 +408,47 @@ impl IndexSet {
         self.slots.iter().find(|s| s.name() == name)
     }
 
+    /// The index of this name if it is up to date (not left dirty by a refresh for other
+    /// indexes, nor waiting for its first build): the only ones a reader answers from.
+    fn find_fresh(&self, name: &str) -> Option<&Slot> {
+        self.find(name).filter(|s| !s.dirty && !s.needs_rebuild)
+    }
+
     fn mark_all_for_rebuild(&mut self) {
         for s in &mut self.slots {
             s.needs_rebuild = true;
         }
     }
 
-    fn refresh(&mut self, world: &World) {
+    /// Brings the `wanted` indexes up to date. A write since the last refresh leaves every
+    /// other index dirty, to be caught up when a reader wants it.
+    fn refresh(&mut self, world: &World, wanted: Wanted<'_>) {
         if self.slots.is_empty() {
             return;
         }
         let (this, written) = world.take_index_tick();
-        // Each indexed component's write logs are drained once, for all of its indexes.
-        let mut drained: Vec<(ComponentId, Vec<Segment<'_>>)> = Vec::new();
         if written {
-            for s in &self.slots {
-                if !drained.iter().any(|(c, _)| *c == s.component) {
-                    drained.push((s.component, segments(world, s.component, true)));
-                }
+            self.slots.iter_mut().for_each(|s| s.dirty = true);
+        }
+        let due = |s: &Slot| (s.dirty || s.needs_rebuild) && wanted.wants(s);
+        // Each component's write logs are drained once, for all of its indexes due now
+        // (the others then scan change ticks when their turn comes: the window check).
+        let mut drained: Vec<(ComponentId, Vec<Segment<'_>>)> = Vec::new();
+        for s in self.slots.iter().filter(|s| due(s)) {
+            if !drained.iter().any(|(c, _)| *c == s.component) {
+                drained.push((s.component, segments(world, s.component, true)));
             }
         }
         for s in &mut self.slots {
-            if written || s.needs_rebuild {
+            if due(s) {
                 let window = self.drained_at.iter().find(|(c, _)| *c == s.component).map(|&(_, t)| t);
                 let segs = drained.iter().find(|(c, _)| *c == s.component).map(|(_, segs)| segs.as_slice());
                 s.refresh(world, this, segs.filter(|_| window == Some(s.last_tick)));
-            } else {
-                // Nothing written since the last refresh (no tick went to a writer): no value
-                // changed, so no change ticks need scanning; only removals recorded by the
-                // hook may wait in the index's buffer.
+                s.dirty = false;
+                s.removals_while_dirty = 0;
+            } else if !s.dirty && !s.needs_rebuild {
+                // Up to date as of its last refresh (nothing written since): only removals
+                // recorded by the hook may wait in the index's buffer.
                 s.index.flush();
             }
         }
@@ -459,8 +503,22 @@ impl IndexRegistry {
     pub(crate) fn note_removed(&mut self, e: Entity, id: ComponentId) {
         let set = self.get_mut();
         for s in set.slots.iter_mut().filter(|s| s.component == id) {
+            if s.needs_rebuild {
+                // Rebuilt from the rows when next wanted: nothing to keep in step.
+                continue;
+            }
             s.index.remove(e.index());
             s.unreadable.remove(e.index());
+            if s.dirty {
+                // A dirty index buffers removals until it is wanted; past a bound (a game
+                // that despawns steadily and never reads it) it is dropped and rebuilt then.
+                s.removals_while_dirty += 1;
+                if s.removals_while_dirty > s.entries() / 4 + 4096 {
+                    s.index.clear();
+                    s.unreadable.clear();
+                    s.needs_rebuild = true;
+                }
+            }
         }
     }
 }
@@ -496,13 +554,13 @@ impl<'w> IndexReader<'w> {
     /// Whether index `name` answers `pred`, with estimated rows and cost; `None` when it
     /// does not (or no such index exists).
     pub fn estimate(&self, name: &str, pred: &IndexPredicate) -> Option<Estimate> {
-        self.set.find(name)?.estimate(pred)
+        self.set.find_fresh(name)?.estimate(pred)
     }
 
     /// What EXPLAIN shows of index `name` answering `pred` (a skip index: blocks kept of the
     /// total); `None` when the index has nothing to add or does not answer.
     pub fn explain(&self, name: &str, pred: &IndexPredicate) -> Option<String> {
-        let slot = self.set.find(name)?;
+        let slot = self.set.find_fresh(name)?;
         slot.estimate(pred)?;
         slot.index.explain(pred)
     }
@@ -516,7 +574,7 @@ impl<'w> IndexReader<'w> {
             self.estimate(name, pred)?;
             return self.descendants(name, *a, *max_depth).map(IndexAnswer::Set);
         }
-        self.set.find(name)?.answer(pred)
+        self.set.find_fresh(name)?.answer(pred)
     }
 
     /// Calls `visit` with batches of the entities of index `name`'s answer to `pred` (each
@@ -528,7 +586,7 @@ impl<'w> IndexReader<'w> {
             crate::index::visit_answer(self.answer(name, pred)?, visit);
             return Some(());
         }
-        self.set.find(name)?.answer_each(pred, visit)
+        self.set.find_fresh(name)?.answer_each(pred, visit)
     }
 
     /// [`IndexReader::answer_each`] after asking `accept` about index `name`'s estimate for
@@ -542,7 +600,7 @@ impl<'w> IndexReader<'w> {
         accept: impl FnOnce(&Estimate) -> bool,
         visit: &mut dyn FnMut(&[u32]),
     ) -> Option<bool> {
-        let slot = self.set.find(name)?;
+        let slot = self.set.find_fresh(name)?;
         if !accept(&slot.estimate(pred)?) {
             return Some(false);
         }
@@ -575,7 +633,7 @@ impl<'w> IndexReader<'w> {
     /// The live entities whose field holds `target`, ascending, from relation index `name`;
     /// `None` when it does not answer (no such index, or unreadable rows).
     pub fn referrers(&self, name: &str, target: Entity) -> Option<Vec<Entity>> {
-        let slot = self.set.find(name)?;
+        let slot = self.set.find_fresh(name)?;
         slot.estimate(&IndexPredicate::Eq(Value::Entity(target)))?;
         let entities = self.world.entities();
         let mut out = Vec::new();
@@ -587,7 +645,7 @@ impl<'w> IndexReader<'w> {
     /// what `descendant_of(C.f, ancestor, max_depth)` is true for. Each entity is visited once,
     /// so loops end.
     pub fn descendants(&self, name: &str, ancestor: Entity, max_depth: Option<u64>) -> Option<RoaringBitmap> {
-        let slot = self.set.find(name)?;
+        let slot = self.set.find_fresh(name)?;
         slot.estimate(&IndexPredicate::Eq(Value::Entity(ancestor)))?;
         if ancestor.is_null() || !self.world.is_alive(ancestor) {
             return Some(RoaringBitmap::new());
@@ -809,8 +867,17 @@ impl World {
         build: IndexBuild,
     ) -> String {
         let name = def.name.clone().unwrap_or_default();
-        let mut slot =
-            Slot { def, component, source, index, last_tick: 0, unreadable: RoaringBitmap::new(), needs_rebuild: true };
+        let mut slot = Slot {
+            def,
+            component,
+            source,
+            index,
+            last_tick: 0,
+            unreadable: RoaringBitmap::new(),
+            needs_rebuild: true,
+            dirty: false,
+            removals_while_dirty: 0,
+        };
         let world: &World = self;
         if build == IndexBuild::Now {
             let this = world.read_change_tick_wide();
@@ -970,12 +1037,12 @@ impl World {
 
     /// The index with this name (refreshes).
     pub fn index_info(&self, name: &str) -> Option<IndexInfo> {
-        self.index_reader().info(name)
+        self.index_reader_for(Wanted::One(name)).info(name)
     }
 
     /// The indexes over a component (refreshes).
     pub fn indexes_on(&self, component: ComponentId) -> Vec<IndexInfo> {
-        self.index_reader().on(component)
+        self.index_reader_for(Wanted::On(&[component])).on(component)
     }
 
     /// The definitions of every index, names and fields resolved, in creation order (what a
@@ -990,23 +1057,47 @@ impl World {
     /// change ticks of the indexed components plus the work for the rows that changed.
     pub fn refresh_indexes(&mut self) {
         let world: &World = self;
-        world.indexes.write().refresh(world);
+        world.indexes.write().refresh(world, Wanted::All);
     }
 
     /// Refreshes what changed since the last refresh and returns read access to every index:
     /// one per statement. Never stale: the reader borrows the world, so nothing changes
     /// while it lives.
     pub fn index_reader(&self) -> IndexReader<'_> {
+        self.index_reader_for(Wanted::All)
+    }
+
+    /// [`World::index_reader`] refreshing only the `wanted` indexes: a statement asks for
+    /// those it may use, so indexes nobody reads cost writers nothing until read. The reader
+    /// answers from the indexes that are up to date and declines (`None`) the others, as it
+    /// declines a shape an index does not answer.
+    ///
+    /// ```
+    /// use ecsdb_engine::index::{IndexDef, IndexKind, IndexPredicate, Wanted};
+    /// use ecsdb_engine::{ComponentDef, FieldType, Value, World};
+    /// let mut world = World::new();
+    /// world.define_component(&ComponentDef::new("Hp", &[("v", FieldType::I64)])).unwrap();
+    /// world.define_component(&ComponentDef::new("Team", &[("t", FieldType::I64)])).unwrap();
+    /// world.create_index(IndexDef::new("Hp", &["v"], IndexKind::Bitmap).named("hp")).unwrap();
+    /// world.create_index(IndexDef::new("Team", &["t"], IndexKind::Bitmap).named("team")).unwrap();
+    /// world.spawn_values(&[("Hp", &[("v", Value::Int(5))]), ("Team", &[("t", Value::Int(1))])]).unwrap();
+    /// let five = IndexPredicate::Eq(Value::Int(5));
+    /// let r = world.index_reader_for(Wanted::One("hp"));
+    /// assert_eq!(r.estimate("hp", &five).unwrap().rows, 1);
+    /// // "team" was left for later: it answers nothing until a reader wants it.
+    /// assert!(r.estimate("team", &IndexPredicate::Eq(Value::Int(1))).is_none());
+    /// ```
+    pub fn index_reader_for(&self, wanted: Wanted<'_>) -> IndexReader<'_> {
         match self.indexes.set.try_write() {
-            Ok(mut set) => set.refresh(self),
+            Ok(mut set) => set.refresh(self, wanted),
             Err(TryLockError::Poisoned(p)) => {
                 let mut set = p.into_inner();
                 set.mark_all_for_rebuild();
                 self.indexes.set.clear_poison();
-                set.refresh(self);
+                set.refresh(self, wanted);
             }
-            // Another reader lives (so nothing changed since it refreshed) or another thread
-            // is refreshing (`read` waits for it).
+            // Another reader lives (nothing changed since it refreshed; indexes it left dirty
+            // are declined) or another thread is refreshing (`read` waits for it).
             Err(TryLockError::WouldBlock) => {}
         }
         IndexReader { world: self, set: self.indexes.read() }
@@ -1015,7 +1106,7 @@ impl World {
     /// Estimate of index `name` for `pred` (refreshes first); `Ok(None)` when the index does
     /// not answer it, an error when there is no such index.
     pub fn index_estimate(&self, name: &str, pred: &IndexPredicate) -> Result<Option<Estimate>> {
-        let r = self.index_reader();
+        let r = self.index_reader_for(Wanted::One(name));
         r.set.find(name).ok_or_else(|| unknown_index(name))?;
         Ok(r.estimate(name, pred))
     }
@@ -1024,7 +1115,7 @@ impl World {
     /// is drained up to the predicate's `k` / `limit`. `Ok(None)` when the index does not
     /// answer it, an error when there is no such index.
     pub fn index_answer(&self, name: &str, pred: &IndexPredicate) -> Result<Option<IndexAnswer<'static>>> {
-        let r = self.index_reader();
+        let r = self.index_reader_for(Wanted::One(name));
         r.set.find(name).ok_or_else(|| unknown_index(name))?;
         let limit = match pred {
             IndexPredicate::Nearest { k, .. } => Some(*k),
@@ -1092,6 +1183,55 @@ mod tests {
 
     use super::*;
     use crate::{CommandBuffer, ComponentDef};
+
+    /// A reader for one index leaves the others dirty: they answer nothing until wanted,
+    /// then catch up on every write made meanwhile; one that took many removals while dirty
+    /// is dropped and rebuilt instead of buffering them.
+    #[test]
+    fn indexes_left_dirty_catch_up_when_wanted() {
+        let mut w = World::new();
+        w.define_component(&ComponentDef::new("A", &[("v", FieldType::I64)])).unwrap();
+        w.define_component(&ComponentDef::new("B", &[("v", FieldType::I64)])).unwrap();
+        w.create_index(IndexDef::new("A", &["v"], IndexKind::Bitmap).named("a")).unwrap();
+        w.create_index(IndexDef::new("B", &["v"], IndexKind::Bitmap).named("b")).unwrap();
+        let n = if cfg!(miri) { 40 } else { 10_000 };
+        let ab = |i: i64| [("A", [("v", Value::Int(i % 3))]), ("B", [("v", Value::Int(i % 5))])];
+        let es: Vec<Entity> = (0..n)
+            .map(|i| {
+                let c = ab(i);
+                w.spawn_values(&[(c[0].0, &c[0].1[..]), (c[1].0, &c[1].1[..])]).unwrap()
+            })
+            .collect();
+        drop(w.index_reader());
+        let count = |w: &World, name: &str, v: i64| {
+            w.index_reader_for(Wanted::One(name)).estimate(name, &IndexPredicate::Eq(Value::Int(v))).map(|e| e.rows)
+        };
+        // A write, then a reader for "b" only: "a" is dirty and declines.
+        w.set_fields(es[0], "A", &[("v", Value::Int(7))]).unwrap();
+        {
+            let r = w.index_reader_for(Wanted::One("b"));
+            assert!(r.estimate("b", &IndexPredicate::Eq(Value::Int(0))).is_some());
+            assert!(r.estimate("a", &IndexPredicate::Eq(Value::Int(7))).is_none(), "a dirty index answers nothing");
+        }
+        w.set_fields(es[1], "A", &[("v", Value::Int(7))]).unwrap();
+        drop(w.index_reader_for(Wanted::One("b")));
+        // Wanted at last: both writes are there.
+        assert_eq!(count(&w, "a", 7), Some(2));
+        // Many removals while dirty: the index is dropped, then rebuilt when wanted.
+        w.set_fields(es[2], "B", &[("v", Value::Int(9))]).unwrap();
+        drop(w.index_reader_for(Wanted::One("b")));
+        let gone = (n as usize) * 9 / 10;
+        for e in &es[..gone] {
+            w.despawn(*e).unwrap();
+        }
+        if !cfg!(miri) {
+            assert!(w.indexes.read().find("a").unwrap().needs_rebuild, "dropped past the bound");
+        }
+        let left = |v: i64| (gone as i64..n).filter(|i| i % 3 == v).count() as u64;
+        assert_eq!(count(&w, "a", 1), Some(left(1)));
+        assert_eq!(count(&w, "a", 7), Some(0));
+        assert_eq!(count(&w, "b", 9), Some(0));
+    }
 
     #[derive(crate::Component, Clone, Copy, Debug, PartialEq)]
     struct Pos {

@@ -27,8 +27,8 @@
 use std::ops::Bound;
 use std::sync::Arc;
 
-use ecsdb_engine::index::{Estimate, IndexKind, IndexPredicate, IndexReader};
-use ecsdb_engine::{StorageKind, Value, World};
+use ecsdb_engine::index::{Estimate, IndexKind, IndexPredicate, IndexReader, Wanted};
+use ecsdb_engine::{ComponentId, StorageKind, Value, World};
 use roaring::RoaringBitmap;
 
 use crate::error::{Error, Span};
@@ -541,6 +541,8 @@ fn disjuncts(e: &Expr) -> Vec<&Expr> {
 /// executor scans: the answer is the same, only the path differs.
 struct EngineLookup {
     tree: IndexTree,
+    /// The indexes the tree reads: the only ones a lookup refreshes.
+    names: Vec<String>,
 }
 
 impl IndexLookup for EngineLookup {
@@ -551,9 +553,9 @@ impl IndexLookup for EngineLookup {
         scan_rows: usize,
         visit: &mut dyn FnMut(&[u32]),
     ) -> Result<bool, Error> {
-        let reader = world.index_reader();
         let cheaper = |(rows, cost): (f64, f64)| rows * ROW_VISIT + cost < scan_rows as f64;
         if let IndexTree::Leaf(leaf) = &self.tree {
+            let reader = world.index_reader_for(Wanted::One(&leaf.index));
             // One index: its predicate is resolved once, and the answer visited where the
             // index holds it (a point query builds no set).
             let Some(pred) = leaf.shape.resolve(params) else { return Ok(false) };
@@ -563,6 +565,7 @@ impl IndexLookup for EngineLookup {
             }
             return Ok(reader.answer_each(&leaf.index, &pred, visit).is_some());
         }
+        let reader = world.index_reader_for(Wanted::Named(&self.names));
         if self.tree.has_param() && !self.tree.estimate(&reader, params).is_some_and(cheaper) {
             return Ok(false);
         }
@@ -600,6 +603,7 @@ pub fn choose_index_or_why(
     let mut indexes = Vec::new();
     planned.tree.indexes(&mut indexes);
     let exact_conjuncts = planned.tree.exact_conjuncts();
+    let names = indexes.clone();
     Ok(IndexScan {
         exact_conjuncts,
         indexes,
@@ -609,8 +613,14 @@ pub fn choose_index_or_why(
             planned.tree.describe(true)
         ),
         estimated_rows: planned.rows.round() as usize,
-        lookup: Arc::new(EngineLookup { tree: planned.tree }),
+        lookup: Arc::new(EngineLookup { tree: planned.tree, names }),
     })
+}
+
+/// The components a statement names: the indexes its planning may consult are theirs (the
+/// others are left to refresh when something reads them).
+fn source_components(source: &Source) -> Vec<ComponentId> {
+    source.slots.iter().map(|s| s.id).collect()
 }
 
 fn best_index_plan(source: &Source, world: &World, scan_rows: usize, prefer: bool) -> Option<Planned> {
@@ -624,7 +634,7 @@ fn index_plan_with(source: &Source, world: &World, prefer: bool) -> Option<Plann
     if world.index_definitions().is_empty() {
         return None;
     }
-    let reader = world.index_reader();
+    let reader = world.index_reader_for(Wanted::On(&source_components(source)));
     let total_rows = world.tables().iter().map(|t| t.len()).sum::<usize>() as f64;
     let chooser = Chooser { reader: &reader, source, world, total_rows, prefer };
     let conjuncts = source.filter.as_ref().map(|f| f.conjuncts()).unwrap_or_default();
@@ -657,7 +667,7 @@ fn index_plan_with(source: &Source, world: &World, prefer: bool) -> Option<Plann
 /// independent.
 fn where_selectivity(source: &Source, world: &World) -> f64 {
     let Some(filter) = &source.filter else { return 1.0 };
-    let reader = world.index_reader();
+    let reader = world.index_reader_for(Wanted::On(&source_components(source)));
     let total_rows = world.tables().iter().map(|t| t.len()).sum::<usize>() as f64;
     let chooser = Chooser { reader: &reader, source, world, total_rows, prefer: false };
     let mut selectivity = 1.0;
