@@ -375,7 +375,11 @@ impl World {
 
     /// Where a live entity's row is.
     pub fn location(&self, e: Entity) -> Result<EntityLocation> {
-        self.entities.location(e).ok_or(EngineError::StaleEntity(e))
+        // A match, not `ok_or`: the error is made (and dropped) only when there is one.
+        match self.entities.location(e) {
+            Some(loc) => Ok(loc),
+            None => Err(EngineError::StaleEntity(e)),
+        }
     }
 
     /// Every live entity, in table order.

@@ -153,7 +153,10 @@ impl ComponentWriter<'_> {
                     .ok_or_else(|| EngineError::Invalid("no value of this sparse component is stored".into()))?;
                 let mut rows = Vec::with_capacity(entities.len());
                 for e in entities {
-                    rows.push(set.row(*e).ok_or(EngineError::StaleEntity(*e))? as u32);
+                    match set.row(*e) {
+                        Some(row) => rows.push(row as u32),
+                        None => return Err(EngineError::StaleEntity(*e)),
+                    }
                 }
                 (set.column_mut(), std::borrow::Cow::Owned(rows))
             }

@@ -343,6 +343,12 @@ fn check_add_references(
     ids: &[ComponentId],
     fields: &[Vec<(usize, FieldValue)>],
 ) -> Result<(), Error> {
+    // A tag, or components without reference fields (the common ADD): nothing to check.
+    let declares =
+        |id: &ComponentId| (0..world.components().info(*id).fields().len()).any(|f| world.reference(*id, f).is_some());
+    if !ids.iter().any(declares) {
+        return Ok(());
+    }
     let mut refs = Vec::new();
     for (e, per_target) in entities.iter().zip(fields.chunks(ids.len().max(1))) {
         for (id, f) in ids.iter().zip(per_target) {
