@@ -174,6 +174,30 @@ impl<'a, T: FieldScalar> FieldColumn<'a, T> {
     /// ```
     #[inline]
     pub fn fill_range<R>(&self, start: usize, out: &mut [R], mut f: impl FnMut(&'a T) -> R) {
+        self.merge_range(start, out, |slot, v| *slot = f(v));
+    }
+
+    /// Calls `f(&mut out[j], value of row start + j)` for each slot of `out`: a gather that
+    /// combines each row's value with what the slot holds (`out[j] += x`), so an operation
+    /// with a field operand reads the column once, with no buffer of the field's values.
+    ///
+    /// # Panics
+    /// When the rows run past the end of the column.
+    ///
+    /// ```
+    /// use ecsdb_engine::{Component, World};
+    /// #[derive(Component)] struct Hp { v: f32, max: f32 }
+    /// let mut world = World::new();
+    /// let e = world.spawn(Hp { v: 1.0, max: 9.0 });
+    /// world.spawn(Hp { v: 2.0, max: 9.0 });
+    /// let t = ecsdb_engine::storage::TableId(world.location(e).unwrap().table);
+    /// let col = world.table_field::<f32>(t, world.component_id("Hp").unwrap(), 0).unwrap();
+    /// let mut out = [10.0f64, 20.0];
+    /// col.merge_range(0, &mut out, |o, v| *o += *v as f64);
+    /// assert_eq!(out, [11.0, 22.0]);
+    /// ```
+    #[inline]
+    pub fn merge_range<R>(&self, start: usize, out: &mut [R], mut f: impl FnMut(&mut R, &'a T)) {
         assert!(start.checked_add(out.len()).is_some_and(|end| end <= self.len), "rows past the end of the column");
         let first = self.base.wrapping_add(start.wrapping_mul(self.stride)) as *const T;
         // A stride the compiler knows lets it vectorise the walk: the field of a component of
@@ -191,7 +215,7 @@ impl<'a, T: FieldScalar> FieldColumn<'a, T> {
                 s if s == 4 * size => walk::<T, R, 4>(first, out, f),
                 _ => {
                     for (j, slot) in out.iter_mut().enumerate() {
-                        *slot = f(&*(first as *const u8).add(j * self.stride).cast::<T>());
+                        f(slot, &*(first as *const u8).add(j * self.stride).cast::<T>());
                     }
                 }
             }
@@ -205,13 +229,23 @@ impl<'a, T: FieldScalar> FieldColumn<'a, T> {
     /// When a row is past the end of the column, or `out` is shorter than `rows`.
     #[inline]
     pub fn fill_rows<R>(&self, rows: &[u32], out: &mut [R], mut f: impl FnMut(&'a T) -> R) {
+        self.merge_rows(rows, out, |slot, v| *slot = f(v));
+    }
+
+    /// Calls `f(&mut out[i], value of rows[i])` for each of `rows` (see
+    /// [`FieldColumn::merge_range`]).
+    ///
+    /// # Panics
+    /// When a row is past the end of the column, or `out` is shorter than `rows`.
+    #[inline]
+    pub fn merge_rows<R>(&self, rows: &[u32], out: &mut [R], mut f: impl FnMut(&mut R, &'a T)) {
         assert!(out.len() >= rows.len(), "output shorter than the rows");
         // One check for the whole list (a fold, so it vectorises), none per row.
         let max = rows.iter().fold(0u32, |m, &r| m.max(r));
         assert!(rows.is_empty() || (max as usize) < self.len, "rows past the end of the column");
         for (slot, &row) in out.iter_mut().zip(rows) {
             // SAFETY: row <= max < len (asserted above), so the row holds a `T` (see `new`).
-            *slot = f(unsafe { &*(self.base.add(row as usize * self.stride) as *const T) });
+            f(slot, unsafe { &*(self.base.add(row as usize * self.stride) as *const T) });
         }
     }
 
@@ -236,16 +270,16 @@ impl<'a, T: FieldScalar> FieldColumn<'a, T> {
     }
 }
 
-/// `out[j] = f(*first.add(j * K))`: a strided walk whose stride is a compile-time constant.
+/// `f(&mut out[j], *first.add(j * K))`: a strided walk whose stride is a compile-time constant.
 ///
 /// # Safety
 /// `first.add(j * K)` must point to an initialised, aligned `T` that lives for `'a`, for every
 /// `j < out.len()`.
 #[inline(always)]
-unsafe fn walk<'a, T: 'a, R, const K: usize>(first: *const T, out: &mut [R], mut f: impl FnMut(&'a T) -> R) {
+unsafe fn walk<'a, T: 'a, R, const K: usize>(first: *const T, out: &mut [R], mut f: impl FnMut(&mut R, &'a T)) {
     for (j, slot) in out.iter_mut().enumerate() {
         // SAFETY: the caller's contract.
-        *slot = f(unsafe { &*first.add(j * K) });
+        f(slot, unsafe { &*first.add(j * K) });
     }
 }
 
@@ -409,6 +443,12 @@ mod tests {
         let mut some = [0.0f64; 4];
         x.fill_rows(&[69, 0, 5], &mut some, |v| *v as f64);
         assert_eq!(some, [69.0, 0.0, 5.0, 0.0]);
+        // Combining with what the output holds, over a range and over listed rows.
+        let mut sums = [1.0f64; 3];
+        x.merge_range(10, &mut sums, |o, v| *o += *v as f64);
+        assert_eq!(sums, [11.0, 12.0, 13.0]);
+        x.merge_rows(&[2, 4], &mut sums, |o, v| *o *= *v as f64);
+        assert_eq!(sums, [22.0, 48.0, 13.0]);
         x.fill_range(70, &mut [], |v| *v as f64);
         let past = std::panic::catch_unwind(|| x.fill_range(7, &mut [0.0f64; 64], |v| *v as f64));
         assert!(past.is_err());

@@ -20,7 +20,7 @@ use crate::execute::mutate::write_failed;
 use crate::execute::scan::{rows_in_batches, run_scan, Sink, SlotReader, TableCtx};
 use std::rc::Rc;
 
-use crate::expr::compiled::{as_range, Bail, Numbers, Program, RowSet};
+use crate::expr::compiled::{as_range, Bail, ChunkBuffers, Numbers, Program, RowSet};
 use crate::expr::{Evaluator, Leaves, Vector};
 use crate::plan::logical::Expr;
 use crate::plan::physical::ScanPlan;
@@ -324,6 +324,11 @@ trait NumericField: Copy + Default {
     fn from_i64(x: i64) -> Option<Self> {
         Self::fits_i64(x).then(|| Self::cast_i64(x))
     }
+
+    /// Appends floats `xs` converted to `out`; whether every one converts.
+    fn convert_floats(xs: &[f64], out: &mut Vec<Self>) -> bool {
+        convert_all(xs, out, Self::fits_f64, Self::cast_f64)
+    }
 }
 
 macro_rules! int_fields {
@@ -352,6 +357,13 @@ int_fields!(i8 => I8, i16 => I16, i32 => I32, i64 => I64, u8 => U8, u16 => U16, 
 impl NumericField for f32 {
     fn fits_f64(x: f64) -> bool {
         f32_of(x).is_some()
+    }
+    /// Cast first, then look for an infinity among the results (four to a vector): only a
+    /// batch with one is checked value by value, which is rare.
+    fn convert_floats(xs: &[f64], out: &mut Vec<f32>) -> bool {
+        let at = out.len();
+        out.extend(xs.iter().map(|x| *x as f32));
+        !out[at..].iter().fold(false, |inf, y| inf | y.is_infinite()) || xs.iter().all(|x| Self::fits_f64(*x))
     }
     fn cast_f64(x: f64) -> f32 {
         x as f32
@@ -397,7 +409,7 @@ fn convert_all<S: Copy, T>(xs: &[S], out: &mut Vec<T>, fits: impl Fn(S) -> bool,
 fn numeric_fast<T: NumericField>(v: &Vector<'_>) -> Option<Vec<T>> {
     let mut out = Vec::with_capacity(v.len());
     let ok = match v {
-        Vector::Float(p) if p.valid.is_none() => convert_all(&p.values, &mut out, T::fits_f64, T::cast_f64),
+        Vector::Float(p) if p.valid.is_none() => T::convert_floats(&p.values, &mut out),
         Vector::Int(p) if p.valid.is_none() => convert_all(&p.values, &mut out, T::fits_i64, T::cast_i64),
         _ => false,
     };
@@ -438,7 +450,7 @@ struct Staged<T> {
 impl<T: NumericField> StagedNumbers for Staged<T> {
     fn push(&mut self, chunk: Numbers<'_>) {
         self.ok &= match chunk {
-            Numbers::Floats(xs) => convert_all(xs, &mut self.values, T::fits_f64, T::cast_f64),
+            Numbers::Floats(xs) => T::convert_floats(xs, &mut self.values),
             Numbers::Ints(xs) => convert_all(xs, &mut self.values, T::fits_i64, T::cast_i64),
         };
     }
@@ -480,9 +492,10 @@ fn convert_compiled(
 ) -> Option<Vec<TypedFieldValues>> {
     let mut staged: Vec<Box<dyn StagedNumbers>> =
         programs.iter().map(|(_, ty)| staged_numbers(*ty, n)).collect::<Option<_>>()?;
+    let mut buffers = ChunkBuffers::default();
     rows.for_each_chunk(|chunk| {
         for ((program, _), out) in programs.iter().zip(&mut staged) {
-            program.numbers(chunk, |numbers| out.push(numbers))?;
+            program.numbers(chunk, &mut buffers, |numbers| out.push(numbers))?;
         }
         Ok::<(), Bail>(())
     })
@@ -584,6 +597,12 @@ mod tests {
             assert_eq!(db.world().get_field(*e, "C", "v").unwrap(), Value::Int(v - 1));
             assert_eq!(db.world().get_field(*e, "C", "f").unwrap(), Value::Float(((f / 2.0 + v as f64) as f32) as f64));
         }
+        // Infinity computed in f64 stays infinity in f32 (no finite value is lost): the
+        // batches holding one are checked value by value, and pass.
+        db.execute("UPDATE C SET f = C.f * 1e300 * 1e300").unwrap();
+        let infinite =
+            es.iter().filter(|e| db.world().get_field(**e, "C", "f").unwrap() == Value::Float(f64::INFINITY));
+        assert_eq!(infinite.count(), es.len() - 1, "every row but the one at 0");
     }
 
     /// The comparison form of `f32_of` agrees with converting and looking at the result.

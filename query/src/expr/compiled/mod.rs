@@ -86,6 +86,16 @@ impl Chunk<'_> {
             Chunk::Rows(rows) => col.fill_rows(rows, out, f),
         }
     }
+
+    /// `f(&mut out[j], value)` for each row `j` of the chunk's values of `col`: a gather that
+    /// combines with what `out` holds (see [`FieldColumn::merge_range`]).
+    #[inline]
+    pub fn merge<T: FieldScalar, R>(&self, col: &FieldColumn<'_, T>, out: &mut [R], f: impl FnMut(&mut R, &T)) {
+        match *self {
+            Chunk::Range { start, len } => col.merge_range(start, &mut out[..len], f),
+            Chunk::Rows(rows) => col.merge_rows(rows, out, f),
+        }
+    }
 }
 
 /// The mask of the first `n` bits (`n` ≤ 64).
@@ -140,6 +150,18 @@ pub enum Numbers<'a> {
     Floats(&'a [f64]),
     /// Integers.
     Ints(&'a [i64]),
+}
+
+/// Room for one chunk of a program's values (see [`Program::numbers`]).
+pub struct ChunkBuffers {
+    floats: [f64; CHUNK],
+    ints: [i64; CHUNK],
+}
+
+impl Default for ChunkBuffers {
+    fn default() -> ChunkBuffers {
+        ChunkBuffers { floats: [0.0; CHUNK], ints: [0; CHUNK] }
+    }
 }
 
 /// A compiled expression, by result type.
@@ -274,23 +296,27 @@ impl<'w> Program<'w> {
 
     /// Calls `f` with the chunk's values, as floats or integers by the program's type: the
     /// typed output of UPDATE, written without a vector in between. A null row gives up (as
-    /// does a condition): the evaluator then says what is wrong with it.
-    pub fn numbers(&self, chunk: Chunk<'_>, f: impl FnOnce(Numbers<'_>)) -> Result<(), Bail> {
+    /// does a condition): the evaluator then says what is wrong with it. `buffers` hold the
+    /// chunk's values (a caller running many chunks keeps one, not a fresh zeroed one each).
+    pub fn numbers(
+        &self,
+        chunk: Chunk<'_>,
+        buffers: &mut ChunkBuffers,
+        f: impl FnOnce(Numbers<'_>),
+    ) -> Result<(), Bail> {
         let n = chunk.len();
         match self {
             Program::Float(node) => {
-                let mut buf = [0.0; CHUNK];
-                if node.eval(chunk, &mut buf)? != chunk.all() {
+                if node.eval(chunk, &mut buffers.floats)? != chunk.all() {
                     return Err(Bail);
                 }
-                f(Numbers::Floats(&buf[..n]));
+                f(Numbers::Floats(&buffers.floats[..n]));
             }
             Program::Int(node) => {
-                let mut buf = [0; CHUNK];
-                if node.eval(chunk, &mut buf)? != chunk.all() {
+                if node.eval(chunk, &mut buffers.ints)? != chunk.all() {
                     return Err(Bail);
                 }
-                f(Numbers::Ints(&buf[..n]));
+                f(Numbers::Ints(&buffers.ints[..n]));
             }
             Program::Cond(_) => return Err(Bail),
         }

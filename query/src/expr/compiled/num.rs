@@ -97,6 +97,24 @@ impl FloatNode<'_> {
         }
     }
 
+    /// Whether it is a field (a leaf read straight from a column).
+    pub fn is_leaf(&self) -> bool {
+        matches!(self, FloatNode::F32(_) | FloatNode::F64(_))
+    }
+
+    /// For a field, `f(&mut out[j], row j's value)` over the chunk, and true; for any other
+    /// node, false and nothing done. An operation with a field operand reads the column
+    /// straight into its result, with no chunk of the field's values in between.
+    #[inline(always)]
+    fn merge_leaf<R>(&self, c: Chunk<'_>, out: &mut [R], mut f: impl FnMut(&mut R, f64)) -> bool {
+        match self {
+            FloatNode::F32(col) => c.merge(col, out, |o, v| f(o, *v as f64)),
+            FloatNode::F64(col) => c.merge(col, out, |o, v| f(o, *v)),
+            _ => return false,
+        }
+        true
+    }
+
     /// The chunk's values into `out[..len]`; returns the rows that are not null.
     pub fn eval(&self, c: Chunk<'_>, out: &mut Floats) -> Result<u64, Bail> {
         let n = c.len();
@@ -122,14 +140,33 @@ impl FloatNode<'_> {
                 c.all()
             }
             FloatNode::Arith(op, a, b) => {
-                // A constant operand stays in a register instead of filling a chunk.
+                // A constant operand stays in a register instead of filling a chunk; with a
+                // field on the other side, the field's column is read straight into the result.
                 if let FloatNode::Const(k) = **b {
+                    if leaf_arith_const(a, *op, k, false, c, &mut out[..n]) {
+                        return Ok(c.all());
+                    }
                     let valid = a.eval(c, out)?;
                     return Ok(valid & float_arith_const(*op, &mut out[..n], k, false));
                 }
                 if let FloatNode::Const(k) = **a {
+                    if leaf_arith_const(b, *op, k, true, c, &mut out[..n]) {
+                        return Ok(c.all());
+                    }
                     let valid = b.eval(c, out)?;
                     return Ok(valid & float_arith_const(*op, &mut out[..n], k, true));
+                }
+                // A field operand of `+ - *` is combined into the other side's values as its
+                // column is read: no chunk of its own.
+                if merges(*op) && b.is_leaf() {
+                    let valid = a.eval(c, out)?;
+                    merge_arith(b, *op, false, c, &mut out[..n]);
+                    return Ok(valid);
+                }
+                if merges(*op) && a.is_leaf() {
+                    let valid = b.eval(c, out)?;
+                    merge_arith(a, *op, true, c, &mut out[..n]);
+                    return Ok(valid);
                 }
                 let valid = a.eval(c, out)?;
                 let mut rhs = [0.0; CHUNK];
@@ -137,6 +174,9 @@ impl FloatNode<'_> {
                 valid & float_arith(*op, &mut out[..n], &rhs[..n])
             }
             FloatNode::Scale(a, k) => {
+                if a.merge_leaf(c, &mut out[..n], |o, v| *o = v * *k) {
+                    return Ok(c.all());
+                }
                 let valid = a.eval(c, out)?;
                 for x in &mut out[..n] {
                     *x *= *k;
@@ -144,6 +184,9 @@ impl FloatNode<'_> {
                 valid
             }
             FloatNode::Neg(a) => {
+                if a.merge_leaf(c, &mut out[..n], |o, v| *o = -v) {
+                    return Ok(c.all());
+                }
                 let valid = a.eval(c, out)?;
                 for x in &mut out[..n] {
                     *x = -*x;
@@ -172,24 +215,34 @@ impl FloatNode<'_> {
                 valid
             }
             FloatNode::MinMax(max, a, b) => {
+                if a.is_leaf() {
+                    // A field first (`min(Health.max, …)`): the second argument's values,
+                    // then the field's column combined into them. With every row valid, a NaN
+                    // anywhere is one the evaluator reports.
+                    let valid = b.eval(c, out)?;
+                    if valid == c.all() {
+                        let xs = &mut out[..n];
+                        let has_nan = |xs: &[f64]| xs.iter().fold(false, |seen, x| seen | x.is_nan());
+                        // Ties keep the first argument, the field's value `p`; a NaN `p`
+                        // comes out as the result, so a NaN of either side is seen in the
+                        // second argument's values or in the results (branch-free passes).
+                        let nan = has_nan(xs);
+                        if *max {
+                            a.merge_leaf(c, xs, |q, p| *q = if *q > p { *q } else { p });
+                        } else {
+                            a.merge_leaf(c, xs, |q, p| *q = if *q < p { *q } else { p });
+                        }
+                        return if nan || has_nan(xs) { Err(Bail) } else { Ok(valid) };
+                    }
+                    let mut rhs = [0.0; CHUNK];
+                    rhs[..n].copy_from_slice(&out[..n]);
+                    a.eval(c, out)?;
+                    return min_max(*max, &mut out[..n], &rhs[..n], valid);
+                }
                 let valid = a.eval(c, out)?;
                 let mut rhs = [0.0; CHUNK];
                 let valid = valid & b.eval(c, &mut rhs)?;
-                // NaN on a row that is not null is the evaluator's error to report. A fold
-                // with no early exit finds out (it vectorises); the mask only when needed.
-                let any_nan = out[..n].iter().zip(&rhs[..n]).fold(false, |seen, (p, q)| seen | p.is_nan() | q.is_nan());
-                if any_nan && mask2(&out[..n], &rhs[..n], n, |p, q| p.is_nan() || q.is_nan()) & valid != 0 {
-                    return Err(Bail);
-                }
-                // Ties keep the first argument (it matters for -0 and 0). One loop per
-                // direction, branch-free, so each is a vector max or min.
-                let pairs = out[..n].iter_mut().zip(&rhs[..n]);
-                if *max {
-                    pairs.for_each(|(p, q)| *p = if *q > *p { *q } else { *p });
-                } else {
-                    pairs.for_each(|(p, q)| *p = if *q < *p { *q } else { *p });
-                }
-                valid
+                min_max(*max, &mut out[..n], &rhs[..n], valid)?
             }
             FloatNode::Distance(pairs) => {
                 let valid = squared_distance(pairs, c, out)?;
@@ -202,6 +255,26 @@ impl FloatNode<'_> {
     }
 }
 
+/// `min` (or `max`, when `max`) of `xs[i]` and `ys[i]` into `xs`, over the `valid` rows; a NaN on
+/// a valid row gives up (the evaluator's error to report).
+fn min_max(max: bool, xs: &mut [f64], ys: &[f64], valid: u64) -> Result<u64, Bail> {
+    let n = xs.len();
+    // A fold with no early exit finds a NaN (it vectorises); the mask only when needed.
+    let any_nan = xs.iter().zip(ys).fold(false, |seen, (p, q)| seen | p.is_nan() | q.is_nan());
+    if any_nan && mask2(xs, ys, n, |p, q| p.is_nan() || q.is_nan()) & valid != 0 {
+        return Err(Bail);
+    }
+    // Ties keep the first argument (it matters for -0 and 0). One loop per direction,
+    // branch-free, so each is a vector max or min.
+    let pairs = xs.iter_mut().zip(ys);
+    if max {
+        pairs.for_each(|(p, q)| *p = if *q > *p { *q } else { *p });
+    } else {
+        pairs.for_each(|(p, q)| *p = if *q < *p { *q } else { *p });
+    }
+    Ok(valid)
+}
+
 /// The squared distance of two points, per coordinate pair, into `out`: the evaluator's
 /// order of operations (`s = 0; s += d·d` per coordinate), so its square root is the
 /// built-in's `distance` to the bit.
@@ -209,17 +282,24 @@ pub fn squared_distance(pairs: &[(FloatNode<'_>, FloatNode<'_>)], c: Chunk<'_>, 
     let n = c.len();
     out[..n].fill(0.0);
     let mut valid = c.all();
-    let (mut a, mut b) = ([0.0; CHUNK], [0.0; CHUNK]);
     for (pa, pb) in pairs {
-        valid &= pa.eval(c, &mut a)?;
         if let FloatNode::Const(k) = *pb {
-            // A constant point (the usual centre) stays in registers.
-            for (s, x) in out[..n].iter_mut().zip(&a[..n]) {
+            // A constant point (the usual centre) stays in registers; a field coordinate is
+            // read straight into the sum.
+            let sum = |s: &mut f64, x: f64| {
                 let d = x - k;
                 *s += d * d;
+            };
+            if pa.merge_leaf(c, &mut out[..n], sum) {
+                continue;
             }
+            let mut a = [0.0; CHUNK];
+            valid &= pa.eval(c, &mut a)?;
+            out[..n].iter_mut().zip(&a[..n]).for_each(|(s, x)| sum(s, *x));
             continue;
         }
+        let (mut a, mut b) = ([0.0; CHUNK], [0.0; CHUNK]);
+        valid &= pa.eval(c, &mut a)?;
         valid &= pb.eval(c, &mut b)?;
         for ((s, x), y) in out[..n].iter_mut().zip(&a[..n]).zip(&b[..n]) {
             let d = x - y;
@@ -227,6 +307,38 @@ pub fn squared_distance(pairs: &[(FloatNode<'_>, FloatNode<'_>)], c: Chunk<'_>, 
         }
     }
     Ok(valid)
+}
+
+/// Whether a field operand of `op` can be combined into the other side's values as its column
+/// is read ([`merge_arith`]): the operators that never make a row null.
+fn merges(op: ArithOp) -> bool {
+    matches!(op, ArithOp::Add | ArithOp::Sub | ArithOp::Mul)
+}
+
+/// `out[j] op leaf[j]` (`leaf[j] op out[j]` when `flip`) into `out`, for an operator that
+/// [`merges`]; false (nothing done) for others, or when `leaf` is not a field.
+fn merge_arith(leaf: &FloatNode<'_>, op: ArithOp, flip: bool, c: Chunk<'_>, out: &mut [f64]) -> bool {
+    match (op, flip) {
+        (ArithOp::Add, _) => leaf.merge_leaf(c, out, |o, v| *o += v),
+        (ArithOp::Mul, _) => leaf.merge_leaf(c, out, |o, v| *o *= v),
+        (ArithOp::Sub, false) => leaf.merge_leaf(c, out, |o, v| *o -= v),
+        (ArithOp::Sub, true) => leaf.merge_leaf(c, out, |o, v| *o = v - *o),
+        _ => false,
+    }
+}
+
+/// `leaf[j] op k` (`k op leaf[j]` when `flip`) into `out`, straight from the field's column,
+/// where no row becomes null (`+ - *`, and `/` by a non-zero constant); false (nothing done)
+/// otherwise, or when `leaf` is not a field.
+fn leaf_arith_const(leaf: &FloatNode<'_>, op: ArithOp, k: f64, flip: bool, c: Chunk<'_>, out: &mut [f64]) -> bool {
+    match (op, flip) {
+        (ArithOp::Add, _) => leaf.merge_leaf(c, out, |o, v| *o = v + k),
+        (ArithOp::Mul, _) => leaf.merge_leaf(c, out, |o, v| *o = v * k),
+        (ArithOp::Sub, false) => leaf.merge_leaf(c, out, |o, v| *o = v - k),
+        (ArithOp::Sub, true) => leaf.merge_leaf(c, out, |o, v| *o = k - v),
+        (ArithOp::Div, false) if k != 0.0 => leaf.merge_leaf(c, out, |o, v| *o = v / k),
+        _ => false,
+    }
 }
 
 /// `xs[i] op ys[i]` in place; returns the rows that stay valid (division by zero is null).
