@@ -19,6 +19,7 @@ mod write_log;
 
 use added::AddedTicks;
 pub use added::AddedView;
+pub(crate) use bulk::RemovalPlan;
 use write_log::WriteLog;
 pub use write_log::WrittenRows;
 

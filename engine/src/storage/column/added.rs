@@ -173,6 +173,23 @@ impl AddedTicks {
         }
     }
 
+    /// Each `(hole, from)` in order: row `hole` takes row `from`'s tick (a bulk removal's
+    /// moves).
+    pub(crate) fn apply_moves(&mut self, moves: &[(u32, u32)]) {
+        if self.same.is_none() {
+            for &(hole, from) in moves {
+                self.rows[hole as usize] = self.rows[from as usize];
+            }
+        }
+    }
+
+    /// Keeps the ticks of the first `len` rows.
+    pub(crate) fn truncate(&mut self, len: usize) {
+        if self.same.is_none() {
+            self.rows.truncate(len);
+        }
+    }
+
     /// Empties the ticks (the column is emptied).
     pub(crate) fn clear(&mut self) {
         self.same = None;

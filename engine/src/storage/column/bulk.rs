@@ -1,88 +1,129 @@
 //! Many rows at once: the bulk moves and removals behind ADD, REMOVE and DESPAWN of many
-//! entities. Rows are given ascending and distinct; values are copied as runs of consecutive
-//! rows; removal swap-removes from the highest row down, so every hole is filled by a row
-//! that stays.
+//! entities. Rows are given ascending and distinct. A removal fills each hole with the row
+//! then last, from the highest row down, so every hole is filled by a row that stays; the
+//! table works out those moves once ([`RemovalPlan`]) and every column, and the entity list,
+//! applies the same ones. Values are copied with the item size known at compile time for the
+//! common sizes, so a row costs a few moves rather than a call to `memcpy`.
 
 use super::{AddedView, Column};
+use crate::tick::Tick;
+
+/// The moves that remove some rows of a table: for each hole that a row fills, `(hole,
+/// from)`, in the order to apply them (a row may move twice: into a hole, then on into a
+/// lower one). Holes at the end are cut off without a move.
+pub(crate) struct RemovalPlan {
+    moves: Vec<(u32, u32)>,
+    /// How many rows go.
+    removed: usize,
+}
+
+impl RemovalPlan {
+    /// The plan that removes `rows` (ascending, distinct, below `len`) from `len` rows.
+    ///
+    /// # Panics
+    /// When a row is out of bounds.
+    pub(crate) fn new(rows: &[u32], len: usize) -> RemovalPlan {
+        check_rows(rows, len);
+        let mut moves = Vec::with_capacity(rows.len());
+        let mut len = len;
+        for &row in rows.iter().rev() {
+            // (Rows out of order would end here early; the column's checks then refuse the plan.)
+            let Some(last) = len.checked_sub(1) else { break };
+            if row as usize != last {
+                moves.push((row, last as u32));
+            }
+            len = last;
+        }
+        RemovalPlan { moves, removed: rows.len() }
+    }
+
+    /// The length after the plan, if it fits `len` rows: every move between two rows in
+    /// bounds, into a lower one (rows given twice or out of order make a plan that does not).
+    ///
+    /// # Panics
+    /// When it does not fit.
+    fn check(&self, len: usize) -> usize {
+        let fits = self.moves.iter().fold(true, |ok, &(hole, from)| ok & (hole < from) & ((from as usize) < len));
+        assert!(fits && self.removed <= len, "a removal plan that does not fit the column");
+        len - self.removed
+    }
+
+    /// Applies the plan to a list with a value per row (an entity list): `filled(value, row)`
+    /// for every value moved into a hole.
+    pub(crate) fn apply_to<T: Copy>(&self, list: &mut Vec<T>, mut filled: impl FnMut(T, usize)) {
+        for &(hole, from) in &self.moves {
+            let v = list[from as usize];
+            list[hole as usize] = v;
+            filled(v, hole as usize);
+        }
+        list.truncate(list.len() - self.removed);
+    }
+}
 
 impl Column {
     /// Moves `rows` (ascending, distinct, in bounds) to the end of `dst` (same component) in
-    /// that order, keeping their ticks, and removes them here as
-    /// [`Column::remove_rows_forget`] does.
-    pub(crate) fn move_rows_to(&mut self, rows: &[u32], dst: &mut Column) {
+    /// that order, keeping their ticks, and removes them here by `plan` (made for `rows` and
+    /// this column's length).
+    pub(crate) fn move_rows_to(&mut self, rows: &[u32], dst: &mut Column, plan: &RemovalPlan) {
         debug_assert_eq!(self.item, dst.item);
         check_rows(rows, self.len);
-        dst.reserve(rows.len());
+        assert_eq!(plan.removed, rows.len(), "a plan for other rows");
+        plan.check(self.len);
+        let n = rows.len();
+        dst.reserve(n);
         let size = self.item.size();
-        let mut i = 0;
-        while i < rows.len() {
-            // A run of consecutive rows is one copy.
-            let start = rows[i] as usize;
-            let mut end = start + 1;
-            i += 1;
-            while i < rows.len() && rows[i] as usize == end {
-                end += 1;
-                i += 1;
+        // SAFETY: every row of `rows` is an initialised value here (checked in bounds above);
+        // `reserve` made room for `n` values after dst's last row; the two allocations are
+        // distinct. The values now belong to `dst`: they are forgotten here below.
+        unsafe { gather_items(self.data.as_ptr(), dst.data.as_ptr().add(dst.len * size), size, rows) };
+        match self.added.view(self.len) {
+            AddedView::Same(t, _) => dst.added.extend(dst.len, AddedView::Same(t, n)),
+            AddedView::Rows(ticks) => {
+                let moved: Vec<Tick> = rows.iter().map(|&r| ticks[r as usize]).collect();
+                dst.added.extend(dst.len, AddedView::Rows(&moved));
             }
-            let n = end - start;
-            // SAFETY: rows start..end are initialised values here (checked in bounds above);
-            // `reserve` made room for them after dst's last row; the two allocations are
-            // distinct. The values now belong to `dst`: they are forgotten here below.
-            unsafe {
-                std::ptr::copy_nonoverlapping(
-                    self.data.as_ptr().add(start * size),
-                    dst.data.as_ptr().add(dst.len * size),
-                    n * size,
-                );
-            }
-            let src_added = match self.added.view(self.len) {
-                AddedView::Same(t, _) => AddedView::Same(t, n),
-                AddedView::Rows(r) => AddedView::Rows(&r[start..end]),
-            };
-            dst.added.extend(dst.len, src_added);
-            dst.len += n;
-            dst.changed.extend_from_slice(&self.changed[start..end]);
-            let len = dst.len;
-            dst.log_note_range(len - n..len, len);
         }
+        dst.changed.extend(rows.iter().map(|&r| self.changed[r as usize]));
+        dst.len += n;
+        let len = dst.len;
+        dst.log_note_range(len - n..len, len);
         // SAFETY: every value of `rows` was moved to `dst` above.
-        unsafe { self.remove_rows_forget(rows) };
+        unsafe { self.remove_planned_forget(plan) };
     }
 
-    /// Removes `rows` (ascending, distinct, in bounds) without dropping their values, by
-    /// swap-removing from the highest row down.
+    /// Removes the rows of `plan` without dropping their values.
     ///
     /// # Safety
-    /// The values of `rows` must have been moved out already.
-    pub(crate) unsafe fn remove_rows_forget(&mut self, rows: &[u32]) {
-        check_rows(rows, self.len);
+    /// The values of the plan's rows must have been moved out already.
+    unsafe fn remove_planned_forget(&mut self, plan: &RemovalPlan) {
+        let new_len = plan.check(self.len);
         let size = self.item.size();
-        for &row in rows.iter().rev() {
-            let row = row as usize;
-            let last = self.len - 1;
-            if row != last {
-                // SAFETY: both rows are in bounds (rows above `row` were removed first, so
-                // `last` is not one of `rows`); the value at `row` is gone (caller's
-                // contract), the one at `last` moves into its place.
-                unsafe {
-                    std::ptr::copy_nonoverlapping(
-                        self.data.as_ptr().add(last * size),
-                        self.data.as_ptr().add(row * size),
-                        size,
-                    )
-                };
-            }
-            self.len = last;
-            self.added.swap_remove(row);
-            self.changed.swap_remove(row);
-            self.note_moved_into(row);
+        // SAFETY: every move is between two rows in bounds (asserted above) and distinct; a
+        // hole's value is gone (the caller's contract, or moved on by an earlier move), the
+        // source's value moves into it, and rows past the new length are cut off below.
+        unsafe { move_items(self.data.as_ptr(), size, &plan.moves) };
+        // One pass per array, each a tight loop.
+        for &(hole, from) in &plan.moves {
+            self.changed[hole as usize] = self.changed[from as usize];
         }
+        self.added.apply_moves(&plan.moves);
+        if self.log.get().is_some() {
+            for &(hole, from) in &plan.moves {
+                // The moved value is new to its row (the length then is the source row).
+                self.log_note(hole as usize, from as usize);
+            }
+        }
+        self.len = new_len;
+        self.changed.truncate(new_len);
+        self.added.truncate(new_len);
     }
 
-    /// Drops the values of `rows` (ascending, distinct, in bounds) and removes them as
-    /// [`Column::remove_rows_forget`] does.
-    pub(crate) fn remove_rows_drop(&mut self, rows: &[u32]) {
+    /// Drops the values of the rows of `plan` (`rows`, which it was made for) and removes
+    /// them.
+    pub(crate) fn remove_rows_drop(&mut self, rows: &[u32], plan: &RemovalPlan) {
         check_rows(rows, self.len);
+        assert_eq!(plan.removed, rows.len(), "a plan for other rows");
+        plan.check(self.len);
         if let Some(d) = &self.drop {
             let size = self.item.size();
             for &row in rows {
@@ -92,14 +133,97 @@ impl Column {
             }
         }
         // SAFETY: the values were dropped above.
-        unsafe { self.remove_rows_forget(rows) };
+        unsafe { self.remove_planned_forget(plan) };
     }
 }
 
-/// Rows must be strictly ascending and below `len`: the bulk operations rely on it.
+/// Copies items `rows` of `src` to consecutive items from `dst` on.
+///
+/// # Safety
+/// Each of `rows` is an item of `size` bytes in `src`; `dst` has room for `rows.len()` items;
+/// the two do not overlap.
+unsafe fn gather_items(src: *const u8, dst: *mut u8, size: usize, rows: &[u32]) {
+    // One run of consecutive rows (a whole table leaving, as REMOVE of a tag from every
+    // entity that has it): one copy.
+    if let (Some(&first), Some(&last)) = (rows.first(), rows.last()) {
+        if last.checked_sub(first).is_some_and(|span| span as usize + 1 == rows.len()) {
+            // SAFETY: the caller's contract; the rows are first..=last.
+            unsafe { std::ptr::copy_nonoverlapping(src.add(first as usize * size), dst, rows.len() * size) };
+            return;
+        }
+    }
+    // SAFETY: (every arm) the caller's contract, with the item size `S` (or `size`) spelled
+    // out so that each copy is a few moves.
+    unsafe {
+        match size {
+            0 => {}
+            4 => gather_sized::<4>(src, dst, rows),
+            8 => gather_sized::<8>(src, dst, rows),
+            12 => gather_sized::<12>(src, dst, rows),
+            16 => gather_sized::<16>(src, dst, rows),
+            24 => gather_sized::<24>(src, dst, rows),
+            _ => {
+                for (i, &r) in rows.iter().enumerate() {
+                    std::ptr::copy_nonoverlapping(src.add(r as usize * size), dst.add(i * size), size);
+                }
+            }
+        }
+    }
+}
+
+/// [`gather_items`] for items of `S` bytes.
+///
+/// # Safety
+/// As for [`gather_items`] with `size == S`.
+#[inline(always)]
+unsafe fn gather_sized<const S: usize>(src: *const u8, dst: *mut u8, rows: &[u32]) {
+    for (i, &r) in rows.iter().enumerate() {
+        // SAFETY: the caller's contract.
+        unsafe { std::ptr::copy_nonoverlapping(src.add(r as usize * S), dst.add(i * S), S) };
+    }
+}
+
+/// Applies `moves` (`(hole, from)`, in order) to items of `size` bytes at `data`.
+///
+/// # Safety
+/// Every row of `moves` is an item in bounds; `hole != from`.
+unsafe fn move_items(data: *mut u8, size: usize, moves: &[(u32, u32)]) {
+    // SAFETY: (every arm) the caller's contract; distinct rows do not overlap.
+    unsafe {
+        match size {
+            0 => {}
+            4 => move_sized::<4>(data, moves),
+            8 => move_sized::<8>(data, moves),
+            12 => move_sized::<12>(data, moves),
+            16 => move_sized::<16>(data, moves),
+            24 => move_sized::<24>(data, moves),
+            _ => {
+                for &(hole, from) in moves {
+                    std::ptr::copy_nonoverlapping(data.add(from as usize * size), data.add(hole as usize * size), size);
+                }
+            }
+        }
+    }
+}
+
+/// [`move_items`] for items of `S` bytes.
+///
+/// # Safety
+/// As for [`move_items`] with `size == S`.
+#[inline(always)]
+unsafe fn move_sized<const S: usize>(data: *mut u8, moves: &[(u32, u32)]) {
+    for &(hole, from) in moves {
+        // SAFETY: the caller's contract.
+        unsafe { std::ptr::copy_nonoverlapping(data.add(from as usize * S), data.add(hole as usize * S), S) };
+    }
+}
+
+/// Rows must be strictly ascending and below `len`: the bulk operations rely on it (a row
+/// given twice would be dropped twice), so it is checked in release builds too, by folds with
+/// no early exit (they vectorise; the moves cost far more).
 fn check_rows(rows: &[u32], len: usize) {
     assert!(rows.last().is_none_or(|&r| (r as usize) < len), "row out of bounds ({len} rows)");
-    debug_assert!(rows.windows(2).all(|w| w[0] < w[1]), "rows must be ascending and distinct");
+    assert!(rows.windows(2).fold(true, |ok, w| ok & (w[0] < w[1])), "rows must be ascending and distinct");
 }
 
 #[cfg(test)]
@@ -129,12 +253,40 @@ mod tests {
     fn move_rows_keeps_order_and_ticks_and_fills_holes_from_the_end() {
         let mut a = strings(&["a", "b", "c", "d", "e", "f"]);
         let mut b = strings(&["z"]);
-        a.move_rows_to(&[1, 2, 4], &mut b);
+        let plan = RemovalPlan::new(&[1, 2, 4], 6);
+        a.move_rows_to(&[1, 2, 4], &mut b, &plan);
         let s = |x: &str, t| (x.to_string(), t);
         assert_eq!(read(&b), [s("z", 1), s("b", 2), s("c", 3), s("e", 5)]);
         // Highest first: f fills 4, then f fills 2, then d fills 1.
         assert_eq!(read(&a), [s("a", 1), s("d", 4), s("f", 6)]);
-        a.remove_rows_drop(&[0, 2]);
+        a.remove_rows_drop(&[0, 2], &RemovalPlan::new(&[0, 2], 3));
         assert_eq!(read(&a), [s("d", 4)]);
+    }
+
+    /// A plan's moves, applied to a list, are the swap-removes from the highest row down;
+    /// a plan that does not fit a column is refused before anything moves.
+    #[test]
+    fn removal_plans_are_swap_removes_from_the_top() {
+        let plan = RemovalPlan::new(&[1, 2, 4], 6);
+        let mut list = vec!['a', 'b', 'c', 'd', 'e', 'f'];
+        let mut filled = Vec::new();
+        plan.apply_to(&mut list, |v, row| filled.push((v, row)));
+        assert_eq!(list, ['a', 'd', 'f']);
+        assert_eq!(filled, [('f', 4), ('f', 2), ('d', 1)]);
+        let mut model = vec!['a', 'b', 'c', 'd', 'e', 'f'];
+        for row in [4, 2, 1] {
+            model.swap_remove(row);
+        }
+        assert_eq!(list, model);
+        // Rows given twice: refused before anything moves.
+        let mut a = strings(&["a", "b", "c"]);
+        for twice in [[2, 2], [0, 0]] {
+            let refused = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                let bad = RemovalPlan::new(&twice, 3);
+                a.remove_rows_drop(&twice, &bad)
+            }));
+            assert!(refused.is_err());
+            assert_eq!(read(&a).len(), 3, "nothing moved");
+        }
     }
 }

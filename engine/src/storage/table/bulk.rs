@@ -1,8 +1,10 @@
 //! Many rows of a table at once: moved to another table (ADD, REMOVE) or removed (DESPAWN).
-//! Rows are given ascending and distinct; see `Column::move_rows_to` for how holes fill.
+//! Rows are given ascending and distinct; the moves that fill the holes are worked out once
+//! ([`RemovalPlan`]) and applied to every column and to the entity list.
 
 use super::ArchetypeTable;
 use crate::entity::Entity;
+use crate::storage::column::RemovalPlan;
 
 impl ArchetypeTable {
     /// Moves `rows` (ascending, distinct, in bounds) to the end of `dst`, in that order:
@@ -19,34 +21,25 @@ impl ArchetypeTable {
         filled: impl FnMut(Entity, usize),
     ) -> usize {
         let first = dst.entities.len();
+        let plan = RemovalPlan::new(rows, self.entities.len());
         dst.entities.extend(rows.iter().map(|&r| self.entities[r as usize]));
         for (i, &c) in self.components.iter().enumerate() {
             match dst.column_mut(c) {
-                Some(d) => self.columns[i].move_rows_to(rows, d),
-                None => self.columns[i].remove_rows_drop(rows),
+                Some(d) => self.columns[i].move_rows_to(rows, d, &plan),
+                None => self.columns[i].remove_rows_drop(rows, &plan),
             }
         }
-        self.remove_entities(rows, filled);
+        plan.apply_to(&mut self.entities, filled);
         first
     }
 
     /// Drops the values of `rows` (ascending, distinct, in bounds) and removes them;
     /// `filled` as in [`ArchetypeTable::move_rows`].
     pub(crate) fn remove_rows(&mut self, rows: &[u32], filled: impl FnMut(Entity, usize)) {
+        let plan = RemovalPlan::new(rows, self.entities.len());
         for c in self.columns.iter_mut() {
-            c.remove_rows_drop(rows);
+            c.remove_rows_drop(rows, &plan);
         }
-        self.remove_entities(rows, filled);
-    }
-
-    /// The entity column's half of a bulk removal, the same swaps as the columns'.
-    fn remove_entities(&mut self, rows: &[u32], mut filled: impl FnMut(Entity, usize)) {
-        for &row in rows.iter().rev() {
-            let row = row as usize;
-            self.entities.swap_remove(row);
-            if let Some(&e) = self.entities.get(row) {
-                filled(e, row);
-            }
-        }
+        plan.apply_to(&mut self.entities, filled);
     }
 }
