@@ -201,6 +201,19 @@ pub trait SecondaryIndex: Send + Sync {
         Some(())
     }
 
+    /// [`answer_each`](Self::answer_each) if `accept` takes the [`estimate`](Self::estimate):
+    /// `Some(false)` (nothing visited) when it declines, `None` when the index does not
+    /// answer. A kind that finds the estimate and the entities in one place (one key's list)
+    /// looks once: the check a prepared point query makes on every run.
+    fn answer_each_if(
+        &self,
+        pred: &IndexPredicate,
+        accept: &mut dyn FnMut(&Estimate) -> bool,
+        visit: &mut dyn FnMut(&[u32]),
+    ) -> Option<bool> {
+        estimate_then_answer(self, pred, accept, visit)
+    }
+
     /// Entity `entity` (an entity index) has the component and its indexed values are now
     /// `values`: the indexed fields in definition order, or for a function index one
     /// [`Value::Bool`], or nothing for a presence index. Called for new and changed rows; may
@@ -240,6 +253,22 @@ pub trait SecondaryIndex: Send + Sync {
 
     /// Entries and approximate memory held.
     fn stats(&self) -> IndexStats;
+}
+
+/// [`SecondaryIndex::answer_each_if`] the plain way: the estimate, then, if `accept` takes
+/// it, the answer (the default, and what a kind does for shapes it does not answer in one
+/// look).
+pub(crate) fn estimate_then_answer<I: SecondaryIndex + ?Sized>(
+    index: &I,
+    pred: &IndexPredicate,
+    accept: &mut dyn FnMut(&Estimate) -> bool,
+    visit: &mut dyn FnMut(&[u32]),
+) -> Option<bool> {
+    if !accept(&index.estimate(pred)?) {
+        return Some(false);
+    }
+    index.answer_each(pred, visit)?;
+    Some(true)
 }
 
 /// A predicate shape an index may answer, built by the planner from a conjunct of `WHERE`

@@ -351,6 +351,25 @@ impl Slot {
         })
     }
 
+    /// [`SecondaryIndex::answer_each_if`] through the unreadable rows' rule (as
+    /// [`Slot::estimate`] and [`Slot::answer_each`]).
+    fn answer_each_if(
+        &self,
+        pred: &IndexPredicate,
+        accept: impl FnOnce(&Estimate) -> bool,
+        visit: &mut dyn FnMut(&[u32]),
+    ) -> Option<bool> {
+        if matches!(pred, IndexPredicate::Present) || !self.unreadable.is_empty() {
+            if !accept(&self.estimate(pred)?) {
+                return Some(false);
+            }
+            self.answer_each(pred, visit)?;
+            return Some(true);
+        }
+        let mut accept = Some(accept);
+        self.index.answer_each_if(pred, &mut |e| accept.take().is_some_and(|f| f(e)), visit)
+    }
+
     fn answer_each(&self, pred: &IndexPredicate, visit: &mut dyn FnMut(&[u32])) -> Option<()> {
         if matches!(pred, IndexPredicate::Present) {
             // Unreadable rows join the answer: through the set.
@@ -601,15 +620,14 @@ impl<'w> IndexReader<'w> {
         visit: &mut dyn FnMut(&[u32]),
     ) -> Option<bool> {
         let slot = self.set.find_fresh(name)?;
-        if !accept(&slot.estimate(pred)?) {
-            return Some(false);
-        }
         if let IndexPredicate::DescendantOf { .. } = pred {
+            if !accept(&slot.estimate(pred)?) {
+                return Some(false);
+            }
             crate::index::visit_answer(self.answer(name, pred)?, visit);
-        } else {
-            slot.answer_each(pred, visit)?;
+            return Some(true);
         }
-        Some(true)
+        slot.answer_each_if(pred, accept, visit)
     }
 
     /// The predicate of the function index `name`, for evaluating it row by row.
