@@ -326,9 +326,10 @@ fn within_const(sq: &[f64], r: f64) -> u64 {
     let (below, above) = (r2 * (1.0 - BAND), r2 * (1.0 + BAND));
     let surely = mask1(sq, n, |s| s < below);
     // A fold with no early exit (it vectorises); rows near the boundary are rare.
-    if !sq.iter().fold(false, |any, &s| any | (s >= below && s <= above)) {
+    let is_near = |s: f64| (s >= below) & (s <= above);
+    if !sq.iter().fold(false, |any, &s| any | is_near(s)) {
         return surely;
     }
-    let near = mask1(sq, n, |s| s >= below && s <= above);
+    let near = mask1(sq, n, is_near);
     surely | (mask1(sq, n, |s| s.sqrt() <= r) & near)
 }

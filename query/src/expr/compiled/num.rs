@@ -280,9 +280,21 @@ fn min_max(max: bool, xs: &mut [f64], ys: &[f64], valid: u64) -> Result<u64, Bai
 /// built-in's `distance` to the bit.
 pub fn squared_distance(pairs: &[(FloatNode<'_>, FloatNode<'_>)], c: Chunk<'_>, out: &mut Floats) -> Result<u64, Bail> {
     let n = c.len();
-    out[..n].fill(0.0);
     let mut valid = c.all();
-    for (pa, pb) in pairs {
+    // A first coordinate that is a field against a constant sets the sums instead of adding
+    // to zeros (0 + d² is d² to the bit: a square is never -0).
+    let first_set = match pairs.first() {
+        Some((pa, FloatNode::Const(k))) => pa.merge_leaf(c, &mut out[..n], |s, x| {
+            let d = x - *k;
+            *s = d * d;
+        }),
+        _ => false,
+    };
+    let rest = if first_set { &pairs[1..] } else { pairs };
+    if !first_set {
+        out[..n].fill(0.0);
+    }
+    for (pa, pb) in rest {
         if let FloatNode::Const(k) = *pb {
             // A constant point (the usual centre) stays in registers; a field coordinate is
             // read straight into the sum.
