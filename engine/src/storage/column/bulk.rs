@@ -8,71 +8,70 @@
 use super::{AddedView, Column};
 use crate::tick::Tick;
 
-/// The moves that remove some rows of a table: for each hole that a row fills, `(hole,
-/// from)`, in the order to apply them (a row may move twice: into a hole, then on into a
-/// lower one). Holes at the end are cut off without a move.
-pub(crate) struct RemovalPlan {
+/// The removal of some rows of a table, checked once: the rows (ascending, distinct, in
+/// bounds of the table's `len` rows) and the moves that fill their holes, `(hole, from)` for
+/// each hole a row fills, in the order to apply them (a row may move twice: into a hole, then
+/// on into a lower one). Holes at the end are cut off without a move. Each column of the
+/// table, and its entity list, applies the same plan.
+pub(crate) struct RemovalPlan<'r> {
+    rows: &'r [u32],
+    len: usize,
     moves: Vec<(u32, u32)>,
-    /// How many rows go.
-    removed: usize,
 }
 
-impl RemovalPlan {
-    /// The plan that removes `rows` (ascending, distinct, below `len`) from `len` rows.
+impl<'r> RemovalPlan<'r> {
+    /// The plan that removes `rows` from `len` rows.
     ///
     /// # Panics
-    /// When a row is out of bounds.
-    pub(crate) fn new(rows: &[u32], len: usize) -> RemovalPlan {
+    /// When the rows are not ascending and distinct, or one is out of bounds.
+    pub(crate) fn new(rows: &'r [u32], len: usize) -> RemovalPlan<'r> {
         check_rows(rows, len);
         let mut moves = Vec::with_capacity(rows.len());
-        let mut len = len;
+        let mut last = len;
         for &row in rows.iter().rev() {
-            // (Rows out of order would end here early; the column's checks then refuse the plan.)
-            let Some(last) = len.checked_sub(1) else { break };
+            // The rows are ascending and below `len`, so there is a last row each time.
+            last -= 1;
             if row as usize != last {
                 moves.push((row, last as u32));
             }
-            len = last;
         }
-        RemovalPlan { moves, removed: rows.len() }
+        RemovalPlan { rows, len, moves }
     }
 
-    /// The length after the plan, if it fits `len` rows: every move between two rows in
-    /// bounds, into a lower one (rows given twice or out of order make a plan that does not).
+    /// The length after the plan, for a column (or list) of `len` rows.
     ///
     /// # Panics
-    /// When it does not fit.
-    fn check(&self, len: usize) -> usize {
-        let fits = self.moves.iter().fold(true, |ok, &(hole, from)| ok & (hole < from) & ((from as usize) < len));
-        assert!(fits && self.removed <= len, "a removal plan that does not fit the column");
-        len - self.removed
+    /// When the plan was made for another length: its moves would not fit.
+    fn new_len(&self, len: usize) -> usize {
+        assert_eq!(len, self.len, "a removal plan made for a table of another length");
+        len - self.rows.len()
     }
 
     /// Applies the plan to a list with a value per row (an entity list): `filled(value, row)`
     /// for every value moved into a hole.
     pub(crate) fn apply_to<T: Copy>(&self, list: &mut Vec<T>, mut filled: impl FnMut(T, usize)) {
+        let new_len = self.new_len(list.len());
         for &(hole, from) in &self.moves {
             let v = list[from as usize];
             list[hole as usize] = v;
             filled(v, hole as usize);
         }
-        list.truncate(list.len() - self.removed);
+        list.truncate(new_len);
     }
 }
 
 impl Column {
-    /// Moves `rows` (ascending, distinct, in bounds) to the end of `dst` (same component) in
-    /// that order, keeping their ticks, and removes them here by `plan` (made for `rows` and
-    /// this column's length).
-    pub(crate) fn move_rows_to(&mut self, rows: &[u32], dst: &mut Column, plan: &RemovalPlan) {
+    /// Moves the rows of `plan` to the end of `dst` (same component) in their order, keeping
+    /// their ticks, and removes them here.
+    pub(crate) fn move_rows_to(&mut self, dst: &mut Column, plan: &RemovalPlan<'_>) {
         debug_assert_eq!(self.item, dst.item);
-        check_rows(rows, self.len);
-        assert_eq!(plan.removed, rows.len(), "a plan for other rows");
-        plan.check(self.len);
+        plan.new_len(self.len);
+        let rows = plan.rows;
         let n = rows.len();
         dst.reserve(n);
         let size = self.item.size();
-        // SAFETY: every row of `rows` is an initialised value here (checked in bounds above);
+        // SAFETY: every row of `rows` is an initialised value here (the plan checked them in
+        // bounds of its length, this column's);
         // `reserve` made room for `n` values after dst's last row; the two allocations are
         // distinct. The values now belong to `dst`: they are forgotten here below.
         unsafe { gather_items(self.data.as_ptr(), dst.data.as_ptr().add(dst.len * size), size, rows) };
@@ -95,10 +94,11 @@ impl Column {
     ///
     /// # Safety
     /// The values of the plan's rows must have been moved out already.
-    unsafe fn remove_planned_forget(&mut self, plan: &RemovalPlan) {
-        let new_len = plan.check(self.len);
+    unsafe fn remove_planned_forget(&mut self, plan: &RemovalPlan<'_>) {
+        let new_len = plan.new_len(self.len);
         let size = self.item.size();
-        // SAFETY: every move is between two rows in bounds (asserted above) and distinct; a
+        // SAFETY: every move is between two distinct rows in bounds (the plan's, made for this
+        // length from checked rows: `hole < from < len`); a
         // hole's value is gone (the caller's contract, or moved on by an earlier move), the
         // source's value moves into it, and rows past the new length are cut off below.
         unsafe { move_items(self.data.as_ptr(), size, &plan.moves) };
@@ -118,15 +118,12 @@ impl Column {
         self.added.truncate(new_len);
     }
 
-    /// Drops the values of the rows of `plan` (`rows`, which it was made for) and removes
-    /// them.
-    pub(crate) fn remove_rows_drop(&mut self, rows: &[u32], plan: &RemovalPlan) {
-        check_rows(rows, self.len);
-        assert_eq!(plan.removed, rows.len(), "a plan for other rows");
-        plan.check(self.len);
+    /// Drops the values of the rows of `plan` and removes them.
+    pub(crate) fn remove_rows_drop(&mut self, plan: &RemovalPlan<'_>) {
+        plan.new_len(self.len);
         if let Some(d) = &self.drop {
             let size = self.item.size();
-            for &row in rows {
+            for &row in plan.rows {
                 // SAFETY: the row is in bounds and initialised; it is dropped once and then
                 // removed without a second drop below.
                 unsafe { d.call(self.data.as_ptr().add(row as usize * size)) };
@@ -254,12 +251,12 @@ mod tests {
         let mut a = strings(&["a", "b", "c", "d", "e", "f"]);
         let mut b = strings(&["z"]);
         let plan = RemovalPlan::new(&[1, 2, 4], 6);
-        a.move_rows_to(&[1, 2, 4], &mut b, &plan);
+        a.move_rows_to(&mut b, &plan);
         let s = |x: &str, t| (x.to_string(), t);
         assert_eq!(read(&b), [s("z", 1), s("b", 2), s("c", 3), s("e", 5)]);
         // Highest first: f fills 4, then f fills 2, then d fills 1.
         assert_eq!(read(&a), [s("a", 1), s("d", 4), s("f", 6)]);
-        a.remove_rows_drop(&[0, 2], &RemovalPlan::new(&[0, 2], 3));
+        a.remove_rows_drop(&RemovalPlan::new(&[0, 2], 3));
         assert_eq!(read(&a), [s("d", 4)]);
     }
 
@@ -283,7 +280,7 @@ mod tests {
         for twice in [[2, 2], [0, 0]] {
             let refused = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                 let bad = RemovalPlan::new(&twice, 3);
-                a.remove_rows_drop(&twice, &bad)
+                a.remove_rows_drop(&bad)
             }));
             assert!(refused.is_err());
             assert_eq!(read(&a).len(), 3, "nothing moved");

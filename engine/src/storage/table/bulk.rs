@@ -25,8 +25,8 @@ impl ArchetypeTable {
         dst.entities.extend(rows.iter().map(|&r| self.entities[r as usize]));
         for (i, &c) in self.components.iter().enumerate() {
             match dst.column_mut(c) {
-                Some(d) => self.columns[i].move_rows_to(rows, d, &plan),
-                None => self.columns[i].remove_rows_drop(rows, &plan),
+                Some(d) => self.columns[i].move_rows_to(d, &plan),
+                None => self.columns[i].remove_rows_drop(&plan),
             }
         }
         plan.apply_to(&mut self.entities, filled);
@@ -38,7 +38,7 @@ impl ArchetypeTable {
     pub(crate) fn remove_rows(&mut self, rows: &[u32], filled: impl FnMut(Entity, usize)) {
         let plan = RemovalPlan::new(rows, self.entities.len());
         for c in self.columns.iter_mut() {
-            c.remove_rows_drop(rows, &plan);
+            c.remove_rows_drop(&plan);
         }
         plan.apply_to(&mut self.entities, filled);
     }

@@ -290,10 +290,12 @@ pub fn squared_distance(pairs: &[(FloatNode<'_>, FloatNode<'_>)], c: Chunk<'_>, 
         }),
         _ => false,
     };
-    let rest = if first_set { &pairs[1..] } else { pairs };
-    if !first_set {
+    let rest = if first_set {
+        &pairs[1..]
+    } else {
         out[..n].fill(0.0);
-    }
+        pairs
+    };
     for (pa, pb) in rest {
         if let FloatNode::Const(k) = *pb {
             // A constant point (the usual centre) stays in registers; a field coordinate is
