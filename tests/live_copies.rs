@@ -188,3 +188,35 @@ fn a_state_kept_by_a_caller_does_not_stop_publishing() {
     assert_eq!(kept.tick, 1, "the kept state is still the one it was");
     assert!(reader.copy_stats().full >= 2, "{:?}", reader.copy_stats());
 }
+
+/// Tool writes from another thread, applied by a writer that does not tick (as `ecsdb serve
+/// --hz 0` runs): each `exec` waits until readers see its tick, and that wait must not hold
+/// the older copy, or the copier gives up on it and every other state is a full copy.
+#[test]
+fn tool_writes_from_another_thread_are_copied_incrementally() {
+    let mut db = world();
+    let mut publisher = Publisher::with_pool_size(1);
+    let reader = publisher.reader();
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            while !stop.load(std::sync::atomic::Ordering::Acquire) {
+                publisher.wait_for_work(Duration::from_millis(5));
+                publisher.apply_queued(&mut db);
+                publisher.publish(&mut db);
+            }
+        });
+        reader.wait_for_tick(0, WAIT_LIMIT).unwrap();
+        for round in 0..12 {
+            let out = reader.exec(&format!("UPDATE Pos SET y = {round}"), &Params::new()).unwrap();
+            let (tick, rs) =
+                reader.query("SELECT count(*) FROM Pos WHERE Pos.y = $r", &Params::new().set("r", round)).unwrap();
+            assert!(tick >= out.tick, "read your writes: tick {tick} before {}", out.tick);
+            assert_eq!(rs.rows[0][0], ecsdb::Value::Int(300), "round {round}");
+        }
+        stop.store(true, std::sync::atomic::Ordering::Release);
+    });
+    let stats = reader.copy_stats();
+    assert_eq!(stats.full, 1, "only the first state is a full copy: {stats:?}");
+    assert!(stats.incremental >= 12, "{stats:?}");
+}

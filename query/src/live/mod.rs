@@ -563,13 +563,14 @@ impl Reader {
         let deadline = Instant::now() + timeout;
         let mut published = lock(&self.shared.published);
         loop {
-            let newest = self.shared.state.load_full();
+            // Look at the tick through a guard, and hold no state while waiting: once the
+            // copier has published the next state it waits for the older copy to be free
+            // before it takes another job, so a waiter holding it would turn the next
+            // state into a full copy.
+            let reached = self.shared.state.load().as_ref().is_some_and(|s| s.tick >= tick);
             let now = Instant::now();
-            if newest.as_ref().is_some_and(|s| s.tick >= tick)
-                || now >= deadline
-                || self.shared.closed.load(Ordering::Acquire)
-            {
-                return newest;
+            if reached || now >= deadline || self.shared.closed.load(Ordering::Acquire) {
+                return self.shared.state.load_full();
             }
             published =
                 self.shared.published_cond.wait_timeout(published, deadline - now).unwrap_or_else(|p| p.into_inner()).0;
