@@ -172,6 +172,31 @@ impl Entities {
         Entity { index, generation: 0 }
     }
 
+    /// Makes this allocator hold what `src` holds for the slots `touched` and every slot
+    /// `src` issued since this one last grew (generation and location, each live entity in
+    /// the same row of table `table_of[t]` here for its table `t` there), and `src`'s free
+    /// list and counts: a copy of a world whose tables hold the same rows, where only the
+    /// entities of rows that changed hands can have moved (`World::mirror_from`).
+    pub(crate) fn mirror_slots(&mut self, src: &Entities, touched: impl IntoIterator<Item = u32>, table_of: &[u32]) {
+        let copy = |m: &EntityMeta| {
+            let location = match m.location {
+                EntityLocation::DEAD => EntityLocation::DEAD,
+                l => EntityLocation { table: table_of[l.table as usize], row: l.row },
+            };
+            EntityMeta { generation: m.generation, location }
+        };
+        let known = self.meta.len().min(src.meta.len());
+        self.meta.truncate(src.meta.len());
+        self.meta.extend(src.meta[known..].iter().map(copy));
+        for index in touched {
+            let i = index as usize;
+            self.meta[i] = copy(&src.meta[i]);
+        }
+        self.free.clone_from(&src.free);
+        self.retired = src.retired;
+        self.alive = src.alive;
+    }
+
     /// Reserves capacity for `additional` more entities.
     pub(crate) fn reserve(&mut self, additional: usize) {
         self.meta.reserve(additional.saturating_sub(self.free.len()));

@@ -45,6 +45,11 @@ pub(crate) struct Storage {
 }
 
 impl Storage {
+    /// The table of exactly these components (sorted), if there is one.
+    pub(crate) fn table_id_of(&self, set: &[ComponentId]) -> Option<TableId> {
+        self.table_by_set.get(set).copied()
+    }
+
     pub(crate) fn table_for(&mut self, set: &[ComponentId], components: &Components) -> TableId {
         if let Some(&t) = self.table_by_set.get(set) {
             return t;
@@ -1187,9 +1192,10 @@ fn sparse_mut<'a>(
 }
 
 mod columnar;
-mod copy_rows;
+mod mirror;
 mod writers;
 pub use columnar::{FieldRows, TypedFieldValues};
+pub use mirror::Mirrored;
 pub use writers::ComponentWriter;
 
 mod bulk;

@@ -343,11 +343,35 @@ mod tests {
         let sent = outbox.take();
         assert_eq!(sent.len(), 1);
         assert_eq!(sent[0]["params"]["rows"], json!([[2]]));
-        // Entities moving (a spawn) may change any answer: evaluated again.
+        // Two more states, so that both copies are past the Health change (each copy's
+        // changes span the two states since it was last brought up to date).
+        for _ in 0..2 {
+            db.execute("UPDATE Pos SET x = Pos.x + 1").unwrap();
+            let tick = publish(&mut p, &mut db, &reader);
+            settle(&hub, tick);
+        }
+        let before = hub.evaluations();
+        // An entity spawned without Health cannot change the answer; one with Health can.
         db.execute("SPAWN Pos {x: 1}").unwrap();
         let tick = publish(&mut p, &mut db, &reader);
         settle(&hub, tick);
-        assert_eq!(hub.evaluations(), before + 2);
+        assert_eq!(hub.evaluations(), before, "the new entity has no Health");
+        db.execute("SPAWN Health {hp: 7}").unwrap();
+        let tick = publish(&mut p, &mut db, &reader);
+        settle(&hub, tick);
+        assert_eq!(hub.evaluations(), before + 1);
+        outbox.wait(Duration::from_secs(5));
+        assert_eq!(outbox.take()[0]["params"]["rows"], json!([[3]]));
+        // A query that requires no component ranges over every entity: any spawn counts.
+        hub.subscribe(&outbox, "all", "SELECT count(*)", Params::new(), &json!([])).unwrap();
+        db.execute("SPAWN Pos {x: 2}").unwrap();
+        let tick = publish(&mut p, &mut db, &reader);
+        settle(&hub, tick);
+        outbox.wait(Duration::from_secs(5));
+        let sent = outbox.take();
+        let all: Vec<&Json> = sent.iter().filter(|m| m["params"]["id"] == "all").collect();
+        assert_eq!(all.len(), 1, "SELECT count(*) sees the spawn: {sent:?}");
+        assert_eq!(all[0]["params"]["rows"], json!([[5]]));
         hub.stop();
         runner.join().unwrap();
     }

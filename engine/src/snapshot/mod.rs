@@ -149,6 +149,9 @@ pub struct LoadOptions {
     /// Leave out values of opaque components this program cannot decode (not registered
     /// with [`World::register_opaque_serde`]) instead of failing.
     pub skip_opaque: bool,
+    /// When the snapshot's secondary indexes are built: before the load returns (the
+    /// default), or at the first read of each (a copy whose readers may never use them).
+    pub indexes: IndexBuild,
 }
 
 /// What a save wrote.
@@ -474,7 +477,7 @@ impl World {
             e => e,
         })?;
         stats.bytes = total;
-        self.rebuild_snapshot_indexes(&mut stats, IndexBuild::Now);
+        self.rebuild_snapshot_indexes(&mut stats, opts.indexes);
         Ok(stats)
     }
 
@@ -486,7 +489,7 @@ impl World {
         let (header, body) = load::parse_header(bytes)?;
         let mut stats = load::load_snapshot(self, &read::Input::Mem(body), &header, opts)?;
         stats.bytes = bytes.len() as u64;
-        self.rebuild_snapshot_indexes(&mut stats, IndexBuild::Now);
+        self.rebuild_snapshot_indexes(&mut stats, opts.indexes);
         Ok(stats)
     }
 

@@ -144,7 +144,7 @@ fn opaque_values_need_serde_to_load_or_are_skipped() {
     let err = World::load_from_bytes(&bytes).err().unwrap();
     assert!(matches!(&err, SnapshotError::OpaqueWithoutSerde(n) if n == &["Inventory", "Mood"]), "{err}");
     let mut w = World::new();
-    let stats = w.load_bytes_into(&bytes, &LoadOptions { skip_opaque: true }).unwrap();
+    let stats = w.load_bytes_into(&bytes, &LoadOptions { skip_opaque: true, ..LoadOptions::default() }).unwrap();
     assert_eq!(stats.skipped_opaque, ["Inventory", "Mood"]);
     assert_eq!(w.len(), 19);
     assert!(w.component_id("Inventory").is_err());

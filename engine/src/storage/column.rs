@@ -15,11 +15,13 @@ use crate::tick::Tick;
 
 mod added;
 mod bulk;
+mod mirror;
 mod write_log;
 
 use added::AddedTicks;
 pub use added::AddedView;
 pub(crate) use bulk::RemovalPlan;
+pub(crate) use mirror::ValueCopy;
 use write_log::WriteLog;
 pub use write_log::WrittenRows;
 

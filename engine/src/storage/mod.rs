@@ -9,6 +9,7 @@ mod field_view;
 mod sparse;
 mod table;
 
+pub(crate) use column::ValueCopy;
 pub use column::{AddedView, Column, WrittenRows};
 pub use field::{FieldColumn, FieldIter, FieldScalar};
 pub use field_view::{FieldNum, FieldPlace, FieldView};

@@ -2,7 +2,7 @@
 
 use crate::component::ComponentInfo;
 use crate::entity::Entity;
-use crate::storage::Column;
+use crate::storage::{Column, ValueCopy};
 use crate::tick::Tick;
 
 const ABSENT: u32 = u32::MAX;
@@ -117,6 +117,19 @@ impl SparseSet {
     pub fn memory_bytes(&self) -> (usize, usize) {
         let (d, t) = self.dense.memory_bytes();
         (d, t + self.sparse.capacity() * 4 + self.entities.capacity() * 8)
+    }
+
+    /// Makes this set hold copies of `src`'s values (none: no values) for the same entities
+    /// in the same rows, stamped added at `tick`.
+    pub(crate) fn mirror_from(&mut self, src: Option<&SparseSet>, copy: &ValueCopy, tick: Tick) {
+        self.clear();
+        let Some(src) = src else { return };
+        self.sparse.clone_from(&src.sparse);
+        self.entities.clone_from(&src.entities);
+        self.dense.reserve(src.len());
+        for row in 0..src.len() {
+            self.dense.push_row_from(&src.dense, row, copy, tick);
+        }
     }
 
     pub(crate) fn clear(&mut self) {

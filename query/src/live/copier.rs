@@ -5,32 +5,28 @@
 //! write waits, and only until the copier has read what it needs. Two read-only copies take
 //! turns: readers query the newer one while the copier brings the other up to date.
 //!
-//! - **Incremental** (the common case: systems changed values, nothing moved): the copier
-//!   checks that every table of the spare copy holds the same entities as the writer's, then
-//!   copies into it the rows whose change ticks are newer than the spare's last copy (plain
-//!   data as bytes with `World::copy_rows_from`, the rest field by field through the
-//!   columnar writes; either way the copy's change ticks and indexes follow), and gives the
-//!   world back. The copy is made while the writer is between ticks and no
-//!   reader holds the spare: the copier waits for readers to let go of it before it says it
-//!   is ready for the next state, and the writer does not lend its world before that. A
-//!   writer that writes again before the copy is done recalls its world: the copier stops
-//!   within one run of [`COPY_CHUNK`] rows, gives it back, and that state is skipped (but never two in
-//!   a row, so that a writer that never pauses still lets readers see new states).
-//! - **Full** (the first state, or after entities were spawned, despawned or moved, or
-//!   components, indexes, references or systems were defined): a snapshot of the world,
-//!   decoded into two fresh copies. The world is given back as soon as the snapshot is
-//!   encoded.
+//! - **Incremental** (whenever the schema, indexes, references and systems are the ones of
+//!   the last full copy): the copier brings the spare copy up to date with
+//!   [`World::mirror_from`]: rows whose change ticks are newer than the spare's last copy,
+//!   and, in tables whose entities changed (spawned, despawned, moved between tables), every
+//!   row whose entity differs; the copy's change ticks and indexes follow. Then it gives the
+//!   world back. The copy is made while the writer is between ticks and no reader holds the
+//!   spare: the copier waits for readers to let go of it before it says it is ready for the
+//!   next state, and the writer does not lend its world before that. A writer that writes
+//!   again before the copy is done recalls its world: while only values are being copied
+//!   the copier stops within one run of rows, gives it back, and that state is skipped (but
+//!   never two in a row, so that a writer that never pauses still lets readers see new
+//!   states).
+//! - **Full** (the first state, or after components, indexes, references or systems were
+//!   defined): a snapshot of the world, decoded into two fresh copies. The world is given
+//!   back as soon as the snapshot is encoded.
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use ecsdb_engine::index::IndexDef;
-use ecsdb_engine::storage::{AddedView, Column, FieldPlace, FieldView};
-use ecsdb_engine::{
-    ChangeWindow, ComponentId, FieldRows, ReferenceDef, SaveOptions, StorageKind, SystemRecord, Tick, TypedFieldValues,
-    World,
-};
+use ecsdb_engine::{ComponentId, IndexBuild, LoadOptions, Mirrored, ReferenceDef, SaveOptions, SystemRecord, World};
 
 use super::{lock, ChangeLog, Published, Shared};
 use crate::database::WorldLoan;
@@ -81,11 +77,6 @@ struct Copy {
 /// How long the copier waits for readers to let go of the older copy before it gives up on
 /// it (longer than any query should hold a state; a holder keeps it alive regardless).
 const SPARE_WAIT: Duration = Duration::from_millis(250);
-
-/// Rows copied at a time: the values of a field copied one by one go through a buffer that
-/// stays in cache, and between two chunks the copier looks whether the writer recalled its
-/// world.
-const COPY_CHUNK: usize = 16_384;
 
 /// The parts of the writer's world whose change makes the next copy a full one.
 #[derive(PartialEq)]
@@ -187,8 +178,6 @@ impl Copier {
     fn publish_spare(&mut self, this_run: u64, tick: u64, shared: &Shared) -> bool {
         let Some(pair) = self.pair.as_mut() else { return false };
         let Some(spare) = Arc::get_mut(&mut pair.spare.state) else { return false };
-        let _permit = shared.copier_permit();
-        spare.db.world_mut().refresh_indexes();
         spare.tick = tick;
         spare.changes = self.log.clone();
         pair.spare.synced_run = this_run;
@@ -210,7 +199,14 @@ impl Copier {
         let layout = Layout::of(writer);
         drop(loan);
         let _permit = shared.copier_permit();
-        let decode = || (World::load_from_bytes(&bytes), World::load_from_bytes(&bytes));
+        // Indexes are built when a reader first wants them, in the reader's statement: a
+        // copy's indexes that nobody reads cost nothing.
+        let load = || {
+            let mut world = World::new();
+            let opts = LoadOptions { indexes: IndexBuild::Deferred, ..LoadOptions::default() };
+            world.load_bytes_into(&bytes, &opts).map(|_| world)
+        };
+        let decode = || (load(), load());
         let (Ok(current), Ok(spare)) = self.decode_pool.as_ref().map_or_else(decode, |pool| pool.install(decode))
         else {
             return false;
@@ -248,157 +244,33 @@ struct Target<'a> {
     synced_run: u64,
 }
 
-/// Copies into the target every row of the lent world changed since its `synced_run`, if
-/// nothing but values changed (the same components, and every table and sparse set holding
-/// the same entities in the same rows). Stops early when the writer recalls its world, if
-/// `may_stop`.
+/// Brings the target up to date with the lent world: the rows changed since its
+/// `synced_run`, and the entities spawned, despawned or moved since ([`World::mirror_from`]),
+/// if the layout still holds. Stops early when the writer recalls its world, if `may_stop`.
 fn sync(
     loan: &WorldLoan,
     may_stop: bool,
-    target: Target<'_>,
-    layout: &Layout,
-    components: &[Option<ComponentId>],
-) -> Synced {
-    let recalled = || may_stop && loan.is_recalled();
-    match sync_rows(loan.world(), &recalled, target, layout, components) {
-        Some(done) => done,
-        None => Synced::NeedsFull,
-    }
-}
-
-fn sync_rows(
-    writer: &World,
-    recalled: &dyn Fn() -> bool,
     Target { copy, synced_run }: Target<'_>,
     layout: &Layout,
     components: &[Option<ComponentId>],
-) -> Option<Synced> {
-    if !layout.holds_for(writer) || writer.len() != copy.len() {
-        return None;
+) -> Synced {
+    let writer = loan.world();
+    if !layout.holds_for(writer) {
+        return Synced::NeedsFull;
     }
+    let recalled = || may_stop && loan.is_recalled();
     let (window, this_run) = writer.begin_change_run(Some(synced_run));
-    let mut runs = Vec::new();
-    for table in writer.tables() {
-        if recalled() {
-            return Some(Synced::Recalled);
+    match copy.mirror_from(writer, components, &window, &recalled) {
+        Ok(Mirrored::Done(ids)) => {
+            // The schedule's clock (ticks run, simulated time) moves every tick; the systems
+            // themselves are the same (see `Layout`).
+            copy.set_schedule_record(writer.schedule_record().clone());
+            let mut changed: Vec<String> =
+                ids.iter().map(|&id| writer.components().info(id).name().to_string()).collect();
+            changed.sort_unstable();
+            Synced::To(this_run, changed)
         }
-        let Some(&first) = table.entities().first() else { continue };
-        // The same entities in the same rows of one table of the copy, with the same
-        // (readable) components: then rows map one to one.
-        let copy_table = &copy.tables()[copy.location(first).ok()?.table as usize];
-        if copy_table.entities() != table.entities() {
-            return None;
-        }
-        let mut readable = 0;
-        for (&id, column) in table.components().iter().zip(table.columns()) {
-            let Some(copy_id) = components[id.index()] else { continue };
-            readable += 1;
-            if !copy_table.has(copy_id) {
-                return None;
-            }
-            if let Some(rows) = changed_rows(column, &window) {
-                runs.push((FieldPlace::Table(table.id()), id, FieldPlace::Table(copy_table.id()), copy_id, rows));
-            }
-        }
-        if readable != copy_table.components().len() {
-            return None;
-        }
+        Ok(Mirrored::Stopped) => Synced::Recalled,
+        Err(_) => Synced::NeedsFull,
     }
-    for info in writer.components().iter().filter(|c| c.storage() == StorageKind::Sparse) {
-        let id = info.id();
-        let Some(copy_id) = components[id.index()] else { continue };
-        let set = writer.sparse_set(id);
-        if set.map_or(&[][..], |s| s.entities()) != copy.sparse_set(copy_id).map_or(&[][..], |s| s.entities()) {
-            return None;
-        }
-        if let Some(rows) = set.and_then(|s| changed_rows(s.column(), &window)) {
-            runs.push((FieldPlace::Sparse, id, FieldPlace::Sparse, copy_id, rows));
-        }
-    }
-    // The schedule's clock (ticks run, simulated time) moves every tick; the systems
-    // themselves are the same (see `Layout`).
-    copy.set_schedule_record(writer.schedule_record().clone());
-    let mut changed: Vec<String> = runs.iter().map(|r| writer.components().info(r.1).name().to_string()).collect();
-    changed.sort_unstable();
-    changed.dedup();
-    for (place, id, copy_place, copy_id, (start, end)) in runs {
-        for at in (start..end).step_by(COPY_CHUNK) {
-            if recalled() {
-                return Some(Synced::Recalled);
-            }
-            let to = end.min(at + COPY_CHUNK);
-            if copy.copy_rows_from(writer, id, place, copy_id, copy_place, at, to).ok()? {
-                continue;
-            }
-            // Strings, or a Rust type laid out unlike the copy's: field by field.
-            let fields = fields_of(writer, place, id, at, to)?;
-            match copy_place {
-                FieldPlace::Table(copy_table) => {
-                    copy.write_fields_run(copy_id, copy_table, at as u32, to as u32, fields).ok()?
-                }
-                FieldPlace::Sparse => {
-                    let entities = &writer.sparse_set(id)?.entities()[at..to];
-                    for (field, values) in fields {
-                        copy.write_field_rows(copy_id, field, FieldRows::Sparse(entities), values).ok()?;
-                    }
-                }
-            }
-        }
-    }
-    Some(Synced::To(this_run, changed))
-}
-
-/// The smallest run of rows holding every row changed or added in `window`.
-fn changed_rows(column: &Column, window: &ChangeWindow) -> Option<(usize, usize)> {
-    let mut run = new_run(column.changed_ticks(), window);
-    let added = match column.added_ticks() {
-        AddedView::Same(t, n) => (n > 0 && window.is_new(t)).then_some((0, n)),
-        AddedView::Rows(ticks) => new_run(ticks, window),
-    };
-    if let Some((s, e)) = added {
-        run = Some(run.map_or((s, e), |(rs, re)| (rs.min(s), re.max(e))));
-    }
-    run
-}
-
-/// Ticks tested per step: a branch-free test of a block vectorizes; most columns have no new
-/// row at all, and this scan is what the writer waits for when it writes again early.
-const TICK_BLOCK: usize = 256;
-
-/// The smallest run of rows holding every tick new in `window`.
-fn new_run(ticks: &[Tick], window: &ChangeWindow) -> Option<(usize, usize)> {
-    let first = first_new(ticks, window)?;
-    Some((first, last_new(ticks, window).unwrap_or(first) + 1))
-}
-
-fn first_new(ticks: &[Tick], window: &ChangeWindow) -> Option<usize> {
-    let new = |t: &Tick| window.is_new(*t);
-    ticks.chunks(TICK_BLOCK).enumerate().find_map(|(i, block)| {
-        block
-            .iter()
-            .fold(false, |any, t| any | new(t))
-            .then(|| i * TICK_BLOCK + block.iter().position(new).unwrap_or(0))
-    })
-}
-
-fn last_new(ticks: &[Tick], window: &ChangeWindow) -> Option<usize> {
-    let new = |t: &Tick| window.is_new(*t);
-    ticks.rchunks(TICK_BLOCK).enumerate().find_map(|(i, block)| {
-        // `rchunks` cuts from the end: block `i` starts `len - (i + 1) * TICK_BLOCK` in, or at 0.
-        let start = ticks.len().saturating_sub((i + 1) * TICK_BLOCK);
-        block.iter().fold(false, |any, t| any | new(t)).then(|| start + block.iter().rposition(new).unwrap_or(0))
-    })
-}
-
-/// Copies of every field of component `id` over rows `start..end` of `place`.
-fn fields_of(
-    world: &World,
-    place: FieldPlace,
-    id: ComponentId,
-    start: usize,
-    end: usize,
-) -> Option<Vec<(usize, TypedFieldValues)>> {
-    (0..world.components().info(id).fields().len())
-        .map(|f| FieldView::new(world, place, id, f).values_in(start, end).map(|v| (f, v)))
-        .collect()
 }

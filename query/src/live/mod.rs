@@ -65,8 +65,8 @@ pub struct Published {
 /// ```
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ChangeLog {
-    /// The last tick at which anything could have changed (a full copy: entities moved, or
-    /// the schema, indexes, references or systems changed).
+    /// The last tick at which anything could have changed (a full copy: the schema, indexes,
+    /// references or systems changed).
     everything: u64,
     /// Component name → the last tick its values changed, where later than `everything`.
     components: std::collections::HashMap<String, u64>,
@@ -98,14 +98,15 @@ pub struct SubscriptionShape {
     /// aggregate, GROUP BY, ORDER BY, LIMIT or OFFSET (the protocol's rule).
     pub keyed: bool,
     /// The components it reads (by name), or `None` when its answer may change without any
-    /// component changing (any statement but SELECT: SHOW, DESCRIBE, EXPLAIN), so a
-    /// subscriber must evaluate it at every tick.
+    /// component changing (any statement but SELECT: SHOW, DESCRIBE, EXPLAIN; and a SELECT
+    /// that requires no component, which ranges over every entity), so a subscriber must
+    /// evaluate it at every tick.
     pub reads: Option<std::collections::BTreeSet<String>>,
 }
 
 /// How a subscription to `text` is served (one parse and bind).
 pub fn subscription_shape(db: &Database, text: &str) -> Result<SubscriptionShape, Error> {
-    use crate::plan::logical::{ExprKind, LogicalPlan};
+    use crate::plan::logical::{ExprKind, LogicalPlan, Term};
     let stmt = parse::parse_statement(text)?;
     let bound = crate::bind::bind_statement(&stmt, db.world(), db.functions())?;
     let LogicalPlan::Select(p) = &bound.plan else {
@@ -116,6 +117,12 @@ pub fn subscription_shape(db: &Database, text: &str) -> Result<SubscriptionShape
         && p.limit.is_none()
         && p.offset.is_none()
         && p.items.first().is_some_and(|i| matches!(i.expr.kind, ExprKind::Entity));
+    // A query that requires no component ranges over every entity: an entity spawned,
+    // despawned or moved anywhere may change its answer, which no component's changes tell.
+    let ranges_over_all = !p.source.terms.iter().any(|t| matches!(t, Term::Required { .. } | Term::AnyOf(_)));
+    if ranges_over_all {
+        return Ok(SubscriptionShape { keyed, reads: None });
+    }
     let mut access = crate::schedule::Access::default();
     access.add_plan(&bound.plan);
     let components = db.world().components();
@@ -197,11 +204,11 @@ struct Shared {
 /// How the states readers saw were made (see [`Reader::copy_stats`]).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct CopyStats {
-    /// From a snapshot of the whole world: the first state, and any after entities were
-    /// spawned, despawned or moved between tables, or the schema, indexes, references or
-    /// systems changed.
+    /// From a snapshot of the whole world: the first state, and any after the schema,
+    /// indexes, references or systems changed.
     pub full: u64,
-    /// By copying only the rows whose values changed since the older copy.
+    /// By copying only what changed since the older copy: rows whose values changed, and
+    /// rows of entities spawned, despawned or moved between tables.
     pub incremental: u64,
     /// Skipped because the writer wanted its world back before the copy was done.
     pub recalled: u64,

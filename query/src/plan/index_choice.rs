@@ -28,12 +28,12 @@ use std::ops::Bound;
 use std::sync::Arc;
 
 use ecsdb_engine::index::{Estimate, IndexKind, IndexPredicate, IndexReader, Wanted};
-use ecsdb_engine::{ComponentId, StorageKind, Value, World};
+use ecsdb_engine::{StorageKind, Value, World};
 use roaring::RoaringBitmap;
 
 use crate::error::{Error, Span};
 use crate::functions::{Builtin, Function};
-use crate::plan::logical::{BinaryOp, Expr, ExprKind, HierarchyFunc, SelectPlan, Source, Term};
+use crate::plan::logical::{BinaryOp, Expr, ExprKind, HierarchyFunc, SelectPlan, Slot, Source, Term};
 use crate::plan::physical::{IndexLookup, IndexScan, Operand};
 use crate::plan::PlanOptions;
 
@@ -617,10 +617,23 @@ pub fn choose_index_or_why(
     })
 }
 
-/// The components a statement names: the indexes its planning may consult are theirs (the
-/// others are left to refresh when something reads them).
-fn source_components(source: &Source) -> Vec<ComponentId> {
-    source.slots.iter().map(|s| s.id).collect()
+/// The indexes planning the statement may consult: those over components its WHERE clause
+/// names, and presence indexes of its required terms. The others are left to refresh when
+/// something reads them (an index on a component the statement only reads may be costly to
+/// bring up to date, such as an rtree whose points all moved).
+fn consulted_indexes(source: &Source, world: &World) -> Vec<String> {
+    let required = |slot: Slot| source.terms.iter().any(|t| matches!(t, Term::Required { slot: s, .. } if *s == slot));
+    let in_filter = |slot: Slot| source.filter.as_ref().is_some_and(|f| f.names_slot(slot));
+    world
+        .index_definitions()
+        .into_iter()
+        .filter(|def| {
+            let Ok(id) = world.component_id(&def.component) else { return false };
+            let Some(slot) = source.slot_of(id) else { return false };
+            in_filter(slot) || (def.fields.is_empty() && required(slot))
+        })
+        .filter_map(|def| def.name)
+        .collect()
 }
 
 fn best_index_plan(source: &Source, world: &World, scan_rows: usize, prefer: bool) -> Option<Planned> {
@@ -634,7 +647,7 @@ fn index_plan_with(source: &Source, world: &World, prefer: bool) -> Option<Plann
     if world.index_definitions().is_empty() {
         return None;
     }
-    let reader = world.index_reader_for(Wanted::On(&source_components(source)));
+    let reader = world.index_reader_for(Wanted::Named(&consulted_indexes(source, world)));
     let total_rows = world.tables().iter().map(|t| t.len()).sum::<usize>() as f64;
     let chooser = Chooser { reader: &reader, source, world, total_rows, prefer };
     let conjuncts = source.filter.as_ref().map(|f| f.conjuncts()).unwrap_or_default();
@@ -667,7 +680,7 @@ fn index_plan_with(source: &Source, world: &World, prefer: bool) -> Option<Plann
 /// independent.
 fn where_selectivity(source: &Source, world: &World) -> f64 {
     let Some(filter) = &source.filter else { return 1.0 };
-    let reader = world.index_reader_for(Wanted::On(&source_components(source)));
+    let reader = world.index_reader_for(Wanted::Named(&consulted_indexes(source, world)));
     let total_rows = world.tables().iter().map(|t| t.len()).sum::<usize>() as f64;
     let chooser = Chooser { reader: &reader, source, world, total_rows, prefer: false };
     let mut selectivity = 1.0;

@@ -526,6 +526,20 @@ impl Expr {
         }
     }
 
+    /// Whether this expression or a sub-expression names the component in `slot` (a field,
+    /// the component itself, `has`, `changed`/`added`, a relation function).
+    pub fn names_slot(&self, slot: Slot) -> bool {
+        self.any(&mut |e| match &e.kind {
+            ExprKind::Field { slot: s, .. }
+            | ExprKind::Component(s)
+            | ExprKind::ComponentVector(s)
+            | ExprKind::Has(s)
+            | ExprKind::Changed { slot: s, .. }
+            | ExprKind::Hierarchy { slot: s, .. } => *s == slot,
+            _ => false,
+        })
+    }
+
     /// Whether any sub-expression satisfies `pred`.
     pub fn any(&self, pred: &mut impl FnMut(&Expr) -> bool) -> bool {
         if pred(self) {

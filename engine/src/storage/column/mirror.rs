@@ -1,0 +1,271 @@
+//! Copying values between columns of two worlds whose components have the same fields but
+//! maybe not the same layout: how a read-only copy of a world follows the world (see
+//! `World::mirror_from`). A value is copied as one run of bytes when both sides are the same
+//! plain data, and field by field otherwise (strings cloned, into the destination's own
+//! layout).
+
+use std::ops::Range;
+
+use super::Column;
+use crate::component::{ComponentInfo, FieldType};
+use crate::tick::Tick;
+
+/// How to copy a value of one component (the source) into a column of another (the
+/// destination) with the same fields: made only by [`ValueCopy::between`], which checks that
+/// the copy it describes makes valid destination values.
+#[derive(Clone, Debug)]
+pub(crate) struct ValueCopy {
+    how: How,
+    /// The destination component, for its zero value (a row appended field by field starts
+    /// as it).
+    zero: Option<ComponentInfo>,
+}
+
+#[derive(Clone, Debug)]
+enum How {
+    /// Both are the same plain data (same layout, same fields at the same offsets, nothing
+    /// to drop): the whole value as bytes.
+    Bytes,
+    /// Field by field from the source's offsets to the destination's.
+    Fields(Vec<FieldCopy>),
+}
+
+#[derive(Clone, Copy, Debug)]
+struct FieldCopy {
+    from: usize,
+    to: usize,
+    /// Bytes of a plain field, or `None` for a string (cloned).
+    plain: Option<usize>,
+}
+
+impl ValueCopy {
+    /// The copy from `src` values into `dst` columns: `None` unless both have the same fields
+    /// (names and types, in order), neither is opaque, and either both are the same plain data
+    /// or `dst` is a run-time component, whose value its fields describe entirely (a Rust type
+    /// may hold more than its schema names).
+    pub(crate) fn between(src: &ComponentInfo, dst: &ComponentInfo) -> Option<ValueCopy> {
+        if src.is_opaque() || dst.is_opaque() || src.fields().len() != dst.fields().len() {
+            return None;
+        }
+        let pairs = || src.fields().iter().zip(dst.fields());
+        if !pairs().all(|(a, b)| a.name == b.name && a.ty == b.ty) {
+            return None;
+        }
+        let same_bytes = src.layout() == dst.layout()
+            && src.drop_fn().is_none()
+            && dst.drop_fn().is_none()
+            && pairs().all(|(a, b)| a.offset == b.offset);
+        if same_bytes {
+            return Some(ValueCopy { how: How::Bytes, zero: None });
+        }
+        if !dst.is_dynamic() {
+            return None;
+        }
+        let fields = pairs()
+            .map(|(a, b)| FieldCopy {
+                from: a.offset,
+                to: b.offset,
+                plain: (a.ty != FieldType::String).then(|| a.ty.layout().size()),
+            })
+            .collect();
+        Some(ValueCopy { how: How::Fields(fields), zero: Some(dst.clone()) })
+    }
+
+    /// Copies the value at `src` over the initialised value at `dst` (its strings reuse their
+    /// buffers).
+    ///
+    /// # Safety
+    /// `src` points to a valid value of the source component, `dst` to a valid value of the
+    /// destination's, in another allocation.
+    unsafe fn assign(&self, src: *const u8, dst: *mut u8, size: usize) {
+        // SAFETY: forwarded; `between` checked that the fields pair up with equal types, so
+        // each plain field's bytes are a valid value of the destination field, and a string
+        // field holds an initialised `String` on both sides.
+        unsafe {
+            match &self.how {
+                How::Bytes => std::ptr::copy_nonoverlapping(src, dst, size),
+                How::Fields(fields) => {
+                    for f in fields {
+                        match f.plain {
+                            Some(n) => std::ptr::copy_nonoverlapping(src.add(f.from), dst.add(f.to), n),
+                            None => (*(dst.add(f.to) as *mut String)).clone_from(&*(src.add(f.from) as *const String)),
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// Writes a copy of the value at `src` to the uninitialised `dst`.
+    ///
+    /// # Safety
+    /// `src` points to a valid value of the source component; `dst` is valid for writes of
+    /// the destination's size, aligned, and holds nothing to drop.
+    unsafe fn write_new(&self, src: *const u8, dst: *mut u8, size: usize) {
+        // SAFETY: forwarded. Field by field, the destination is a run-time component
+        // (`between`): its zero value is a valid value, which `assign` then overwrites.
+        unsafe {
+            if let Some(zero) = &self.zero {
+                zero.write_zero(dst);
+            }
+            self.assign(src, dst, size);
+        }
+    }
+}
+
+impl Column {
+    /// Copies the values of rows `rows` of `src` over the same rows here, stamping them
+    /// changed at `tick` (noted in the write log, so indexes see them).
+    ///
+    /// # Panics
+    /// When a row is out of bounds in either column.
+    pub(crate) fn assign_rows_from(&mut self, src: &Column, rows: Range<usize>, copy: &ValueCopy, tick: Tick) {
+        assert!(rows.start <= rows.end && rows.end <= self.len && rows.end <= src.len, "rows out of range");
+        let (size, src_size) = (self.item.size(), src.item.size());
+        if matches!(copy.how, How::Bytes) {
+            // SAFETY: one layout of plain data on both sides (`ValueCopy::between`), the rows
+            // exist in both (checked), and the columns are different allocations (`self` is
+            // borrowed exclusively while `src` is shared).
+            unsafe {
+                std::ptr::copy_nonoverlapping(
+                    src.data.as_ptr().add(rows.start * size),
+                    self.data.as_ptr().add(rows.start * size),
+                    rows.len() * size,
+                );
+            }
+        } else {
+            for row in rows.clone() {
+                // SAFETY: both rows exist (checked) and hold valid values of the pair of
+                // components `copy` was made for.
+                unsafe { copy.assign(src.data.as_ptr().add(row * src_size), self.data.as_ptr().add(row * size), size) };
+            }
+        }
+        self.fill_changed(rows, tick);
+    }
+
+    /// Puts a copy of row `src_row` of `src` in row `row` here, in place of a value that
+    /// belonged to another entity: the row is stamped added and changed at `tick`.
+    ///
+    /// # Panics
+    /// When a row is out of bounds.
+    pub(crate) fn replace_row_from(&mut self, row: usize, src: &Column, src_row: usize, copy: &ValueCopy, tick: Tick) {
+        assert!(row < self.len && src_row < src.len, "rows out of range");
+        // SAFETY: both rows exist (checked) and hold valid values of the pair `copy` was made
+        // for, in two columns.
+        unsafe { copy.assign(src.get_ptr(src_row), self.get_ptr(row), self.item.size()) };
+        self.added.set(self.len, row, tick);
+        *self.changed_tick_logged(row, tick) = tick;
+    }
+
+    /// Appends a copy of row `src_row` of `src`, stamped added at `tick`.
+    ///
+    /// # Panics
+    /// When `src_row` is out of bounds.
+    pub(crate) fn push_row_from(&mut self, src: &Column, src_row: usize, copy: &ValueCopy, tick: Tick) {
+        assert!(src_row < src.len, "row out of range");
+        let size = self.item.size();
+        // SAFETY: `push_uninit` hands out a fresh row, which `write_new` initialises with a
+        // copy of a valid source value before anything reads it.
+        unsafe {
+            let dst = self.push_uninit(tick);
+            copy.write_new(src.get_ptr(src_row), dst, size);
+        }
+    }
+
+    /// Drops the rows from `len` on.
+    pub(crate) fn truncate(&mut self, len: usize) {
+        if len >= self.len {
+            return;
+        }
+        let old = self.len;
+        // Shorten first so a panicking drop leaks rather than drops twice.
+        self.len = len;
+        self.added.truncate(len);
+        self.changed.truncate(len);
+        if let Some(d) = &self.drop {
+            for row in len..old {
+                // SAFETY: rows below the old length were initialised; each is dropped once,
+                // and no longer counted as a row.
+                unsafe { d.call(self.data.as_ptr().add(row * self.item.size())) };
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::component::{ComponentDef, Components};
+    use crate::FieldType;
+
+    fn info(def: &ComponentDef) -> ComponentInfo {
+        let mut c = Components::default();
+        let id = c.define(def).unwrap();
+        c.info(id).clone()
+    }
+
+    /// A column of `S {n: i32, s: string}` values, one per number.
+    fn strings(info: &ComponentInfo, copy: &ValueCopy, from: &Column, rows: &[usize]) -> Column {
+        let mut c = Column::new(info);
+        for &r in rows {
+            c.push_row_from(from, r, copy, 1);
+        }
+        c
+    }
+
+    fn read(c: &Column, info: &ComponentInfo) -> Vec<(i32, String)> {
+        let (n, s) = (&info.fields()[0], &info.fields()[1]);
+        (0..c.len())
+            .map(|r| {
+                let p = c.get_ptr(r);
+                // SAFETY: rows below len hold valid values with these fields.
+                unsafe { (*(p.add(n.offset) as *const i32), (*(p.add(s.offset) as *const String)).clone()) }
+            })
+            .collect()
+    }
+
+    fn seed(info: &ComponentInfo, values: &[(i32, &str)]) -> Column {
+        let mut c = Column::new(info);
+        for (n, s) in values {
+            // SAFETY: the zero value, then its fields written with their own types.
+            unsafe {
+                let p = c.push_uninit(1);
+                info.write_zero(p);
+                *(p.add(info.fields()[0].offset) as *mut i32) = *n;
+                *(p.add(info.fields()[1].offset) as *mut String) = s.to_string();
+            }
+        }
+        c
+    }
+
+    #[test]
+    fn values_with_strings_copy_field_by_field_and_drop_once() {
+        let def = ComponentDef::new("S", &[("n", FieldType::I32), ("s", FieldType::String)]);
+        let i = info(&def);
+        let copy = ValueCopy::between(&i, &i).unwrap();
+        assert!(matches!(copy.how, How::Fields(_)), "strings are not bytes");
+        let src = seed(&i, &[(1, "one"), (2, "two"), (3, "three")]);
+        let mut dst = strings(&i, &copy, &src, &[2, 0]);
+        assert_eq!(read(&dst, &i), [(3, "three".into()), (1, "one".into())]);
+        dst.replace_row_from(0, &src, 1, &copy, 5);
+        assert_eq!(dst.added_ticks().get(0), Some(5));
+        dst.assign_rows_from(&src, 0..2, &copy, 6);
+        assert_eq!(read(&dst, &i), [(1, "one".into()), (2, "two".into())]);
+        assert_eq!(dst.changed_ticks(), [6, 6]);
+        dst.truncate(1);
+        assert_eq!(read(&dst, &i), [(1, "one".into())]);
+        dst.truncate(3);
+        assert_eq!(dst.len(), 1);
+    }
+
+    #[test]
+    fn plain_values_copy_as_bytes_and_other_fields_refuse() {
+        let p = info(&ComponentDef::new("P", &[("x", FieldType::F32), ("n", FieldType::I64)]));
+        let copy = ValueCopy::between(&p, &p).unwrap();
+        assert!(matches!(copy.how, How::Bytes));
+        let other = info(&ComponentDef::new("P", &[("x", FieldType::F64), ("n", FieldType::I64)]));
+        assert!(ValueCopy::between(&p, &other).is_none(), "another field type");
+        let renamed = info(&ComponentDef::new("P", &[("y", FieldType::F32), ("n", FieldType::I64)]));
+        assert!(ValueCopy::between(&p, &renamed).is_none(), "another field name");
+    }
+}

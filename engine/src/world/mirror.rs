@@ -1,0 +1,361 @@
+//! Bringing a read-only copy of a world up to date with the world: how the live publisher's
+//! copies follow the writer's world without a snapshot each time.
+//!
+//! The copy holds the source's entities in the same rows of corresponding tables (a table
+//! of the copy holds the components of its source table that the copy knows). A table whose
+//! entities are the same row for row only needs the rows whose change or added ticks are
+//! new in the window; a table whose entities differ (entities spawned, despawned or moved
+//! between tables) gets, besides those, a copy of every row whose entity differs, and is
+//! cut or extended to the source's length. The allocator's slots are then copied, and the
+//! indexes hear of every entity that lost a component. Copied rows are stamped with the
+//! copy's own ticks, so the copy's indexes and skip summaries refresh as after any write.
+
+use std::collections::HashMap;
+
+use crate::component::{ComponentId, StorageKind};
+use crate::entity::Entity;
+use crate::error::{EngineError, Result};
+use crate::storage::{AddedView, Column, TableId, ValueCopy};
+use crate::tick::{ChangeWindow, Tick};
+use crate::world::{sparse_mut, World};
+
+/// How [`World::mirror_from`] ended.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Mirrored {
+    /// The copy holds what the source holds. The source's components whose rows changed in
+    /// the copy (values written, rows added or removed), each once, in id order.
+    Done(Vec<ComponentId>),
+    /// `stop` asked to stop before the copy was complete: it holds part of the changes and
+    /// must be mirrored again, with the same window, before it is read.
+    Stopped,
+}
+
+/// Rows copied between two looks at `stop`.
+const CHUNK: usize = 16_384;
+
+impl World {
+    /// Brings this world, a copy of `src` made earlier (a snapshot of it, or an earlier
+    /// mirror), up to date with `src`: the same entities in the same rows of corresponding
+    /// tables and sparse sets, with the same values. `ids[c]` is this world's id of `src`'s
+    /// component `c` (`None`: not copied, such as an opaque component), and `window` the
+    /// change window since the copy was last made (rows stamped in it are copied again).
+    ///
+    /// Checks everything it relies on before copying anything, and fails (leaving every row
+    /// as it was) when the copy cannot follow `src`: a component whose fields differ, or two
+    /// tables of `src` that hold entities and differ only in components the copy lacks.
+    /// Rebuild the copy from a snapshot then. `stop` is asked between runs of rows while only
+    /// values are copied; after [`Mirrored::Stopped`] the copy must not be read until a later
+    /// call completes.
+    ///
+    /// ```
+    /// use ecsdb_engine::{ChangeWindow, ComponentDef, FieldType, Mirrored, SaveOptions, Value, World};
+    /// let mut world = World::new();
+    /// world.define_component(&ComponentDef::new("Hp", &[("v", FieldType::I64)])).unwrap();
+    /// let e = world.spawn_values(&[("Hp", &[("v", Value::Int(1))])]).unwrap();
+    /// let mut copy = World::load_from_bytes(&world.save_to_vec(&SaveOptions::default()).unwrap()).unwrap();
+    /// let (_, synced) = world.begin_change_run(None);
+    /// world.set_fields(e, "Hp", &[("v", Value::Int(2))]).unwrap();
+    /// let f = world.spawn_values(&[("Hp", &[("v", Value::Int(3))])]).unwrap();
+    /// let ids: Vec<_> = world.components().iter().map(|c| copy.component_id(c.name()).ok()).collect();
+    /// let (window, _) = world.begin_change_run(Some(synced));
+    /// assert!(matches!(copy.mirror_from(&world, &ids, &window, &|| false).unwrap(), Mirrored::Done(_)));
+    /// assert_eq!(copy.get_field(e, "Hp", "v").unwrap(), Value::Int(2));
+    /// assert_eq!(copy.get_field(f, "Hp", "v").unwrap(), Value::Int(3));
+    /// ```
+    pub fn mirror_from(
+        &mut self,
+        src: &World,
+        ids: &[Option<ComponentId>],
+        window: &ChangeWindow,
+        stop: &dyn Fn() -> bool,
+    ) -> Result<Mirrored> {
+        let plan = self.mirror_plan(src, ids)?;
+        let tick = self.write_tick();
+        let mut changed = vec![false; ids.len()];
+        let mut structural = Vec::new();
+        // Values only, where the entities are the same: the common case, and the only part
+        // that may stop half way (it moves nothing, so a later call finds the same work).
+        for (dst, source) in plan.sources.iter().enumerate() {
+            let Some(s) = *source else {
+                if !self.storage.tables[dst].is_empty() {
+                    structural.push(dst);
+                }
+                continue;
+            };
+            let from = &src.storage.tables[s];
+            if from.entities() != self.storage.tables[dst].entities() {
+                structural.push(dst);
+                continue;
+            }
+            for (&c, column) in from.components().iter().zip(from.columns()) {
+                let (Some(id), Some(copy)) = (ids[c.index()], &plan.copies[c.index()]) else { continue };
+                let runs = changed_runs(column, window);
+                if runs.is_empty() {
+                    continue;
+                }
+                changed[c.index()] = true;
+                let to = self.storage.tables[dst].column_mut(id).expect("the table's image has every copied component");
+                if assign_in_chunks(to, column, &runs, copy, tick, stop) {
+                    return Ok(Mirrored::Stopped);
+                }
+            }
+        }
+        let mut rebuilt_sparse = Vec::new();
+        for (c, copy) in plan.copies.iter().enumerate() {
+            let (Some(copy), Some(id)) = (copy, ids[c]) else { continue };
+            if src.components.info(ComponentId(c as u32)).storage() != StorageKind::Sparse {
+                continue;
+            }
+            let from = src.storage.sparse.get(c).and_then(Option::as_ref);
+            let to = self.storage.sparse.get(id.index()).and_then(Option::as_ref);
+            let (from_entities, to_entities) =
+                (from.map_or(&[][..], |s| s.entities()), to.map_or(&[][..], |s| s.entities()));
+            if from_entities != to_entities {
+                rebuilt_sparse.push(c);
+                continue;
+            }
+            let Some(from) = from else { continue };
+            let runs = changed_runs(from.column(), window);
+            if runs.is_empty() {
+                continue;
+            }
+            changed[c] = true;
+            let to = self.storage.sparse[id.index()].as_mut().expect("holds the same entities").column_mut();
+            if assign_in_chunks(to, from.column(), &runs, copy, tick, stop) {
+                return Ok(Mirrored::Stopped);
+            }
+        }
+        if stop() && (!structural.is_empty() || !rebuilt_sparse.is_empty()) {
+            return Ok(Mirrored::Stopped);
+        }
+        // From here on nothing stops: rows move, and the indexes must hear of every entity
+        // that lost a component.
+        let (mut displaced, mut placed): (Vec<(Entity, TableId)>, Vec<u32>) = (Vec::new(), Vec::new());
+        for &dst in &structural {
+            let source = plan.sources[dst].map(|s| &src.storage.tables[s]);
+            let moved = Moved { displaced: &mut displaced, placed: &mut placed };
+            self.mirror_table(TableId(dst as u32), source, ids, &plan.copies, window, tick, moved);
+            if let Some(from) = source {
+                for &c in from.components() {
+                    changed[c.index()] = true;
+                }
+            }
+            for &id in self.storage.tables[dst].components() {
+                if let Some(&c) = plan.source_id.get(id.index()).filter(|&&c| c != usize::MAX) {
+                    changed[c] = true;
+                }
+            }
+        }
+        let mut lost_sparse: Vec<(Entity, ComponentId)> = Vec::new();
+        for &c in &rebuilt_sparse {
+            let id = ids[c].expect("a rebuilt set is copied");
+            let from = src.storage.sparse.get(c).and_then(Option::as_ref);
+            let to = sparse_mut(&mut self.storage.sparse, id, &self.components);
+            lost_sparse
+                .extend(to.entities().iter().filter(|e| !from.is_some_and(|f| f.contains(**e))).map(|&e| (e, id)));
+            to.mirror_from(from, plan.copies[c].as_ref().expect("a rebuilt set is copied"), tick);
+            changed[c] = true;
+        }
+        if !structural.is_empty() {
+            // The rows that changed hands: their old entities (moved, or gone) and new ones.
+            let touched = displaced.iter().map(|(e, _)| e.index()).chain(placed.iter().copied());
+            self.entities.mirror_slots(&src.entities, touched, &plan.table_of);
+        }
+        for (e, old) in displaced {
+            for i in 0..self.storage.tables[old.index()].components().len() {
+                let id = self.storage.tables[old.index()].components()[i];
+                let kept = self.entities.location(e).is_some_and(|l| self.storage.tables[l.table as usize].has(id));
+                if !kept {
+                    self.indexes.note_removed(e, id);
+                }
+            }
+        }
+        for (e, id) in lost_sparse {
+            self.indexes.note_removed(e, id);
+        }
+        Ok(Mirrored::Done(
+            changed.iter().enumerate().filter(|(_, c)| **c).map(|(c, _)| ComponentId(c as u32)).collect(),
+        ))
+    }
+
+    /// Checks that this world can mirror `src` under `ids`, and works out how.
+    fn mirror_plan(&mut self, src: &World, ids: &[Option<ComponentId>]) -> Result<MirrorPlan> {
+        let refuse = |why: &str| Err(EngineError::Invalid(format!("this world cannot mirror the other: {why}")));
+        if ids.len() != src.components.len() {
+            return refuse("a component id for each of its components is needed");
+        }
+        let mut copies = Vec::with_capacity(ids.len());
+        let mut source_id = vec![usize::MAX; self.components.len()];
+        for (c, id) in ids.iter().enumerate() {
+            let Some(id) = *id else {
+                copies.push(None);
+                continue;
+            };
+            let from = src.components.info(ComponentId(c as u32));
+            if id.index() >= self.components.len() || source_id[id.index()] != usize::MAX {
+                return refuse("component ids out of range or given twice");
+            }
+            let to = self.components.info(id);
+            let Some(copy) = ValueCopy::between(from, to).filter(|_| from.storage() == to.storage()) else {
+                return refuse(&format!("component '{}' is not the same in both", from.name()));
+            };
+            source_id[id.index()] = c;
+            copies.push(Some(copy));
+        }
+        // Every table of `src` maps to the table here with the same copied components; two
+        // that hold entities must not map to one.
+        let mut table_of = vec![u32::MAX; src.storage.tables.len()];
+        let mut claimed: HashMap<usize, usize> = HashMap::new();
+        for (s, table) in src.storage.tables.iter().enumerate() {
+            let mut set: Vec<ComponentId> = table.components().iter().filter_map(|c| ids[c.index()]).collect();
+            set.sort_unstable();
+            if table.is_empty() && self.storage.table_id_of(&set).is_none() {
+                continue;
+            }
+            let dst = self.storage.table_for(&set, &self.components);
+            table_of[s] = dst.0;
+            if !table.is_empty() && claimed.insert(dst.index(), s).is_some() {
+                return refuse("two tables that hold entities differ only in components not copied");
+            }
+        }
+        let sources = (0..self.storage.tables.len()).map(|d| claimed.get(&d).copied()).collect();
+        Ok(MirrorPlan { copies, source_id, table_of, sources })
+    }
+
+    /// Makes table `dst` hold `source`'s rows (none: empty), noting the entities it held in
+    /// rows that now hold another (or no) entity, and the indices of the entities put there.
+    #[allow(clippy::too_many_arguments)]
+    fn mirror_table(
+        &mut self,
+        dst: TableId,
+        source: Option<&crate::storage::ArchetypeTable>,
+        ids: &[Option<ComponentId>],
+        copies: &[Option<ValueCopy>],
+        window: &ChangeWindow,
+        tick: Tick,
+        moved: Moved<'_>,
+    ) {
+        let table = &mut self.storage.tables[dst.index()];
+        let (theirs, ours) = (source.map_or(&[][..], |s| s.entities()), table.entities());
+        let common = theirs.len().min(ours.len());
+        let differ: Vec<usize> = (0..common).filter(|&r| theirs[r] != ours[r]).collect();
+        moved.displaced.extend(differ.iter().map(|&r| (ours[r], dst)));
+        moved.displaced.extend(ours[common..].iter().map(|&e| (e, dst)));
+        moved.placed.extend(differ.iter().map(|&r| theirs[r].index()));
+        moved.placed.extend(theirs[common..].iter().map(|e| e.index()));
+        if let Some(from) = source {
+            for (&c, column) in from.components().iter().zip(from.columns()) {
+                let (Some(id), Some(copy)) = (ids[c.index()], &copies[c.index()]) else { continue };
+                let to = table.column_mut(id).expect("the table's image has every copied component");
+                for (start, end) in changed_runs(column, window) {
+                    let end = end.min(common);
+                    if start < end {
+                        to.assign_rows_from(column, start..end, copy, tick);
+                    }
+                }
+                for &r in &differ {
+                    to.replace_row_from(r, column, r, copy, tick);
+                }
+                to.reserve(theirs.len().saturating_sub(common));
+                for r in common..theirs.len() {
+                    to.push_row_from(column, r, copy, tick);
+                }
+            }
+        }
+        let (entities, columns) = table.parts_mut();
+        for column in columns.iter_mut() {
+            column.truncate(theirs.len());
+        }
+        entities.truncate(common);
+        for &r in &differ {
+            entities[r] = theirs[r];
+        }
+        entities.extend_from_slice(&theirs[common..]);
+    }
+}
+
+/// Where [`World::mirror_table`] notes the entities of rows that changed hands.
+struct Moved<'a> {
+    /// The entities that held them, with their table.
+    displaced: &'a mut Vec<(Entity, TableId)>,
+    /// The indices of the entities that hold them now.
+    placed: &'a mut Vec<u32>,
+}
+
+/// What [`World::mirror_from`] works from.
+struct MirrorPlan {
+    /// By source component: how to copy its values here (`None`: not copied).
+    copies: Vec<Option<ValueCopy>>,
+    /// By component here: its id in the source (`usize::MAX`: none).
+    source_id: Vec<usize>,
+    /// By source table: the table here with its copied components (`u32::MAX`: none, for an
+    /// empty table with no image yet).
+    table_of: Vec<u32>,
+    /// By table here: the source table whose rows it holds (`None`: it must be empty).
+    sources: Vec<Option<usize>>,
+}
+
+/// Copies the rows of `runs` in chunks, asking `stop` between them; true if it stopped.
+fn assign_in_chunks(
+    to: &mut Column,
+    from: &Column,
+    runs: &[(usize, usize)],
+    copy: &ValueCopy,
+    tick: Tick,
+    stop: &dyn Fn() -> bool,
+) -> bool {
+    for &(start, end) in runs {
+        for at in (start..end).step_by(CHUNK) {
+            if stop() {
+                return true;
+            }
+            to.assign_rows_from(from, at..end.min(at + CHUNK), copy, tick);
+        }
+    }
+    false
+}
+
+/// Ticks tested per step: a branch-free test of a block vectorizes, and a row changed alone
+/// costs at most a block's copy.
+const TICK_BLOCK: usize = 256;
+
+/// Runs of rows (ascending, apart) holding every row changed or added in `window`: the blocks
+/// of [`TICK_BLOCK`] rows with such a row, adjacent ones joined, each run cut to its first and
+/// last such row. A few rows changed far apart cost a few blocks, not the rows between them.
+fn changed_runs(column: &Column, window: &ChangeWindow) -> Vec<(usize, usize)> {
+    let new = |t: &Tick| window.is_new(*t);
+    let changed = column.changed_ticks();
+    let added: Option<&[Tick]> = match column.added_ticks() {
+        AddedView::Same(t, n) if n > 0 && new(&t) => return vec![(0, n)],
+        AddedView::Same(..) => None,
+        AddedView::Rows(ticks) => Some(ticks),
+    };
+    let is_new = |row: usize| new(&changed[row]) || added.is_some_and(|a| new(&a[row]));
+    let block_has_new = |start: usize, end: usize| {
+        changed[start..end].iter().fold(false, |any, t| any | new(t))
+            || added.is_some_and(|a| a[start..end].iter().fold(false, |any, t| any | new(t)))
+    };
+    let mut runs: Vec<(usize, usize)> = Vec::new();
+    for start in (0..changed.len()).step_by(TICK_BLOCK) {
+        let end = changed.len().min(start + TICK_BLOCK);
+        if !block_has_new(start, end) {
+            continue;
+        }
+        match runs.last_mut() {
+            Some(run) if run.1 == start => run.1 = end,
+            _ => runs.push((start, end)),
+        }
+    }
+    for run in &mut runs {
+        while !is_new(run.0) {
+            run.0 += 1;
+        }
+        while !is_new(run.1 - 1) {
+            run.1 -= 1;
+        }
+    }
+    runs
+}
+
+#[cfg(test)]
+mod tests;
