@@ -21,7 +21,9 @@ use crate::error::{Error, ErrorKind};
 use crate::expr::compiled::Program;
 use crate::expr::{eval_error, Evaluator, Leaves};
 use crate::plan::logical::{BinaryOp, Expr};
-use crate::plan::physical::{Access, FilterStep, PhysicalSlot, RowCheck, ScanPlan, SlotSource, TableFilter, TablePlan};
+use crate::plan::physical::{
+    Access, FilterStep, IndexCount, PhysicalSlot, RowCheck, ScanPlan, SlotSource, TableFilter,
+};
 
 /// Rows handed to a sink at a time (bounds the memory of evaluated columns).
 pub const BATCH: usize = 1024;
@@ -604,19 +606,18 @@ fn matched_rows(plan: &ScanPlan, world: &World) -> usize {
 /// index-only count). `None` when that does not hold or the lookup chose a scan.
 fn counted_by_index(plan: &ScanPlan, world: &World, params: &[Value]) -> Result<Option<usize>, Error> {
     let Access::Index(ix) = &plan.access else { return Ok(None) };
-    let decided = |tp: &TablePlan| match &*tp.filter {
-        TableFilter::Never => true,
-        TableFilter::Steps(steps) => {
-            tp.checks.is_empty() && steps.iter().all(|s| ix.exact_conjuncts.contains(&s.expr().span))
-        }
-    };
-    if !plan.tables.iter().all(decided) {
-        return Ok(None);
-    }
+    let Some(count) = plan.index_count() else { return Ok(None) };
     let counted = |table: u32| match plan.tables.binary_search_by_key(&TableId(table), |t| t.table) {
         Ok(i) => matches!(*plan.tables[i].filter, TableFilter::Steps(_)),
         Err(_) => false,
     };
+    // Every entity the index answers lies in a matched table: the count is the answer's
+    // size, and no entity needs locating.
+    if count == IndexCount::AnswerSize {
+        let mut n = 0;
+        let answered = ix.lookup.lookup(world, params, matched_rows(plan, world), &mut |ids| n += ids.len())?;
+        return Ok(answered.then_some(n));
+    }
     let entities = world.entities();
     let mut n = 0;
     // Entities of one answer mostly share a table: the last table's verdict is kept.

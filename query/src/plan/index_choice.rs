@@ -28,7 +28,7 @@ use std::ops::Bound;
 use std::sync::Arc;
 
 use ecsdb_engine::index::{Estimate, IndexKind, IndexPredicate, IndexReader, Wanted};
-use ecsdb_engine::{StorageKind, Value, World};
+use ecsdb_engine::{ComponentId, StorageKind, Value, World};
 use roaring::RoaringBitmap;
 
 use crate::error::{Error, Span};
@@ -282,6 +282,8 @@ fn candidate(c: &Expr, source: &Source, world: &World) -> Option<Candidate> {
 struct IndexLeaf {
     index: String,
     kind: IndexKind,
+    /// The component the index is over.
+    component: ComponentId,
     shape: Shape,
     /// `= on Team(name)`, for EXPLAIN.
     predicate: String,
@@ -449,6 +451,7 @@ impl Chooser<'_, '_> {
                 let leaf = IndexLeaf {
                     index: ix.name.clone(),
                     kind: ix.kind,
+                    component: ix.component_id,
                     shape: cand.shape.clone(),
                     predicate,
                     note,
@@ -572,6 +575,13 @@ impl IndexLookup for EngineLookup {
         let Some(set) = self.tree.answer(&reader, params) else { return Ok(false) };
         ecsdb_engine::index::visit_in_batches(set.iter(), visit);
         Ok(true)
+    }
+
+    fn component(&self) -> Option<ComponentId> {
+        match &self.tree {
+            IndexTree::Leaf(leaf) => Some(leaf.component),
+            _ => None,
+        }
     }
 }
 

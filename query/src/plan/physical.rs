@@ -73,6 +73,13 @@ pub trait IndexLookup: Send + Sync {
         scan_rows: usize,
         visit: &mut dyn FnMut(&[u32]),
     ) -> Result<bool, Error>;
+
+    /// The component of the one index every answer comes from (`None` for a combination of
+    /// several): each entity such an index answers is alive and has that component, so a
+    /// count over tables that hold every entity with it need not locate them.
+    fn component(&self) -> Option<ComponentId> {
+        None
+    }
 }
 
 /// An access path through secondary indexes: one index's answer, or several combined.
@@ -241,10 +248,22 @@ pub struct ScanPlan {
     /// The matched tables, in table order.
     pub tables: Vec<TablePlan>,
     tables_seen: usize,
+    /// How the index answer counts the rows (see [`ScanPlan::index_count`]).
+    index_count: Option<IndexCount>,
     /// Pushed-down predicates by slot sources, computed once per distinct layout.
     filters: Vec<(Vec<SlotSource>, Arc<TableFilter>)>,
     /// The change run of a statement that tracks changes ([`ScanPlan::track_changes`]).
     changes: Option<ChangeRun>,
+}
+
+/// How an index answer gives `count(*)` ([`ScanPlan::index_count`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum IndexCount {
+    /// Every entity answered lies in a matched table (the one index is over a table
+    /// component every holder of which is matched): the count is the answer's size.
+    AnswerSize,
+    /// The entities answered that lie in matched tables, each located.
+    MatchedTables,
 }
 
 /// Where a change-tracking statement is: its previous run and the current run's window.
@@ -308,13 +327,43 @@ impl ScanPlan {
             access: Access::Scan { reason: String::new() },
             tables: Vec::new(),
             tables_seen: 0,
+            index_count: None,
             filters: Vec::new(),
             changes: None,
         };
         plan.rematch(world);
         // After matching: an index must beat a scan of the matched tables, not of the world.
         plan.access = choose_access(source, world, plan.matched_rows(world), options);
+        plan.index_count = plan.count_by_index(world);
         plan
+    }
+
+    /// How `count(*)` over the plan's rows follows from its index answer, when it does: the
+    /// access reads indexes that decide every matched table's filter (exact answers to all
+    /// its conjuncts, no other row check). `None` otherwise. Kept by [`ScanPlan::refresh`].
+    pub fn index_count(&self) -> Option<IndexCount> {
+        self.index_count
+    }
+
+    fn count_by_index(&self, world: &World) -> Option<IndexCount> {
+        let Access::Index(ix) = &self.access else { return None };
+        let decided = |tp: &TablePlan| match &*tp.filter {
+            TableFilter::Never => true,
+            TableFilter::Steps(steps) => {
+                tp.checks.is_empty() && steps.iter().all(|s| ix.exact_conjuncts.contains(&s.expr().span))
+            }
+        };
+        if !self.tables.iter().all(decided) {
+            return None;
+        }
+        let Some(c) = ix.lookup.component() else { return Some(IndexCount::MatchedTables) };
+        let passes = |t: TableId| match self.tables.binary_search_by_key(&t, |tp| tp.table) {
+            Ok(i) => !matches!(*self.tables[i].filter, TableFilter::Never),
+            Err(_) => false,
+        };
+        let every_holder_passes = world.components().info(c).storage() == StorageKind::Table
+            && world.tables().iter().filter(|t| t.has(c)).all(|t| passes(t.id()));
+        Some(if every_holder_passes { IndexCount::AnswerSize } else { IndexCount::MatchedTables })
     }
 
     /// Whether the plan was made for this world.
@@ -349,6 +398,7 @@ impl ScanPlan {
     /// Matches new tables and chooses the access path again after index changes.
     fn rematch(&mut self, world: &World) {
         let tables = world.tables();
+        let mut changed = false;
         if self.tables_seen < tables.len() {
             for t in &tables[self.tables_seen..] {
                 if let Some(tp) = self.match_table(t) {
@@ -356,10 +406,15 @@ impl ScanPlan {
                 }
             }
             self.tables_seen = tables.len();
+            changed = true;
         }
         if self.indexes_changed(world) {
             self.index_version = world.index_catalog_version();
             self.access = choose_access(&self.source, world, self.matched_rows(world), self.options);
+            changed = true;
+        }
+        if changed {
+            self.index_count = self.count_by_index(world);
         }
     }
 
