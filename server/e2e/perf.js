@@ -4,7 +4,8 @@
 // The page is served by a real `ecsdb serve`. Second row: the watch's notifications are made in
 // the page (10,000 upserted rows each, as JSON text) and handed to the connection's worker,
 // which parses and applies them as it does the socket's, so the load is exactly 10 Hz whatever
-// the machine; the main thread only gets frames of the rows in sight. Third row: a real subscription on a demo world whose
+// the machine; the main thread only gets frames of the rows in sight. Third row: a real subscription on a demo world (served
+// without ticking, or at LIVE_HZ ticks a second with its systems running), whose
 // watched rows another client moves ten times a second. While they arrive, Playwright types 120 characters into the
 // query editor; for each key the time from the key event to the next painted frame is taken.
 // The same typing with no watch running is the baseline. Prints a markdown table.
@@ -23,6 +24,8 @@ const KEYS = TYPED.length;
 const LIVE_ENTITIES = process.env.LIVE_ENTITIES ?? '500000';
 const LIVE_QUERY = 'SELECT entity, Name.value, Position.x, Position.y, Health.hp FROM Player, Position';
 const LIVE_WRITE = 'UPDATE Position SET x = Position.x + 1 FROM Player, Position';
+/** Ticks per second of the live row's server. */
+const LIVE_HZ = process.env.LIVE_HZ ?? '0';
 
 async function measure(page, withLoad) {
   await page.getByRole('tab', { name: 'Watch' }).click();
@@ -96,7 +99,9 @@ async function measureLive(browser) {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ecsdb-perf-'));
   const world = path.join(dir, 'demo.ecsdb');
   execFileSync(BIN, ['demo', '--entities', LIVE_ENTITIES, '--ticks', '1', '--out', world], { stdio: 'ignore' });
-  const server = await startServer(world, { allowWrites: true });
+  // LIVE_HZ=60 serves it as a game runs: ticking, the demo's systems moving every entity and
+  // respawning some each tick. The default (0) applies each write at once, with no systems.
+  const server = await startServer(world, { allowWrites: true, extra: ['--hz', LIVE_HZ] });
   let writer = null;
   try {
     const { page } = await openInspector(browser, server.url);
@@ -145,7 +150,7 @@ try {
   console.log('| case | p50 | p99 | max | long tasks (>50 ms) | longest task | notifications applied | worker ms per notification (parse + apply) | main-thread ms per frame (receive + draw) |');
   console.log('|---|---|---|---|---|---|---|---|---|');
   const cases = [['no watch (baseline)', idle], ['10,000-row watch, 10 Hz (made in the page)', loaded]];
-  if (live) cases.push([`live watch: ${live.rows.toLocaleString('en-US')} rows of a ${Number(LIVE_ENTITIES).toLocaleString('en-US')}-entity world, another client's exec at ${HZ} Hz (${live.rate.toFixed(1)} notifications/s)`, live]);
+  if (live) cases.push([`live watch: ${live.rows.toLocaleString('en-US')} rows of a ${Number(LIVE_ENTITIES).toLocaleString('en-US')}-entity world, another client's exec at ${HZ} Hz, server ${LIVE_HZ === '0' ? 'not ticking' : `ticking at ${LIVE_HZ} Hz`} (${live.rate.toFixed(1)} notifications/s)`, live]);
   for (const [name, r] of cases) {
     const perMessage = r.applied && r.perMessage !== undefined ? f(r.perMessage) : '–';
     const perRender = r.applied && r.perFrame !== undefined ? f(r.perFrame) : '–';
