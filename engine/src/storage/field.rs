@@ -28,6 +28,8 @@ pub use crate::component::SchemaField as FieldScalar;
 pub struct FieldColumn<'a, T> {
     /// Address of row 0's field (dangling-but-aligned when the column is empty).
     base: *const u8,
+    /// Address of the column's row 0: views of fields of one column share it.
+    origin: *const u8,
     stride: usize,
     len: usize,
     _marker: PhantomData<&'a [T]>,
@@ -52,8 +54,9 @@ impl<'a, T: FieldScalar> FieldColumn<'a, T> {
         debug_assert!(offset + std::mem::size_of::<T>() <= column.item_size());
         // SAFETY: the offset lies inside the first value (or the column is empty and the
         // pointer is never dereferenced: every read is bounds-checked against `len`).
-        let base = column.data_ptr().wrapping_add(offset);
-        FieldColumn { base, stride: column.item_size(), len: column.len(), _marker: PhantomData }
+        let origin = column.data_ptr();
+        let base = origin.wrapping_add(offset);
+        FieldColumn { base, origin, stride: column.item_size(), len: column.len(), _marker: PhantomData }
     }
 
     /// Number of rows.
@@ -315,6 +318,49 @@ impl<'a, T: FieldScalar> Iterator for FieldIter<'a, T> {
 
 impl<T: FieldScalar> ExactSizeIterator for FieldIter<'_, T> {}
 
+impl<'a> FieldColumn<'a, f32> {
+    /// This field and `y` and `z` read together, one `[f32; 3]` a row, when all three are
+    /// fields of one column lying side by side (`y` 4 bytes after this one, `z` 8 after): a
+    /// vector-like component's coordinates (`Position (x f32, y f32, z f32)`) in one strided
+    /// walk instead of three. `None` otherwise.
+    ///
+    /// ```
+    /// use ecsdb_engine::{Component, World};
+    /// #[derive(Component)] struct Pos { x: f32, y: f32, z: f32 }
+    /// let mut world = World::new();
+    /// let e = world.spawn(Pos { x: 1.0, y: 2.0, z: 3.0 });
+    /// let id = world.component_id("Pos").unwrap();
+    /// let table = ecsdb_engine::storage::TableId(world.location(e).unwrap().table);
+    /// let field = |f| world.table_field::<f32>(table, id, f).unwrap();
+    /// let xyz = field(0).with_adjacent(&field(1), &field(2)).unwrap();
+    /// assert_eq!(xyz.get(0), Some(&[1.0, 2.0, 3.0]));
+    /// assert!(field(1).with_adjacent(&field(0), &field(2)).is_none(), "not side by side");
+    /// ```
+    pub fn with_adjacent(
+        &self,
+        y: &FieldColumn<'a, f32>,
+        z: &FieldColumn<'a, f32>,
+    ) -> Option<FieldColumn<'a, [f32; 3]>> {
+        let one_column = self.origin == y.origin
+            && self.origin == z.origin
+            && self.stride == y.stride
+            && self.stride == z.stride
+            && self.len == y.len
+            && self.len == z.len;
+        let side_by_side = y.base == self.base.wrapping_add(4) && z.base == self.base.wrapping_add(8);
+        // Every row of the column holds an `f32` at each of the three fields' offsets (see
+        // `new`), so the 12 bytes from this field's offset are three initialised `f32`s: an
+        // aligned `[f32; 3]` (alignment 4), inside the row's value.
+        (one_column && side_by_side).then_some(FieldColumn {
+            base: self.base,
+            origin: self.origin,
+            stride: self.stride,
+            len: self.len,
+            _marker: PhantomData,
+        })
+    }
+}
+
 impl World {
     /// The offset of field `field` of component `id` if it exists, is readable and has type
     /// `T`.
@@ -422,6 +468,34 @@ mod tests {
         let row = set.row(last.unwrap()).unwrap();
         assert_eq!(*k.get(row).unwrap(), -9);
         assert!(world.sparse_field::<i64>(sparse, 0).is_none());
+    }
+
+    #[test]
+    fn adjacent_fields_of_one_column_read_as_one_vector() {
+        let mut world = World::new();
+        fn f(n: &str) -> (&str, FieldType) {
+            (n, FieldType::F32)
+        }
+        let pos = world.define_component(&ComponentDef::new("P", &[f("x"), f("y"), f("z"), f("w")])).unwrap();
+        let other = world.define_component(&ComponentDef::new("Q", &[f("x"), f("y"), f("z")])).unwrap();
+        let mut last = None;
+        for i in 0..5 {
+            let v = |k: i64| Value::Float((i * 10 + k) as f64);
+            let p = [("x", v(1)), ("y", v(2)), ("z", v(3)), ("w", v(4))];
+            let q = [("x", v(5)), ("y", v(6)), ("z", v(7))];
+            last = Some(world.spawn_values(&[("P", &p[..]), ("Q", &q[..])]).unwrap());
+        }
+        let table = TableId(world.location(last.unwrap()).unwrap().table);
+        let w = &world;
+        let p = |k: usize| w.table_field::<f32>(table, pos, k).unwrap();
+        let q = |k: usize| w.table_field::<f32>(table, other, k).unwrap();
+        let yzw = p(1).with_adjacent(&p(2), &p(3)).unwrap();
+        let mut out = [[0.0f32; 3]; 5];
+        yzw.merge_range(0, &mut out, |o, v| *o = *v);
+        assert_eq!(out[4], [42.0, 43.0, 44.0]);
+        assert!(p(0).with_adjacent(&p(2), &p(3)).is_none(), "y is not next to x here");
+        assert!(p(0).with_adjacent(&p(1), &q(2)).is_none(), "another component's column");
+        assert!(q(0).with_adjacent(&q(1), &q(2)).is_some());
     }
 
     #[test]

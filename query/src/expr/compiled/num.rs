@@ -280,6 +280,21 @@ fn min_max(max: bool, xs: &mut [f64], ys: &[f64], valid: u64) -> Result<u64, Bai
 /// built-in's `distance` to the bit.
 pub fn squared_distance(pairs: &[(FloatNode<'_>, FloatNode<'_>)], c: Chunk<'_>, out: &mut Floats) -> Result<u64, Bail> {
     let n = c.len();
+    // Three f32 fields side by side in one column (`Position (x, y, z)`) against a constant
+    // point: one walk reads each row's three coordinates together. The sum is the one below
+    // to the bit (dx² + dy², then + dz²).
+    if let [(FloatNode::F32(x), FloatNode::Const(kx)), (FloatNode::F32(y), FloatNode::Const(ky)), (FloatNode::F32(z), FloatNode::Const(kz))] =
+        pairs
+    {
+        if let Some(xyz) = x.with_adjacent(y, z) {
+            let (kx, ky, kz) = (*kx, *ky, *kz);
+            c.merge(&xyz, &mut out[..n], |s, v| {
+                let (dx, dy, dz) = (v[0] as f64 - kx, v[1] as f64 - ky, v[2] as f64 - kz);
+                *s = dx * dx + dy * dy + dz * dz;
+            });
+            return Ok(c.all());
+        }
+    }
     let mut valid = c.all();
     // A first coordinate that is a field against a constant sets the sums instead of adding
     // to zeros (0 + d² is d² to the bit: a square is never -0).
