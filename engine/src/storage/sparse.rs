@@ -121,14 +121,19 @@ impl SparseSet {
 
     /// Makes this set hold copies of `src`'s values (none: no values) for the same entities
     /// in the same rows, stamped added at `tick`.
-    pub(crate) fn mirror_from(&mut self, src: Option<&SparseSet>, copy: &ValueCopy, tick: Tick) {
+    ///
+    /// # Safety
+    /// `copy` was made by `ValueCopy::between` for `src`'s component (the source) and this
+    /// set's (the destination), and `src` is another set than this one.
+    pub(crate) unsafe fn mirror_from(&mut self, src: Option<&SparseSet>, copy: &ValueCopy, tick: Tick) {
         self.clear();
         let Some(src) = src else { return };
         self.sparse.clone_from(&src.sparse);
         self.entities.clone_from(&src.entities);
         self.dense.reserve(src.len());
         for row in 0..src.len() {
-            self.dense.push_row_from(&src.dense, row, copy, tick);
+            // SAFETY: forwarded from the caller.
+            unsafe { self.dense.push_row_from(&src.dense, row, copy, tick) };
         }
     }
 

@@ -153,7 +153,10 @@ impl World {
             let to = sparse_mut(&mut self.storage.sparse, id, &self.components);
             lost_sparse
                 .extend(to.entities().iter().filter(|e| !from.is_some_and(|f| f.contains(**e))).map(|&e| (e, id)));
-            to.mirror_from(from, plan.copies[c].as_ref().expect("a rebuilt set is copied"), tick);
+            let copy = plan.copies[c].as_ref().expect("a rebuilt set is copied");
+            // SAFETY: the plan's copy for source component `c` and this world's `id` (its
+            // image in `ids`); the sets lie in two worlds.
+            unsafe { to.mirror_from(from, copy, tick) };
             changed[c] = true;
         }
         if !structural.is_empty() {
@@ -250,15 +253,19 @@ impl World {
                 for (start, end) in changed_runs(column, window) {
                     let end = end.min(common);
                     if start < end {
-                        to.assign_rows_from(column, start..end, copy, tick);
+                        // SAFETY: `copy` is the plan's for this component (source and copy
+                        // ids from `ids`), made by `ValueCopy::between`; two worlds' columns.
+                        unsafe { to.assign_rows_from(column, start..end, copy, tick) };
                     }
                 }
                 for &r in &differ {
-                    to.replace_row_from(r, column, r, copy, tick);
+                    // SAFETY: as above.
+                    unsafe { to.replace_row_from(r, column, r, copy, tick) };
                 }
                 to.reserve(theirs.len().saturating_sub(common));
                 for r in common..theirs.len() {
-                    to.push_row_from(column, r, copy, tick);
+                    // SAFETY: as above.
+                    unsafe { to.push_row_from(column, r, copy, tick) };
                 }
             }
         }
@@ -296,6 +303,7 @@ struct MirrorPlan {
 }
 
 /// Copies the rows of `runs` in chunks, asking `stop` between them; true if it stopped.
+/// `copy` must be the one made for the components of `from` (source) and `to` (copy).
 fn assign_in_chunks(
     to: &mut Column,
     from: &Column,
@@ -309,7 +317,9 @@ fn assign_in_chunks(
             if stop() {
                 return true;
             }
-            to.assign_rows_from(from, at..end.min(at + CHUNK), copy, tick);
+            // SAFETY: the callers pass the plan's copy for the component of both columns
+            // (see `assign_in_chunks`), which lie in two worlds.
+            unsafe { to.assign_rows_from(from, at..end.min(at + CHUNK), copy, tick) };
         }
     }
     false

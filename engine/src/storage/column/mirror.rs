@@ -119,13 +119,18 @@ impl Column {
     ///
     /// # Panics
     /// When a row is out of bounds in either column.
-    pub(crate) fn assign_rows_from(&mut self, src: &Column, rows: Range<usize>, copy: &ValueCopy, tick: Tick) {
+    ///
+    /// # Safety
+    /// `copy` was made by [`ValueCopy::between`] for `src`'s component (the source) and this
+    /// column's (the destination), and `src` is another column than this one.
+    pub(crate) unsafe fn assign_rows_from(&mut self, src: &Column, rows: Range<usize>, copy: &ValueCopy, tick: Tick) {
         assert!(rows.start <= rows.end && rows.end <= self.len && rows.end <= src.len, "rows out of range");
         let (size, src_size) = (self.item.size(), src.item.size());
         if matches!(copy.how, How::Bytes) {
-            // SAFETY: one layout of plain data on both sides (`ValueCopy::between`), the rows
-            // exist in both (checked), and the columns are different allocations (`self` is
-            // borrowed exclusively while `src` is shared).
+            // SAFETY: one layout of plain data on both sides (`copy` was made for these two
+            // components by `ValueCopy::between`: the caller's contract), the rows exist in
+            // both (checked), and the columns are different allocations (`self` is borrowed
+            // exclusively while `src` is shared).
             unsafe {
                 std::ptr::copy_nonoverlapping(
                     src.data.as_ptr().add(rows.start * size),
@@ -136,7 +141,7 @@ impl Column {
         } else {
             for row in rows.clone() {
                 // SAFETY: both rows exist (checked) and hold valid values of the pair of
-                // components `copy` was made for.
+                // components `copy` was made for (the caller's contract).
                 unsafe { copy.assign(src.data.as_ptr().add(row * src_size), self.data.as_ptr().add(row * size), size) };
             }
         }
@@ -148,10 +153,21 @@ impl Column {
     ///
     /// # Panics
     /// When a row is out of bounds.
-    pub(crate) fn replace_row_from(&mut self, row: usize, src: &Column, src_row: usize, copy: &ValueCopy, tick: Tick) {
+    ///
+    /// # Safety
+    /// `copy` was made by [`ValueCopy::between`] for `src`'s component (the source) and this
+    /// column's (the destination), and `src` is another column than this one.
+    pub(crate) unsafe fn replace_row_from(
+        &mut self,
+        row: usize,
+        src: &Column,
+        src_row: usize,
+        copy: &ValueCopy,
+        tick: Tick,
+    ) {
         assert!(row < self.len && src_row < src.len, "rows out of range");
         // SAFETY: both rows exist (checked) and hold valid values of the pair `copy` was made
-        // for, in two columns.
+        // for, in two columns (the caller's contract).
         unsafe { copy.assign(src.get_ptr(src_row), self.get_ptr(row), self.item.size()) };
         self.added.set(self.len, row, tick);
         *self.changed_tick_logged(row, tick) = tick;
@@ -161,11 +177,16 @@ impl Column {
     ///
     /// # Panics
     /// When `src_row` is out of bounds.
-    pub(crate) fn push_row_from(&mut self, src: &Column, src_row: usize, copy: &ValueCopy, tick: Tick) {
+    ///
+    /// # Safety
+    /// `copy` was made by [`ValueCopy::between`] for `src`'s component (the source) and this
+    /// column's (the destination), and `src` is another column than this one.
+    pub(crate) unsafe fn push_row_from(&mut self, src: &Column, src_row: usize, copy: &ValueCopy, tick: Tick) {
         assert!(src_row < src.len, "row out of range");
         let size = self.item.size();
         // SAFETY: `push_uninit` hands out a fresh row, which `write_new` initialises with a
-        // copy of a valid source value before anything reads it.
+        // copy of a valid source value (of the component `copy` was made for: the caller's
+        // contract) before anything reads it.
         unsafe {
             let dst = self.push_uninit(tick);
             copy.write_new(src.get_ptr(src_row), dst, size);
@@ -208,7 +229,8 @@ mod tests {
     fn strings(info: &ComponentInfo, copy: &ValueCopy, from: &Column, rows: &[usize]) -> Column {
         let mut c = Column::new(info);
         for &r in rows {
-            c.push_row_from(from, r, copy, 1);
+            // SAFETY: `copy` was made for this component on both sides; two columns.
+            unsafe { c.push_row_from(from, r, copy, 1) };
         }
         c
     }
@@ -247,9 +269,11 @@ mod tests {
         let src = seed(&i, &[(1, "one"), (2, "two"), (3, "three")]);
         let mut dst = strings(&i, &copy, &src, &[2, 0]);
         assert_eq!(read(&dst, &i), [(3, "three".into()), (1, "one".into())]);
-        dst.replace_row_from(0, &src, 1, &copy, 5);
+        // SAFETY: as above.
+        unsafe { dst.replace_row_from(0, &src, 1, &copy, 5) };
         assert_eq!(dst.added_ticks().get(0), Some(5));
-        dst.assign_rows_from(&src, 0..2, &copy, 6);
+        // SAFETY: as above.
+        unsafe { dst.assign_rows_from(&src, 0..2, &copy, 6) };
         assert_eq!(read(&dst, &i), [(1, "one".into()), (2, "two".into())]);
         assert_eq!(dst.changed_ticks(), [6, 6]);
         dst.truncate(1);
