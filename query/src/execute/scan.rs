@@ -607,10 +607,6 @@ fn matched_rows(plan: &ScanPlan, world: &World) -> usize {
 fn counted_by_index(plan: &ScanPlan, world: &World, params: &[Value]) -> Result<Option<usize>, Error> {
     let Access::Index(ix) = &plan.access else { return Ok(None) };
     let Some(count) = plan.index_count() else { return Ok(None) };
-    let counted = |table: u32| match plan.tables.binary_search_by_key(&TableId(table), |t| t.table) {
-        Ok(i) => matches!(*plan.tables[i].filter, TableFilter::Steps(_)),
-        Err(_) => false,
-    };
     // Every entity the index answers lies in a matched table: the count is the answer's
     // size, and no entity needs locating.
     if count == IndexCount::AnswerSize {
@@ -618,6 +614,7 @@ fn counted_by_index(plan: &ScanPlan, world: &World, params: &[Value]) -> Result<
         let answered = ix.lookup.lookup(world, params, matched_rows(plan, world), &mut |ids| n += ids.len())?;
         return Ok(answered.then_some(n));
     }
+    let counted = |table: u32| plan.table_can_pass(TableId(table));
     let entities = world.entities();
     let mut n = 0;
     // Entities of one answer mostly share a table: the last table's verdict is kept.

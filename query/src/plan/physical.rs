@@ -345,6 +345,14 @@ impl ScanPlan {
         self.index_count
     }
 
+    /// Whether table `t` is matched with a filter that can pass rows (not `Never`).
+    pub fn table_can_pass(&self, t: TableId) -> bool {
+        match self.tables.binary_search_by_key(&t, |tp| tp.table) {
+            Ok(i) => !matches!(*self.tables[i].filter, TableFilter::Never),
+            Err(_) => false,
+        }
+    }
+
     fn count_by_index(&self, world: &World) -> Option<IndexCount> {
         let Access::Index(ix) = &self.access else { return None };
         let decided = |tp: &TablePlan| match &*tp.filter {
@@ -357,12 +365,8 @@ impl ScanPlan {
             return None;
         }
         let Some(c) = ix.lookup.component() else { return Some(IndexCount::MatchedTables) };
-        let passes = |t: TableId| match self.tables.binary_search_by_key(&t, |tp| tp.table) {
-            Ok(i) => !matches!(*self.tables[i].filter, TableFilter::Never),
-            Err(_) => false,
-        };
         let every_holder_passes = world.components().info(c).storage() == StorageKind::Table
-            && world.tables().iter().filter(|t| t.has(c)).all(|t| passes(t.id()));
+            && world.tables().iter().filter(|t| t.has(c)).all(|t| self.table_can_pass(t.id()));
         Some(if every_holder_passes { IndexCount::AnswerSize } else { IndexCount::MatchedTables })
     }
 
