@@ -465,6 +465,13 @@ impl World {
         self.tick.fetch_add(1, Ordering::Relaxed)
     }
 
+    /// Whether a tick went to a writer since the index refresh last took one
+    /// ([`World::take_index_tick`]), without taking one.
+    #[inline]
+    pub(crate) fn written_since_index_tick(&self) -> bool {
+        self.written.load(Ordering::Relaxed)
+    }
+
     /// For the index refresh: a new tick as [`World::read_change_tick_wide`] gives, and
     /// whether any tick went to a writer since the last call (if not, no component value, row
     /// or entity changed: writes need `&mut World` and every write path takes a tick first).

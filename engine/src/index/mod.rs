@@ -158,6 +158,7 @@
 mod bitmap;
 mod btree;
 mod function;
+mod index_ref;
 pub mod keys;
 mod registry;
 mod relation;
@@ -171,6 +172,7 @@ use roaring::RoaringBitmap;
 
 use crate::value::Value;
 
+pub use index_ref::{IndexId, IndexRef};
 pub(crate) use registry::IndexRegistry;
 pub use registry::{IndexFunction, IndexReader, Wanted};
 

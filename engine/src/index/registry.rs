@@ -20,6 +20,7 @@ use roaring::RoaringBitmap;
 use super::bitmap::{BitmapIndex, PresenceIndex};
 use super::btree::BtreeIndex;
 use super::function::FunctionIndex;
+use super::index_ref::{next_serial, IndexId, IndexRef};
 use super::keys::{KeyClass, KeyType, OrdF64};
 use super::relation::RelationIndex;
 use super::rtree::RtreeIndex;
@@ -68,6 +69,8 @@ struct Slot {
     /// Removals handed to the index while dirty, since its last refresh (bounded: past it
     /// the index is cleared and rebuilt when next wanted).
     removals_while_dirty: u64,
+    /// Unique in the process: what an [`IndexId`] checks.
+    serial: u64,
 }
 
 /// Which indexes a reader needs fresh: a statement refreshes only the indexes it may use,
@@ -420,23 +423,50 @@ pub(crate) struct IndexSet {
     /// Per indexed component, the refresh tick at which its write logs were last drained:
     /// what the logs hold now was written since.
     drained_at: Vec<(ComponentId, u64)>,
+    /// A removal reached an up-to-date index since the last refresh: it waits in the index's
+    /// buffer for a flush.
+    removals_pending: bool,
 }
 
 impl IndexSet {
-    fn find(&self, name: &str) -> Option<&Slot> {
-        self.slots.iter().find(|s| s.name() == name)
+    /// The index `index` names: at its id's position when the id still fits, else by name.
+    fn find<'a>(&self, index: impl Into<IndexRef<'a>>) -> Option<&Slot> {
+        let index = index.into();
+        if let Some(id) = index.id {
+            if let Some(s) = self.slots.get(id.position as usize).filter(|s| s.serial == id.serial) {
+                return Some(s);
+            }
+        }
+        self.slots.iter().find(|s| s.name() == index.name)
     }
 
-    /// The index of this name if it is up to date (not left dirty by a refresh for other
+    /// The id of the index named `name`.
+    fn id(&self, name: &str) -> Option<IndexId> {
+        let position = self.slots.iter().position(|s| s.name() == name)?;
+        Some(IndexId { position: position as u32, serial: self.slots[position].serial })
+    }
+
+    /// The index `index` names if it is up to date (not left dirty by a refresh for other
     /// indexes, nor waiting for its first build): the only ones a reader answers from.
-    fn find_fresh(&self, name: &str) -> Option<&Slot> {
-        self.find(name).filter(|s| !s.dirty && !s.needs_rebuild)
+    fn find_fresh<'a>(&self, index: impl Into<IndexRef<'a>>) -> Option<&Slot> {
+        self.find(index).filter(|s| !s.dirty && !s.needs_rebuild)
     }
 
     fn mark_all_for_rebuild(&mut self) {
         for s in &mut self.slots {
             s.needs_rebuild = true;
         }
+    }
+
+    /// Whether a reader wanting `wanted` finds them up to date as they are: nothing was
+    /// written since the last refresh, no removal waits for a flush, and none of them was
+    /// left dirty. What a repeated point query meets every time; it then takes no exclusive
+    /// lock and no tick.
+    fn is_current(&self, world: &World, wanted: Wanted<'_>) -> bool {
+        self.slots.is_empty()
+            || !(world.written_since_index_tick()
+                || self.removals_pending
+                || self.slots.iter().any(|s| (s.dirty || s.needs_rebuild) && wanted.wants(s)))
     }
 
     /// Brings the `wanted` indexes up to date. A write since the last refresh leaves every
@@ -449,6 +479,7 @@ impl IndexSet {
         if written {
             self.slots.iter_mut().for_each(|s| s.dirty = true);
         }
+        self.removals_pending = false;
         let due = |s: &Slot| (s.dirty || s.needs_rebuild) && wanted.wants(s);
         // Each component's write logs are drained once, for all of its indexes due now
         // (the others then scan change ticks when their turn comes: the window check).
@@ -528,6 +559,7 @@ impl IndexRegistry {
             }
             s.index.remove(e.index());
             s.unreadable.remove(e.index());
+            set.removals_pending = true;
             if s.dirty {
                 // A dirty index buffers removals until it is wanted; past a bound (a game
                 // that despawns steadily and never reads it) it is dropped and rebuilt then.
@@ -561,8 +593,14 @@ impl<'w> IndexReader<'w> {
     }
 
     /// The index with this name.
-    pub fn info(&self, name: &str) -> Option<IndexInfo> {
-        self.set.find(name).map(|s| s.info(self.world))
+    pub fn info<'a>(&self, index: impl Into<IndexRef<'a>>) -> Option<IndexInfo> {
+        self.set.find(index).map(|s| s.info(self.world))
+    }
+
+    /// The id of the index named `name`, to find it again without searching by name (see
+    /// [`IndexId`]).
+    pub fn id(&self, name: &str) -> Option<IndexId> {
+        self.set.id(name)
     }
 
     /// The indexes over a component.
@@ -572,67 +610,75 @@ impl<'w> IndexReader<'w> {
 
     /// Whether index `name` answers `pred`, with estimated rows and cost; `None` when it
     /// does not (or no such index exists).
-    pub fn estimate(&self, name: &str, pred: &IndexPredicate) -> Option<Estimate> {
-        self.set.find_fresh(name)?.estimate(pred)
+    pub fn estimate<'a>(&self, index: impl Into<IndexRef<'a>>, pred: &IndexPredicate) -> Option<Estimate> {
+        self.set.find_fresh(index)?.estimate(pred)
     }
 
     /// What EXPLAIN shows of index `name` answering `pred` (a skip index: blocks kept of the
     /// total); `None` when the index has nothing to add or does not answer.
-    pub fn explain(&self, name: &str, pred: &IndexPredicate) -> Option<String> {
-        let slot = self.set.find_fresh(name)?;
+    pub fn explain<'a>(&self, index: impl Into<IndexRef<'a>>, pred: &IndexPredicate) -> Option<String> {
+        let slot = self.set.find_fresh(index)?;
         slot.estimate(pred)?;
         slot.index.explain(pred)
     }
 
     /// Index `name`'s answer to `pred`; `None` exactly when [`IndexReader::estimate`] is
     /// `None`.
-    pub fn answer(&self, name: &str, pred: &IndexPredicate) -> Option<IndexAnswer<'_>> {
+    pub fn answer<'a>(&self, index: impl Into<IndexRef<'a>>, pred: &IndexPredicate) -> Option<IndexAnswer<'_>> {
+        let index = index.into();
         if let IndexPredicate::DescendantOf { ancestor, max_depth } = pred {
             // Walking down needs the allocator (a child's generation), so the reader walks.
             let Value::Entity(a) = ancestor else { return None };
-            self.estimate(name, pred)?;
-            return self.descendants(name, *a, *max_depth).map(IndexAnswer::Set);
+            self.estimate(index, pred)?;
+            return self.descendants(index, *a, *max_depth).map(IndexAnswer::Set);
         }
-        self.set.find_fresh(name)?.answer(pred)
+        self.set.find_fresh(index)?.answer(pred)
     }
 
     /// Calls `visit` with batches of the entities of index `name`'s answer to `pred` (each
     /// once, in an order of the index's choosing), without building a set where the index
     /// holds the answer in place (a point query); `None` exactly when [`IndexReader::answer`]
     /// is `None`.
-    pub fn answer_each(&self, name: &str, pred: &IndexPredicate, visit: &mut dyn FnMut(&[u32])) -> Option<()> {
+    pub fn answer_each<'a>(
+        &self,
+        index: impl Into<IndexRef<'a>>,
+        pred: &IndexPredicate,
+        visit: &mut dyn FnMut(&[u32]),
+    ) -> Option<()> {
+        let index = index.into();
         if let IndexPredicate::DescendantOf { .. } = pred {
-            crate::index::visit_answer(self.answer(name, pred)?, visit);
+            crate::index::visit_answer(self.answer(index, pred)?, visit);
             return Some(());
         }
-        self.set.find_fresh(name)?.answer_each(pred, visit)
+        self.set.find_fresh(index)?.answer_each(pred, visit)
     }
 
     /// [`IndexReader::answer_each`] after asking `accept` about index `name`'s estimate for
     /// `pred`, with the index found once: `Some(false)` when `accept` declines (nothing is
     /// visited), `None` when the index does not answer. A prepared statement whose plan
     /// assumed a selective value checks the bound one this way.
-    pub fn answer_each_if(
+    pub fn answer_each_if<'a>(
         &self,
-        name: &str,
+        index: impl Into<IndexRef<'a>>,
         pred: &IndexPredicate,
         accept: impl FnOnce(&Estimate) -> bool,
         visit: &mut dyn FnMut(&[u32]),
     ) -> Option<bool> {
-        let slot = self.set.find_fresh(name)?;
+        let index = index.into();
+        let slot = self.set.find_fresh(index)?;
         if let IndexPredicate::DescendantOf { .. } = pred {
             if !accept(&slot.estimate(pred)?) {
                 return Some(false);
             }
-            crate::index::visit_answer(self.answer(name, pred)?, visit);
+            crate::index::visit_answer(self.answer(index, pred)?, visit);
             return Some(true);
         }
         slot.answer_each_if(pred, accept, visit)
     }
 
     /// The predicate of the function index `name`, for evaluating it row by row.
-    pub fn function(&self, name: &str) -> Option<IndexFunction> {
-        function_of(self.set.find(name)?)
+    pub fn function<'a>(&self, index: impl Into<IndexRef<'a>>) -> Option<IndexFunction> {
+        function_of(self.set.find(index)?)
     }
 
     /// The relation index over field `field` of `component`, if there is one.
@@ -650,8 +696,8 @@ impl<'w> IndexReader<'w> {
 
     /// The live entities whose field holds `target`, ascending, from relation index `name`;
     /// `None` when it does not answer (no such index, or unreadable rows).
-    pub fn referrers(&self, name: &str, target: Entity) -> Option<Vec<Entity>> {
-        let slot = self.set.find_fresh(name)?;
+    pub fn referrers<'a>(&self, index: impl Into<IndexRef<'a>>, target: Entity) -> Option<Vec<Entity>> {
+        let slot = self.set.find_fresh(index)?;
         slot.estimate(&IndexPredicate::Eq(Value::Entity(target)))?;
         let entities = self.world.entities();
         let mut out = Vec::new();
@@ -662,8 +708,13 @@ impl<'w> IndexReader<'w> {
     /// (children, their children, …, down to `max_depth` levels; every level when `None`):
     /// what `descendant_of(C.f, ancestor, max_depth)` is true for. Each entity is visited once,
     /// so loops end.
-    pub fn descendants(&self, name: &str, ancestor: Entity, max_depth: Option<u64>) -> Option<RoaringBitmap> {
-        let slot = self.set.find_fresh(name)?;
+    pub fn descendants<'a>(
+        &self,
+        index: impl Into<IndexRef<'a>>,
+        ancestor: Entity,
+        max_depth: Option<u64>,
+    ) -> Option<RoaringBitmap> {
+        let slot = self.set.find_fresh(index)?;
         slot.estimate(&IndexPredicate::Eq(Value::Entity(ancestor)))?;
         if ancestor.is_null() || !self.world.is_alive(ancestor) {
             return Some(RoaringBitmap::new());
@@ -895,6 +946,7 @@ impl World {
             needs_rebuild: true,
             dirty: false,
             removals_while_dirty: 0,
+            serial: next_serial(),
         };
         let world: &World = self;
         if build == IndexBuild::Now {
@@ -1058,6 +1110,12 @@ impl World {
         self.index_reader_for(Wanted::One(name)).info(name)
     }
 
+    /// The id of the index named `name`, for readers to find it again without a search by
+    /// name (see [`IndexId`]). Refreshes nothing.
+    pub fn index_id(&self, name: &str) -> Option<IndexId> {
+        self.indexes.read().id(name)
+    }
+
     /// The indexes over a component (refreshes).
     pub fn indexes_on(&self, component: ComponentId) -> Vec<IndexInfo> {
         self.index_reader_for(Wanted::On(&[component])).on(component)
@@ -1106,6 +1164,11 @@ impl World {
     /// assert!(r.estimate("team", &IndexPredicate::Eq(Value::Int(1))).is_none());
     /// ```
     pub fn index_reader_for(&self, wanted: Wanted<'_>) -> IndexReader<'_> {
+        let set = self.indexes.read();
+        if set.is_current(self, wanted) && !self.indexes.set.is_poisoned() {
+            return IndexReader { world: self, set };
+        }
+        drop(set);
         match self.indexes.set.try_write() {
             Ok(mut set) => set.refresh(self, wanted),
             Err(TryLockError::Poisoned(p)) => {
@@ -1511,6 +1574,54 @@ mod tests {
                 s.spawn(move || assert_eq!(set(w, name, &IndexPredicate::Eq(Value::Int(4))).len(), 1));
             }
         });
+    }
+
+    #[test]
+    fn a_reader_after_no_write_refreshes_nothing_and_takes_no_tick() {
+        let mut w = World::new();
+        let a = w.spawn(Team { id: 1 });
+        let name = w.create_index(IndexDef::new("Team", &["id"], IndexKind::Bitmap)).unwrap();
+        drop(w.index_reader());
+        let tick = w.change_tick_wide();
+        {
+            let r1 = w.index_reader_for(Wanted::One(&name));
+            let r2 = w.index_reader_for(Wanted::One(&name));
+            assert_eq!(r2.estimate(&name, &IndexPredicate::Eq(Value::Int(1))).unwrap().rows, 1);
+            drop((r1, r2));
+        }
+        assert_eq!(w.change_tick_wide(), tick, "nothing to refresh, so no tick taken");
+        // A write is caught up by the next reader, and a despawn reaches the index too.
+        w.get_mut::<Team>(a).unwrap().id = 2;
+        assert_eq!(set(&w, &name, &IndexPredicate::Eq(Value::Int(2))), [a.index()]);
+        assert_ne!(w.change_tick_wide(), tick);
+        w.despawn(a).unwrap();
+        assert_eq!(set(&w, &name, &IndexPredicate::Eq(Value::Int(2))), Vec::<u32>::new());
+    }
+
+    #[test]
+    fn an_id_that_no_longer_fits_finds_the_index_by_name() {
+        let mut w = World::new();
+        w.spawn(Team { id: 1 });
+        w.create_index(IndexDef::new("Team", &["id"], IndexKind::Bitmap).named("x")).unwrap();
+        w.create_index(IndexDef::new("Team", &["id"], IndexKind::Btree).named("t")).unwrap();
+        let id = w.index_id("t").unwrap();
+        let one = IndexPredicate::Eq(Value::Int(1));
+        assert_eq!(w.index_reader().info(IndexRef::found("t", id)).unwrap().kind, IndexKind::Btree);
+        // "x" dropped: "t" moved to the first position, where the id no longer points.
+        w.drop_index("x").unwrap();
+        assert_ne!(w.index_id("t"), Some(id));
+        let r = w.index_reader();
+        assert_eq!(r.info(IndexRef::found("t", id)).unwrap().kind, IndexKind::Btree);
+        assert_eq!(r.estimate(IndexRef::found("t", id), &one).unwrap().rows, 1);
+        drop(r);
+        // Another world with an index in the same place: its serial differs, so the name
+        // decides (here: no such index there).
+        let mut other = World::new();
+        other.spawn(Team { id: 1 });
+        other.create_index(IndexDef::new("Team", &["id"], IndexKind::Bitmap).named("u")).unwrap();
+        let fresh = w.index_id("t").unwrap();
+        assert!(other.index_reader().estimate(IndexRef::found("t", fresh), &one).is_none());
+        assert_eq!(w.index_reader().estimate(IndexRef::found("t", fresh), &one).unwrap().rows, 1);
     }
 
     #[test]

@@ -27,7 +27,7 @@
 use std::ops::Bound;
 use std::sync::Arc;
 
-use ecsdb_engine::index::{Estimate, IndexKind, IndexPredicate, IndexReader, Wanted};
+use ecsdb_engine::index::{Estimate, IndexId, IndexKind, IndexPredicate, IndexReader, IndexRef, Wanted};
 use ecsdb_engine::{ComponentId, StorageKind, Value, World};
 use roaring::RoaringBitmap;
 
@@ -281,6 +281,9 @@ fn candidate(c: &Expr, source: &Source, world: &World) -> Option<Candidate> {
 #[derive(Clone, Debug)]
 struct IndexLeaf {
     index: String,
+    /// Where the index was found when planning: each run finds it there without a search
+    /// by name (a stale id falls back to the name).
+    id: Option<IndexId>,
     kind: IndexKind,
     /// The component the index is over.
     component: ComponentId,
@@ -291,6 +294,12 @@ struct IndexLeaf {
     note: Option<String>,
     /// The WHERE conjunct it answers, when it answers one whole and exactly.
     conjunct: Option<Span>,
+}
+
+impl IndexLeaf {
+    fn index_ref(&self) -> IndexRef<'_> {
+        IndexRef::found(&self.index, self.id)
+    }
 }
 
 /// Index answers and how they combine: evaluated into one entity set before any row is read.
@@ -308,7 +317,7 @@ impl IndexTree {
     /// index dropped since planning, or declining the bound values).
     fn answer(&self, r: &IndexReader<'_>, params: &[Value]) -> Option<RoaringBitmap> {
         match self {
-            IndexTree::Leaf(leaf) => Some(r.answer(&leaf.index, &leaf.shape.resolve(params)?)?.into_set(None)),
+            IndexTree::Leaf(leaf) => Some(r.answer(leaf.index_ref(), &leaf.shape.resolve(params)?)?.into_set(None)),
             IndexTree::And(children) => {
                 let mut sets: Vec<RoaringBitmap> = children.iter().filter_map(|c| c.answer(r, params)).collect();
                 sets.sort_by_key(|s| s.len());
@@ -352,7 +361,7 @@ impl IndexTree {
     fn estimate(&self, r: &IndexReader<'_>, params: &[Value]) -> Option<(f64, f64)> {
         match self {
             IndexTree::Leaf(leaf) => {
-                r.estimate(&leaf.index, &leaf.shape.resolve(params)?).map(|e| (e.rows as f64, e.cost))
+                r.estimate(leaf.index_ref(), &leaf.shape.resolve(params)?).map(|e| (e.rows as f64, e.cost))
             }
             IndexTree::And(children) => {
                 let parts: Vec<(f64, f64)> = children.iter().filter_map(|c| c.estimate(r, params)).collect();
@@ -450,6 +459,7 @@ impl Chooser<'_, '_> {
                 };
                 let leaf = IndexLeaf {
                     index: ix.name.clone(),
+                    id: self.reader.id(&ix.name),
                     kind: ix.kind,
                     component: ix.component_id,
                     shape: cand.shape.clone(),
@@ -561,12 +571,20 @@ impl IndexLookup for EngineLookup {
             let reader = world.index_reader_for(Wanted::One(&leaf.index));
             // One index: its predicate is resolved once, and the answer visited where the
             // index holds it (a point query builds no set).
-            let Some(pred) = leaf.shape.resolve(params) else { return Ok(false) };
+            let pred = match &leaf.shape {
+                // The point query's shape, built in place (a general resolve moves the
+                // predicate, a hundred bytes, out through an Option).
+                Shape::Eq(o) => IndexPredicate::Eq(o.resolve(params).clone()),
+                shape => match shape.resolve(params) {
+                    Some(pred) => pred,
+                    None => return Ok(false),
+                },
+            };
             if leaf.shape.has_param() {
                 let accept = |e: &Estimate| cheaper((e.rows as f64, e.cost));
-                return Ok(reader.answer_each_if(&leaf.index, &pred, accept, visit) == Some(true));
+                return Ok(reader.answer_each_if(leaf.index_ref(), &pred, accept, visit) == Some(true));
             }
-            return Ok(reader.answer_each(&leaf.index, &pred, visit).is_some());
+            return Ok(reader.answer_each(leaf.index_ref(), &pred, visit).is_some());
         }
         let reader = world.index_reader_for(Wanted::Named(&self.names));
         if self.tree.has_param() && !self.tree.estimate(&reader, params).is_some_and(cheaper) {

@@ -400,7 +400,16 @@ impl ScanPlan {
     }
 
     /// Matches new tables and chooses the access path again after index changes.
+    #[inline]
     fn rematch(&mut self, world: &World) {
+        // Most runs find neither: the check stays in the caller, the work out of line.
+        if self.tables_seen < world.tables().len() || self.indexes_changed(world) {
+            self.rematch_changed(world);
+        }
+    }
+
+    #[inline(never)]
+    fn rematch_changed(&mut self, world: &World) {
         let tables = world.tables();
         let mut changed = false;
         if self.tables_seen < tables.len() {

@@ -149,7 +149,7 @@ fn index_answers(w: &World) -> Vec<Vec<u32>> {
         .map(|(name, pred)| {
             let mut rows = Vec::new();
             reader
-                .answer_each(name, pred, &mut |r| rows.extend_from_slice(r))
+                .answer_each(*name, pred, &mut |r| rows.extend_from_slice(r))
                 .unwrap_or_else(|| panic!("index {name} does not answer {pred:?}"));
             rows.sort_unstable();
             rows
