@@ -52,15 +52,31 @@ impl LikeMatcher {
     #[inline(always)]
     pub fn matches(&self, s: &str) -> bool {
         match self {
-            LikeMatcher::Exact(p) => s.len() == p.len() && same_bytes(Some(s.as_bytes()), p.as_bytes()),
-            LikeMatcher::Prefix(p) => same_bytes(s.as_bytes().get(..p.len()), p.as_bytes()),
-            LikeMatcher::Suffix(p) => {
-                same_bytes(s.len().checked_sub(p.len()).and_then(|at| s.as_bytes().get(at..)), p.as_bytes())
-            }
+            LikeMatcher::Exact(p) => is_exact(s, p),
+            LikeMatcher::Prefix(p) => has_prefix(s, p),
+            LikeMatcher::Suffix(p) => has_suffix(s, p),
             LikeMatcher::Contains(p) => p.is_empty() || s.contains(p.as_str()),
             LikeMatcher::General(p) => wildcard_match(s, p),
         }
     }
+}
+
+/// `s LIKE 'p'` for a `p` without wildcards.
+#[inline(always)]
+pub(crate) fn is_exact(s: &str, p: &str) -> bool {
+    s.len() == p.len() && same_bytes(Some(s.as_bytes()), p.as_bytes())
+}
+
+/// `s LIKE 'p%'` for a `p` without wildcards.
+#[inline(always)]
+pub(crate) fn has_prefix(s: &str, p: &str) -> bool {
+    same_bytes(s.as_bytes().get(..p.len()), p.as_bytes())
+}
+
+/// `s LIKE '%p'` for a `p` without wildcards.
+#[inline(always)]
+pub(crate) fn has_suffix(s: &str, p: &str) -> bool {
+    same_bytes(s.len().checked_sub(p.len()).and_then(|at| s.as_bytes().get(at..)), p.as_bytes())
 }
 
 /// Whether `part` is there and equals `p`. Patterns are short: an inlined byte loop that

@@ -9,7 +9,7 @@ use ecsdb_engine::storage::{FieldColumn, FieldView};
 
 use crate::expr::compiled::num::{squared_distance, FloatNode, IntNode};
 use crate::expr::compiled::{mask1, mask2, pack, Bail, Chunk, CHUNK};
-use crate::expr::like::LikeMatcher;
+use crate::expr::like::{self, LikeMatcher};
 use crate::plan::logical::BinaryOp;
 
 /// A condition.
@@ -215,7 +215,14 @@ impl CondNode<'_> {
             }
             CondNode::Like(col, matcher) => {
                 let mut v = [false; CHUNK];
-                c.gather(col, &mut v, |s| matcher.matches(s));
+                // The pattern's kind is chosen once a chunk, so each loop below is specialised
+                // to one test (matched a row, the kinds' branches and loads stay in the loop).
+                match matcher {
+                    LikeMatcher::Prefix(p) => c.gather(col, &mut v, |s| like::has_prefix(s, p)),
+                    LikeMatcher::Suffix(p) => c.gather(col, &mut v, |s| like::has_suffix(s, p)),
+                    LikeMatcher::Exact(p) => c.gather(col, &mut v, |s| like::is_exact(s, p)),
+                    _ => c.gather(col, &mut v, |s| matcher.matches(s)),
+                }
                 let t = mask1(&v, n, |b| b);
                 (t, all & !t)
             }
