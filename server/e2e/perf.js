@@ -6,7 +6,8 @@
 // which parses and applies them as it does the socket's, so the load is exactly 10 Hz whatever
 // the machine; the main thread only gets frames of the rows in sight. Third row: a real subscription on a demo world (served
 // without ticking, or at LIVE_HZ ticks a second with its systems running), whose
-// watched rows another client moves ten times a second. While they arrive, Playwright types 120 characters into the
+// watched rows another client moves ten times a second (TRACE=FILE records a Chromium trace of
+// its typing: see long-tasks.js). While they arrive, Playwright types 120 characters into the
 // query editor; for each key the time from the key event to the next painted frame is taken.
 // The same typing with no watch running is the baseline. Prints a markdown table.
 
@@ -26,6 +27,12 @@ const LIVE_QUERY = 'SELECT entity, Name.value, Position.x, Position.y, Health.hp
 const LIVE_WRITE = 'UPDATE Position SET x = Position.x + 1 FROM Player, Position';
 /** Ticks per second of the live row's server. */
 const LIVE_HZ = process.env.LIVE_HZ ?? '0';
+/**
+ * A file for a Chromium trace of the live row's typing (unset: no trace). `node
+ * long-tasks.js FILE` then tells each long task's wall time from the CPU time its thread got.
+ */
+const TRACE = process.env.TRACE;
+const TRACE_CATEGORIES = ['devtools.timeline', 'disabled-by-default-devtools.timeline', 'v8', 'blink'];
 
 async function measure(page, withLoad) {
   await page.getByRole('tab', { name: 'Watch' }).click();
@@ -115,6 +122,8 @@ async function measureLive(browser) {
       server.rpc('exec', { text: LIVE_WRITE }).catch(() => {});
     }, 1000 / HZ);
     await page.waitForTimeout(1000);
+    // The trace covers the whole measured window, the long task observer's included.
+    if (TRACE) await browser.startTracing(page, { path: TRACE, categories: TRACE_CATEGORIES });
     await page.evaluate(() => {
       window.perf = { latencies: [], longTasks: [], updatesBefore: window.inspector.watch.updates, started: performance.now() };
       new PerformanceObserver((list) => list.getEntries().forEach((e) => window.perf.longTasks.push(e.duration)))
@@ -129,6 +138,8 @@ async function measureLive(browser) {
     await page.keyboard.type(TYPED, { delay: 25 });
     await page.waitForTimeout(300);
     const result = await page.evaluate(() => ({ ...window.perf, updates: window.inspector.watch.updates - window.perf.updatesBefore, seconds: (performance.now() - window.perf.started) / 1000 }));
+    // (Stopped after the long tasks are read: writing the trace out takes the CPU a while.)
+    if (TRACE) await browser.stopTracing();
     return { ...summarize(result), rows, applied: result.updates, rate: result.updates / result.seconds };
   } finally {
     clearInterval(writer);
