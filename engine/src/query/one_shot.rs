@@ -67,6 +67,10 @@ impl<Q: QueryData, F: QueryFilter> Query<'_, Q, F> {
 }
 
 impl<Q: QueryData, F: QueryFilter> Drop for Query<'_, Q, F> {
+    // Inlined on the unwinding path too: called out of line there, it takes the query's
+    // address, and LLVM, which then thinks the cursor escaped, reloads its pointers from
+    // memory on every row of a `for` loop (18 instructions a row of `pos += vel` instead of 15).
+    #[inline(always)]
     fn drop(&mut self) {
         if self.owns_state {
             // SAFETY: made by `Box::leak` for this query alone, and freed once.
