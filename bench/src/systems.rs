@@ -230,7 +230,7 @@ pub fn run(s: &mut Suite) {
     s.note("overhead: one tick of 100 systems (UPDATEs of a component no entity has)");
     s.note(format!(
         "schedule: 8 Rust systems, each updating its own 3-float component of {SCHEDULE_N} entities; ecsdb-rust: one \
-         tick of the ecsdb schedule (Rust systems run one batch each), bevy_ecs: Schedule::run with the \
+         tick of the ecsdb schedule (the 8 run side by side in one batch), bevy_ecs: Schedule::run with the \
          multi-threaded executor"
     ));
     s.note(format!(

@@ -92,6 +92,14 @@ pub enum EngineError {
     /// Two parts of one query would alias the same component mutably.
     #[error("query accesses component '{0}' mutably more than once or both mutably and immutably")]
     AliasedAccess(String),
+    /// A query prepared to run beside others would touch a component one of them writes, or
+    /// write one they read ([`crate::DisjointRuns`]).
+    #[error("component '{0}' is written by one of the queries run side by side and accessed by another")]
+    ConflictingRuns(String),
+    /// A query that writes a sparse component cannot run beside others (its fetches share
+    /// the sparse sets); run it alone.
+    #[error("a query that writes sparse component '{0}' cannot run beside other queries")]
+    SparseWriteInParallel(String),
     /// A Rust type was used where the component of that name is a run-time component (or the
     /// reverse).
     #[error("component '{0}' is not of the Rust type used to access it")]

@@ -55,7 +55,10 @@ pub use component::{
 pub use ecsdb_derive::Component;
 pub use entity::{Entities, EntitiesState, Entity, EntityLocation, ParseEntityError};
 pub use error::{EngineError, Result};
-pub use query::{Added, Changed, Or, Query, QueryData, QueryFilter, QueryState, ReadOnlyQueryData, With, Without};
+pub use query::{
+    Added, Changed, DisjointRuns, Or, PreparedQuery, Query, QueryData, QueryFilter, QueryState, ReadOnlyQueryData,
+    With, Without,
+};
 pub use reference::{Chain, OnDelete, Reference, ReferenceDef, ReferenceWrite};
 pub use schedule_record::{ScheduleRecord, SystemBody, SystemRecord};
 pub use snapshot::{

@@ -12,7 +12,8 @@ use crate::tick::{is_new, Tick};
 /// The filter half of a query.
 ///
 /// # Safety
-/// Implementations only read.
+/// Implementations only read, and report through [`QueryFilter::tick_reads`] every component
+/// whose ticks they read (queries run side by side rely on it).
 pub unsafe trait QueryFilter: 'static {
     /// Per-query state.
     type State: Clone + Send + Sync + 'static;
@@ -27,6 +28,9 @@ pub unsafe trait QueryFilter: 'static {
     fn get_state(components: &Components) -> Self::State;
     /// Whether the table can hold passing rows.
     fn matches_table(state: &Self::State, table: &ArchetypeTable) -> bool;
+    /// Adds the components whose change ticks the filter reads. Presence tests (`With`,
+    /// `Without`) read no component's memory and add nothing.
+    fn tick_reads(state: &Self::State, reads: &mut Vec<ComponentId>);
     /// Prepares for a table's rows.
     ///
     /// # Safety
@@ -51,6 +55,7 @@ unsafe impl QueryFilter for () {
     fn matches_table(_: &(), _: &ArchetypeTable) -> bool {
         true
     }
+    fn tick_reads(_: &(), _: &mut Vec<ComponentId>) {}
     unsafe fn fetch<'w>(_: &(), _: &FetchContext, _: *const ArchetypeTable) -> Self::Fetch<'w> {}
     #[inline(always)]
     unsafe fn filter_row(_: &(), _: usize, _: Entity) -> bool {
@@ -87,6 +92,7 @@ unsafe impl<T: Component> QueryFilter for With<T> {
             (StorageKind::Sparse, Some(_)) => true,
         }
     }
+    fn tick_reads(_: &Self::State, _: &mut Vec<ComponentId>) {}
     unsafe fn fetch<'w>(id: &Self::State, ctx: &FetchContext, _: *const ArchetypeTable) -> Self::Fetch<'w> {
         if T::STORAGE == StorageKind::Sparse {
             sparse_of(ctx, *id)
@@ -118,6 +124,7 @@ unsafe impl<T: Component> QueryFilter for Without<T> {
             _ => true,
         }
     }
+    fn tick_reads(_: &Self::State, _: &mut Vec<ComponentId>) {}
     unsafe fn fetch<'w>(id: &Self::State, ctx: &FetchContext, _: *const ArchetypeTable) -> Self::Fetch<'w> {
         if T::STORAGE == StorageKind::Sparse {
             sparse_of(ctx, *id)
@@ -227,6 +234,9 @@ macro_rules! change_filter {
             fn matches_table(id: &Self::State, table: &ArchetypeTable) -> bool {
                 tick_matches::<T>(id, table)
             }
+            fn tick_reads(id: &Self::State, reads: &mut Vec<ComponentId>) {
+                reads.extend(*id);
+            }
             unsafe fn fetch<'w>(id: &Self::State, ctx: &FetchContext, table: *const ArchetypeTable) -> Self::Fetch<'w> {
                 // SAFETY: forwarded.
                 unsafe { tick_fetch::<T>($kind, id, ctx, table) }
@@ -261,6 +271,9 @@ macro_rules! tuple_filter {
             fn matches_table(state: &Self::State, table: &ArchetypeTable) -> bool {
                 true $(&& $name::matches_table(&state.$idx, table))*
             }
+            fn tick_reads(state: &Self::State, reads: &mut Vec<ComponentId>) {
+                $($name::tick_reads(&state.$idx, reads);)*
+            }
             unsafe fn fetch<'w>(state: &Self::State, ctx: &FetchContext, table: *const ArchetypeTable) -> Self::Fetch<'w> {
                 // SAFETY: forwarded.
                 unsafe { ($($name::fetch(&state.$idx, ctx, table),)*) }
@@ -285,6 +298,9 @@ macro_rules! tuple_filter {
             }
             fn matches_table(state: &Self::State, table: &ArchetypeTable) -> bool {
                 false $(|| $name::matches_table(&state.$idx, table))*
+            }
+            fn tick_reads(state: &Self::State, reads: &mut Vec<ComponentId>) {
+                $($name::tick_reads(&state.$idx, reads);)*
             }
             unsafe fn fetch<'w>(state: &Self::State, ctx: &FetchContext, table: *const ArchetypeTable) -> Self::Fetch<'w> {
                 // SAFETY: forwarded; an element is fetched only where it matches.

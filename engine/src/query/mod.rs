@@ -23,6 +23,7 @@
 //! assert_eq!(players[0].1, 1.0);
 //! ```
 
+mod disjoint;
 mod fetch;
 mod filter;
 mod one_shot;
@@ -30,6 +31,7 @@ mod state;
 #[cfg(test)]
 mod tests;
 
+pub use disjoint::{DisjointRuns, PreparedQuery};
 pub use fetch::{QueryData, ReadOnlyQueryData};
 pub use filter::{Added, Changed, Or, QueryFilter, With, Without};
 pub use one_shot::Query;
@@ -102,6 +104,12 @@ pub struct FetchContext {
 }
 
 impl FetchContext {
+    /// A context that reaches no world: for cursors over fetches made ahead, which never
+    /// fetch.
+    pub(crate) fn detached() -> FetchContext {
+        FetchContext { world: std::ptr::null_mut(), this_run: 0, run_age: 0 }
+    }
+
     /// The tick of this run: writes through items are stamped with it.
     pub fn this_run(&self) -> Tick {
         self.this_run

@@ -1,6 +1,7 @@
 //! Prepared queries and their iterators.
 
 use std::marker::PhantomData;
+use std::ptr::NonNull;
 
 use crate::component::ComponentId;
 use crate::entity::Entity;
@@ -211,14 +212,65 @@ impl<Q: QueryData, F: QueryFilter> QueryState<Q, F> {
     /// Starts a run that may write: pointers made from the exclusive borrow, after the ticks
     /// were checked for clamping.
     fn begin_mut(&mut self, world: &mut World) -> (*mut ArchetypeTable, FetchContext) {
-        // A reference declared since the state was made turns its writes away too.
-        if let Err(e) = world.refuse_mutable_references(&self.matched.writes) {
-            panic!("{e}");
-        }
         world.maybe_check_change_ticks();
+        self.begin_exclusive(world).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    /// [`QueryState::begin_mut`] without clamping ticks: a caller preparing several runs at
+    /// once clamps before the first (clamping rewrites every tick column, which would take
+    /// back the pointers of runs already prepared).
+    pub(crate) fn begin_exclusive(&mut self, world: &mut World) -> Result<(*mut ArchetypeTable, FetchContext)> {
+        // A reference declared since the state was made turns its writes away too.
+        world.refuse_mutable_references(&self.matched.writes)?;
         let (_, ctx) = self.begin(world);
         let tables = world.storage.tables.as_mut_ptr();
-        (tables, FetchContext { world: world as *mut World, ..ctx })
+        Ok((tables, FetchContext { world: world as *mut World, ..ctx }))
+    }
+
+    /// The fetches of every non-empty matched table, made here for rows visited later,
+    /// possibly on other threads.
+    ///
+    /// # Safety
+    /// As [`QueryData::fetch`]: `tables` and `ctx` come from [`QueryState::begin_exclusive`]
+    /// (or [`QueryState::begin`] for read-only queries), whose access the caller holds for
+    /// `'w`.
+    pub(crate) unsafe fn table_parts<'w>(
+        &self,
+        tables: *mut ArchetypeTable,
+        ctx: FetchContext,
+    ) -> Vec<TablePart<'w, Q, F>> {
+        let Some(data) = &self.matched.data else { return Vec::new() };
+        let mut parts = Vec::with_capacity(self.matched.tables.len());
+        for &tid in &self.matched.tables {
+            // SAFETY: matched ids are in bounds of the world's tables.
+            let table = unsafe { tables.add(tid.index()) };
+            // SAFETY: valid table.
+            let (len, entities) = unsafe { ((*table).len(), (*table).entities().as_ptr()) };
+            if len == 0 {
+                continue;
+            }
+            // SAFETY: forwarded from the caller; the table matches.
+            let (fetch, filter) = unsafe { (Q::fetch(data, &ctx, table), F::fetch(&self.matched.filter, &ctx, table)) };
+            parts.push(TablePart { fetch, filter, entities, len });
+        }
+        parts
+    }
+
+    /// The matched state, for iterators over prepared parts.
+    pub(crate) fn matched(&self) -> &QueryMatch<Q::State, F::State> {
+        &self.matched
+    }
+
+    /// Whether the query writes a sparse component (such queries run alone).
+    pub fn writes_sparse(&self) -> bool {
+        self.matched.sparse_write
+    }
+
+    /// The components whose change ticks the query's filter reads (`Added<T>`, `Changed<T>`).
+    pub fn filter_tick_reads(&self) -> Vec<ComponentId> {
+        let mut reads = Vec::new();
+        F::tick_reads(&self.matched.filter, &mut reads);
+        reads
     }
 
     /// Iterates on a shared world (read-only queries).
@@ -260,22 +312,12 @@ impl<Q: QueryData, F: QueryFilter> QueryState<Q, F> {
             return self.for_each_mut(world, f);
         }
         let (tables, ctx) = self.begin_mut(world);
-        let Some(data) = &self.matched.data else { return };
         // Fetches are built once per table on this thread; chunks share copies of them.
         const CHUNK: usize = 64;
+        // SAFETY: `&mut World` gives exclusive access for 'w.
+        let parts = unsafe { self.table_parts(tables, ctx) };
         let mut jobs = Vec::new();
-        for &tid in &self.matched.tables {
-            // SAFETY: matched ids are in bounds; `&mut World` gives exclusive access.
-            let table = unsafe { tables.add(tid.index()) };
-            // SAFETY: valid table.
-            let (len, entities) = unsafe { ((*table).len(), (*table).entities().as_ptr()) };
-            if len == 0 {
-                continue;
-            }
-            // SAFETY: exclusive access to the world.
-            let fetch = unsafe { Q::fetch(data, &ctx, table) };
-            // SAFETY: valid table.
-            let filter = unsafe { F::fetch(&self.matched.filter, &ctx, table) };
+        for TablePart { fetch, filter, entities, len } in parts {
             for start in (0..len).step_by(CHUNK) {
                 jobs.push(SendJob {
                     fetch: fetch.clone(),
@@ -351,6 +393,14 @@ unsafe fn run_rows<'w, Q: QueryData, F: QueryFilter>(
     }
 }
 
+/// One matched table's fetches, made before its rows are visited.
+pub(crate) struct TablePart<'w, Q: QueryData, F: QueryFilter> {
+    fetch: Q::Fetch<'w>,
+    filter: F::Fetch<'w>,
+    entities: *const Entity,
+    len: usize,
+}
+
 struct SendJob<A, B> {
     fetch: A,
     filter: B,
@@ -368,6 +418,9 @@ unsafe impl<A, B> Send for SendJob<A, B> {}
 pub(crate) struct Cursor<'w, Q: QueryData, F: QueryFilter> {
     tables: *mut ArchetypeTable,
     ctx: FetchContext,
+    /// Fetches made ahead ([`QueryIter::over_parts`]): the cursor steps through them instead
+    /// of fetching from `tables`.
+    parts: Option<NonNull<[TablePart<'w, Q, F>]>>,
     next_table: usize,
     fetch: Option<Q::Fetch<'w>>,
     filter: Option<F::Fetch<'w>>,
@@ -378,7 +431,17 @@ pub(crate) struct Cursor<'w, Q: QueryData, F: QueryFilter> {
 
 impl<'w, Q: QueryData, F: QueryFilter> Cursor<'w, Q, F> {
     pub(crate) fn new(tables: *mut ArchetypeTable, ctx: FetchContext) -> Self {
-        Cursor { tables, ctx, next_table: 0, fetch: None, filter: None, entities: std::ptr::null(), row: 0, len: 0 }
+        Cursor {
+            tables,
+            ctx,
+            parts: None,
+            next_table: 0,
+            fetch: None,
+            filter: None,
+            entities: std::ptr::null(),
+            row: 0,
+            len: 0,
+        }
     }
 
     /// Whether iteration has begun.
@@ -417,7 +480,7 @@ impl<'w, Q: QueryData, F: QueryFilter> Cursor<'w, Q, F> {
     #[inline]
     fn advance(&mut self, state: &QueryMatch<Q::State, F::State>) -> Option<()> {
         let (next_table, fetch, filter, entities, len) =
-            Self::find_table(state, self.tables, self.ctx, self.next_table)?;
+            Self::find_table(state, self.tables, self.ctx, self.parts, self.next_table)?;
         self.next_table = next_table;
         self.fetch = Some(fetch);
         self.filter = Some(filter);
@@ -436,8 +499,14 @@ impl<'w, Q: QueryData, F: QueryFilter> Cursor<'w, Q, F> {
         state: &QueryMatch<Q::State, F::State>,
         tables: *mut ArchetypeTable,
         ctx: FetchContext,
+        parts: Option<NonNull<[TablePart<'w, Q, F>]>>,
         mut next_table: usize,
     ) -> Option<(usize, Q::Fetch<'w>, F::Fetch<'w>, *const Entity, usize)> {
+        if let Some(parts) = parts {
+            // SAFETY: the parts outlive the cursor (the iterator made over them borrows them).
+            let part = unsafe { parts.as_ref() }.get(next_table)?;
+            return Some((next_table + 1, part.fetch.clone(), part.filter.clone(), part.entities, part.len));
+        }
         let data = state.data.as_ref()?;
         loop {
             let tid = *state.tables.get(next_table)?;
@@ -467,6 +536,21 @@ pub struct QueryIter<'w, 's, Q: QueryData, F: QueryFilter> {
 impl<'w, 's, Q: QueryData, F: QueryFilter> QueryIter<'w, 's, Q, F> {
     fn new(state: &'s QueryState<Q, F>, tables: *mut ArchetypeTable, ctx: FetchContext) -> Self {
         QueryIter { state: &state.matched, cursor: Cursor::new(tables, ctx) }
+    }
+
+    /// Iterates over fetches made ahead: the iterator makes none of its own, so it may run
+    /// on another thread than the one holding the world.
+    ///
+    /// # Safety
+    /// The parts were made for `state`'s run with the access its items need for `'w`, and no
+    /// other iterator visits them.
+    pub(crate) unsafe fn over_parts(
+        state: &'s QueryMatch<Q::State, F::State>,
+        parts: &'s [TablePart<'w, Q, F>],
+    ) -> Self {
+        let mut cursor = Cursor::new(std::ptr::null_mut(), FetchContext::detached());
+        cursor.parts = Some(NonNull::from(parts));
+        QueryIter { state, cursor }
     }
 }
 

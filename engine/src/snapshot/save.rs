@@ -239,6 +239,33 @@ fn internal(what: &str) -> SnapshotError {
     SnapshotError::Encode(format!("internal: {what}"))
 }
 
+/// Checks that the pieces written at offsets cover the body exactly, once each, and combines
+/// their checksums in body order. The lengths were promised in the layout, so a gap or an
+/// overlap is a bug of the encoder, reported rather than written.
+///
+/// An empty piece may start where another one does (an emptied table's string column, say):
+/// sorting by start and then length puts it first, wherever the threads left it.
+fn combine_piece_sums(
+    mut sums: Vec<(u64, crc32fast::Hasher)>,
+    body_start: u64,
+    body_len: u64,
+) -> Result<u32, SnapshotError> {
+    sums.sort_unstable_by_key(|(start, crc)| (*start, crc.total_len()));
+    let mut total = crc32fast::Hasher::new();
+    let mut at = body_start;
+    for (start, crc) in &sums {
+        if *start != at {
+            return Err(internal("a piece of the body is missing"));
+        }
+        at += crc.total_len();
+        total.combine(crc);
+    }
+    if at != body_start + body_len {
+        return Err(internal("the body's length"));
+    }
+    Ok(total.finalize())
+}
+
 /// Splits the body into about `n` spans of equal length (pieces cut where needed), each a
 /// list of slices.
 fn spans<'a>(all: impl Iterator<Item = &'a [u8]>, total: u64, n: usize) -> Vec<Vec<&'a [u8]>> {
@@ -429,22 +456,8 @@ impl<'w> Encoder<'w> {
                 syncer.join().map_err(|_| internal("the sync thread panicked"))??;
                 Ok(sums)
             })?;
-            // The outputs' lengths were promised in the layout: check every piece is there.
-            let mut sums = sums;
-            sums.sort_unstable_by_key(|s| s.0);
-            let mut total = crc32fast::Hasher::new();
-            let mut at = HEADER_LEN as u64;
-            for (start, crc) in &sums {
-                if *start != at {
-                    return Err(internal("a piece of the body is missing"));
-                }
-                at += crc.total_len();
-                total.combine(crc);
-            }
-            if at != HEADER_LEN as u64 + self.body_len {
-                return Err(internal("the body's length"));
-            }
-            write_all_at(f, &self.header(total.finalize()), 0)?;
+            let crc = combine_piece_sums(sums, HEADER_LEN as u64, self.body_len)?;
+            write_all_at(f, &self.header(crc), 0)?;
         }
         self.stats.bytes = HEADER_LEN as u64 + self.body_len;
         Ok(self.stats.bytes)
@@ -765,4 +778,35 @@ fn column<'w>(
         w.u8(0);
     }
     Ok(component_bytes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sum(bytes: &[u8]) -> crc32fast::Hasher {
+        let mut h = crc32fast::Hasher::new();
+        h.update(bytes);
+        h
+    }
+
+    #[test]
+    fn piece_sums_combine_in_body_order_whatever_order_the_threads_left() {
+        let whole = crc32fast::hash(b"abcdefgh");
+        // An empty piece starting where a full one does, listed after it.
+        let sums = vec![(10, sum(b"efgh")), (6, sum(b"abcd")), (6, sum(b"")), (10, sum(b""))];
+        assert_eq!(combine_piece_sums(sums, 6, 8).unwrap(), whole);
+        let sums = vec![(6, sum(b"")), (10, sum(b"efgh")), (6, sum(b"abcd"))];
+        assert_eq!(combine_piece_sums(sums, 6, 8).unwrap(), whole);
+    }
+
+    #[test]
+    fn gaps_overlaps_and_short_bodies_are_reported() {
+        let gap = vec![(6, sum(b"abc")), (10, sum(b"efgh"))];
+        assert!(combine_piece_sums(gap, 6, 8).is_err());
+        let overlap = vec![(6, sum(b"abcde")), (10, sum(b"efgh"))];
+        assert!(combine_piece_sums(overlap, 6, 8).is_err());
+        let short = vec![(6, sum(b"abcd"))];
+        assert!(combine_piece_sums(short, 6, 8).is_err());
+    }
 }

@@ -112,7 +112,13 @@ impl ArchetypeTable {
 
     #[inline]
     pub(crate) fn column_mut(&mut self, id: ComponentId) -> Option<&mut Column> {
-        self.column_index(id).map(|i| &mut self.columns[i])
+        let i = self.column_index(id).filter(|&i| i < self.columns.len())?;
+        // Reborrows this one column, not the whole slice: queries prepared side by side
+        // keep pointers into other columns of the table (an `Added` filter's shared tick).
+        // The raw place projection makes no reference to the slice.
+        let first = (&raw mut *self.columns).cast::<Column>();
+        // SAFETY: `i` is in bounds; the `&mut self` borrow makes the column exclusive.
+        Some(unsafe { &mut *first.add(i) })
     }
 
     /// The components and their columns, side by side (writers of different components

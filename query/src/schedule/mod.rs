@@ -8,13 +8,16 @@
 //! snapshots save them; the schedule here is their runnable form.
 //!
 //! How a phase runs ([`run`]): its systems, in order, are cut into *batches* of consecutive
-//! systems that do not conflict ([`Access::conflicts_with`]). Every system of a batch checks
-//! its statements against the same world (on rayon, when the batch has several), then the
-//! batch's UPDATEs are applied in system order; SPAWN, DESPAWN, ADD and REMOVE are staged and
-//! applied at the end of the phase in system, then statement order. Since the systems of a
-//! batch touch nothing another of them writes, this is exactly running them one by one, and
-//! the same work is done for any thread count. A system that must see its own UPDATE in a
-//! later statement of its block, and every Rust system, runs in a batch of its own.
+//! systems that do not conflict ([`Access::conflicts_with`]). Every text system of a batch
+//! checks its statements against the same world (on rayon, when the batch has several), then
+//! the batch's Rust systems run side by side on rayon, each writing its own components
+//! through a query prepared by the engine ([`ecsdb_engine::DisjointRuns`]); then the batch's
+//! UPDATEs are applied in system order. SPAWN, DESPAWN, ADD and REMOVE are staged and applied
+//! at the end of the phase in system, then statement order. Since the systems of a batch
+//! touch nothing another of them writes, this is exactly running them one by one, and the
+//! same work is done for any thread count. A system that must see its own UPDATE in a later
+//! statement of its block, and a Rust system whose query writes a sparse component, runs in
+//! a batch of its own.
 
 mod access;
 mod phase;
@@ -48,7 +51,8 @@ pub(crate) struct System {
     pub(crate) before: Vec<String>,
     pub(crate) body: Body,
     pub(crate) access: Access,
-    /// Runs alone: a Rust system, or a block whose later statements must see its UPDATEs.
+    /// Runs alone: a block whose later statements must see its UPDATEs, a Rust system
+    /// writing a sparse component, or a saved Rust system not registered yet.
     pub(crate) exclusive: bool,
     pub(crate) stats: Stats,
 }

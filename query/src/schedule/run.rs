@@ -75,11 +75,78 @@ fn check_system(system: &mut System, world: &World, params: &Params) -> Outcome 
                 }
             }
         }
-        Body::Rust(_) => out.error = Some(render(&crate::Error::internal("a Rust system is run alone"))),
+        Body::Rust(_) => out.error = Some(render(&crate::Error::internal("a Rust system is not checked, it runs"))),
         Body::Broken { error, .. } => out.error = Some(error.clone()),
     }
     out.time = started.elapsed();
     out
+}
+
+/// The systems of `members`, in that order, each borrowed once.
+fn members_of<'a>(systems: &'a mut [System], members: &[usize]) -> Vec<(usize, &'a mut System)> {
+    let mut found: Vec<(usize, &mut System)> =
+        systems.iter_mut().enumerate().filter(|(i, _)| members.contains(i)).collect();
+    found.sort_by_key(|(i, _)| members.iter().position(|x| x == i));
+    found
+}
+
+/// Checks the text systems of a batch against the same world, on rayon when `parallel`.
+fn check_systems(
+    systems: &mut [System],
+    text: &[usize],
+    world: &World,
+    params: &Params,
+    parallel: bool,
+) -> Vec<(usize, Outcome)> {
+    let members = members_of(systems, text);
+    if parallel && members.len() > 1 {
+        members.into_par_iter().map(|(i, s)| (i, check_system(s, world, params))).collect()
+    } else {
+        members.into_iter().map(|(i, s)| (i, check_system(s, world, params))).collect()
+    }
+}
+
+/// Runs the Rust systems of a batch. With `parallel`, each is prepared in batch order on
+/// this thread (its access checked against the others', its fetches made), then all run on
+/// the rayon pool; one the engine will not run beside the others (it writes a sparse
+/// component) runs alone afterwards. Otherwise they run one by one.
+fn run_rust_systems(
+    systems: &mut [System],
+    rust: &[usize],
+    world: &mut World,
+    params: &Params,
+    ctx: &super::SystemContext,
+    parallel: bool,
+) -> Vec<(usize, Outcome)> {
+    let mut outcomes = Vec::with_capacity(rust.len());
+    let mut alone = Vec::new();
+    if parallel && rust.len() > 1 {
+        let mut runs = world.disjoint_runs();
+        let mut jobs = Vec::with_capacity(rust.len());
+        for (i, s) in members_of(systems, rust) {
+            match &mut s.body {
+                Body::Rust(Some(f)) => match f.prepare(&mut runs) {
+                    Ok(run) => jobs.push((i, run)),
+                    Err(_) => alone.push(i),
+                },
+                _ => alone.push(i),
+            }
+        }
+        outcomes = jobs
+            .into_par_iter()
+            .map(|(i, run)| {
+                let started = Instant::now();
+                run(ctx);
+                (i, Outcome { time: started.elapsed(), ..Outcome::default() })
+            })
+            .collect();
+    } else {
+        alone.extend_from_slice(rust);
+    }
+    for i in alone {
+        outcomes.push((i, run_exclusive(&mut systems[i], world, params, ctx)));
+    }
+    outcomes
 }
 
 /// Writes a batch's UPDATEs side by side on the rayon pool, each through a writer of its own
@@ -150,10 +217,7 @@ fn run_exclusive(system: &mut System, world: &mut World, params: &Params, ctx: &
                 }
             }
         }
-        Body::Rust(Some(f)) => match f.run(world, ctx) {
-            Ok(rows) => out.rows = rows as u64,
-            Err(e) => out.error = Some(render(&e)),
-        },
+        Body::Rust(Some(f)) => f.run_alone(world, ctx),
         Body::Rust(None) => {
             out.error = Some(render(&crate::Error::new(
                 crate::ErrorKind::Constraint,
@@ -235,17 +299,14 @@ impl Schedule {
                 let i = batch[0];
                 vec![(i, run_exclusive(&mut self.systems[i], world, &params, &ctx))]
             } else {
-                // Every system of the batch checks against the same world; the borrows are
-                // disjoint (a batch names each system once).
-                let mut members: Vec<(usize, &mut System)> =
-                    self.systems.iter_mut().enumerate().filter(|(i, _)| batch.contains(i)).collect();
-                members.sort_by_key(|(i, _)| batch.iter().position(|x| x == i));
-                let shared: &World = world;
-                if parallel && members.len() > 1 {
-                    members.into_par_iter().map(|(i, s)| (i, check_system(s, shared, &params))).collect()
-                } else {
-                    members.into_iter().map(|(i, s)| (i, check_system(s, shared, &params))).collect()
-                }
+                // Text systems check against the batch's world, then Rust systems write
+                // theirs: the batch's members do not conflict, so this is any order's result.
+                let (rust, text): (Vec<usize>, Vec<usize>) =
+                    batch.iter().partition(|&&i| matches!(self.systems[i].body, Body::Rust(_)));
+                let mut outcomes = check_systems(&mut self.systems, &text, world, &params, parallel);
+                outcomes.extend(run_rust_systems(&mut self.systems, &rust, world, &params, &ctx, parallel));
+                outcomes.sort_by_key(|(i, _)| batch.iter().position(|x| x == i));
+                outcomes
             };
             let mut outcomes = outcomes;
             if parallel {

@@ -4,7 +4,7 @@ use std::fmt;
 use std::sync::Mutex;
 
 use ecsdb_engine::query::{QueryData, QueryFilter, QueryIter};
-use ecsdb_engine::{QueryState, World};
+use ecsdb_engine::{DisjointRuns, EngineError, QueryState, World};
 
 use super::{Access, Body, Phase, Placement, Stats, System};
 use crate::error::{Error, ErrorKind, Span};
@@ -21,27 +21,73 @@ pub struct SystemContext {
     pub time: f64,
 }
 
-/// Returns the rows it read, or its failure (reported like a text system's).
-type RunFn = Box<dyn FnMut(&mut World, &SystemContext) -> Result<usize, Error> + Send>;
+/// A Rust system's query and function, with the types the schedule erases.
+struct TypedSystem<Q: QueryData, F: QueryFilter, Func> {
+    state: QueryState<Q, F>,
+    f: Func,
+}
+
+/// A system's run on another thread, prepared by [`RustRun::prepare`].
+pub(crate) type PreparedRun<'a> = Box<dyn FnOnce(&SystemContext) + Send + 'a>;
+
+/// What the schedule asks of a Rust system, whatever its query's types.
+trait RustRun: Send {
+    /// Runs with the world to itself.
+    fn run_alone(&mut self, world: &mut World, ctx: &SystemContext);
+    /// Prepares a run beside the other systems of its batch (see [`DisjointRuns`]).
+    fn prepare<'a, 'w: 'a>(&'a mut self, runs: &mut DisjointRuns<'w>) -> Result<PreparedRun<'a>, EngineError>;
+}
+
+impl<Q, F, Func> RustRun for TypedSystem<Q, F, Func>
+where
+    Q: QueryData + 'static,
+    F: QueryFilter + 'static,
+    QueryState<Q, F>: Send,
+    Func: for<'w, 's> FnMut(QueryIter<'w, 's, Q, F>, &SystemContext) + Send + 'static,
+{
+    fn run_alone(&mut self, world: &mut World, ctx: &SystemContext) {
+        (self.f)(self.state.iter_mut(world), ctx);
+    }
+
+    fn prepare<'a, 'w: 'a>(&'a mut self, runs: &mut DisjointRuns<'w>) -> Result<PreparedRun<'a>, EngineError> {
+        let TypedSystem { state, f } = self;
+        let prepared = runs.prepare(state)?;
+        Ok(Box::new(move |ctx| prepared.run(|items| f(items, ctx))))
+    }
+}
 
 /// A registered Rust system's function, with the access its query types give.
 pub struct RustSystemFn {
     /// Behind a mutex so that a database (and the readers that share one) stays `Sync`;
     /// only the thread running the schedule ever locks it.
-    run: Mutex<RunFn>,
+    run: Mutex<Box<dyn RustRun>>,
     access: Access,
+    /// The query writes a sparse component: it runs alone (see [`DisjointRuns::prepare`]).
+    alone: bool,
 }
 
 impl fmt::Debug for RustSystemFn {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("RustSystemFn").field("access", &self.access).finish()
+        f.debug_struct("RustSystemFn").field("access", &self.access).field("alone", &self.alone).finish()
     }
 }
 
 impl RustSystemFn {
-    pub(crate) fn run(&mut self, world: &mut World, ctx: &SystemContext) -> Result<usize, Error> {
-        let run = self.run.get_mut().unwrap_or_else(|poisoned| poisoned.into_inner());
-        run(world, ctx)
+    fn system(&mut self) -> &mut dyn RustRun {
+        &mut **self.run.get_mut().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Runs the system with the world to itself.
+    pub(crate) fn run_alone(&mut self, world: &mut World, ctx: &SystemContext) {
+        self.system().run_alone(world, ctx)
+    }
+
+    /// Prepares a run beside the other systems of its batch.
+    pub(crate) fn prepare<'a, 'w: 'a>(
+        &'a mut self,
+        runs: &mut DisjointRuns<'w>,
+    ) -> Result<PreparedRun<'a>, EngineError> {
+        self.system().prepare(runs)
     }
 }
 
@@ -104,7 +150,7 @@ impl<'d> SystemBuilder<'d> {
     /// acyclic, as with `CREATE SYSTEM`.
     pub fn run<Q, F>(
         self,
-        mut f: impl for<'w, 's> FnMut(QueryIter<'w, 's, Q, F>, &SystemContext) + Send + 'static,
+        f: impl for<'w, 's> FnMut(QueryIter<'w, 's, Q, F>, &SystemContext) + Send + 'static,
     ) -> Result<(), Error>
     where
         Q: QueryData + 'static,
@@ -113,18 +159,18 @@ impl<'d> SystemBuilder<'d> {
     {
         let SystemBuilder { db, name, phase, after, before } = self;
         let (world, schedule) = db.world_and_schedule();
-        let mut state = QueryState::<Q, F>::try_new(world)?;
+        let state = QueryState::<Q, F>::try_new(world)?;
         let engine_access = state.access(world);
+        // A change filter reads its component's ticks: writers of it are ordered around
+        // the system like writers of what it reads.
         let access = Access {
-            reads: engine_access.reads().iter().copied().collect(),
+            reads: engine_access.reads().iter().copied().chain(state.filter_tick_reads()).collect(),
             writes: engine_access.writes().iter().copied().collect(),
             writes_all: false,
         };
-        let run: RunFn = Box::new(move |world, ctx| {
-            f(state.iter_mut(world), ctx);
-            Ok(0)
-        });
-        let function = RustSystemFn { run: Mutex::new(run), access: access.clone() };
+        let alone = state.writes_sparse();
+        let function =
+            RustSystemFn { run: Mutex::new(Box::new(TypedSystem { state, f })), access: access.clone(), alone };
         if let Some(i) = schedule.find(&name) {
             let system = &mut schedule.systems[i];
             if !matches!(system.body, Body::Rust(None)) {
@@ -132,6 +178,7 @@ impl<'d> SystemBuilder<'d> {
             }
             system.body = Body::Rust(Some(function));
             system.access = access;
+            system.exclusive = alone;
             let _ = schedule.rebuild_batches();
             return Ok(());
         }
@@ -155,7 +202,7 @@ impl<'d> SystemBuilder<'d> {
             before,
             body: Body::Rust(Some(function)),
             access,
-            exclusive: true,
+            exclusive: alone,
             stats: Stats::default(),
         };
         schedule.insert(system, span).map_err(no_span)?;
