@@ -472,6 +472,17 @@ impl World {
         self.written.load(Ordering::Relaxed)
     }
 
+    /// [`World::read_change_tick_wide`] for a holder of `&mut World`: the same tick, taken
+    /// without an atomic read-modify-write (which costs more than the rest of a small
+    /// query's setup).
+    #[inline]
+    pub(crate) fn take_change_tick_mut(&mut self) -> u64 {
+        *self.written.get_mut() = true;
+        let tick = self.tick.get_mut();
+        *tick += 1;
+        *tick - 1
+    }
+
     /// For the index refresh: a new tick as [`World::read_change_tick_wide`] gives, and
     /// whether any tick went to a writer since the last call (if not, no component value, row
     /// or entity changed: writes need `&mut World` and every write path takes a tick first).

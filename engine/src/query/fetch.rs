@@ -111,6 +111,7 @@ impl<T> Clone for ComponentFetch<T> {
 /// # Safety
 /// As [`QueryData::fetch`]. For writers, the caller holds exclusive access to the world for
 /// the run and `ctx.world` was made from that exclusive borrow.
+#[inline(always)]
 unsafe fn component_fetch<T: Component>(
     id: ComponentId,
     ctx: &FetchContext,

@@ -14,7 +14,7 @@ use crate::component::TypeIdMap;
 use crate::query::state::{Cursor, QueryMatch};
 use crate::query::{FetchContext, QueryData, QueryFilter, QueryState, ReadOnlyQueryData};
 use crate::storage::ArchetypeTable;
-use crate::tick::EVERYTHING_NEW;
+use crate::tick::{Tick, EVERYTHING_NEW};
 use crate::world::World;
 
 /// The states of the one-shot queries a world has run, by query type (lifetimes erased).
@@ -24,11 +24,6 @@ pub(crate) struct QueryCache {
 }
 
 impl QueryCache {
-    /// The cached state under `key`, if one of these state types is there.
-    fn get<D: Send + Sync + 'static, G: Send + Sync + 'static>(&self, key: TypeId) -> Option<&QueryMatch<D, G>> {
-        self.states.get(&key)?.downcast_ref()
-    }
-
     /// The cached state under `key`, to update.
     fn get_mut<D: Send + Sync + 'static, G: Send + Sync + 'static>(
         &mut self,
@@ -145,32 +140,33 @@ impl World {
     /// declared reference.
     pub fn query_filtered_mut<Q: QueryData, F: QueryFilter>(&mut self) -> Query<'_, Q, F> {
         let key = TypeId::of::<(Q::Static, F)>();
-        match self.query_cache.get::<Q::State, F::State>(key) {
-            // A reference declared since the state was cached turns its writes away too.
-            Some(cached) => {
-                if let Err(e) = self.refuse_mutable_references(&cached.writes) {
-                    panic!("{e}");
-                }
-            }
+        let world_id = self.id();
+        let world: *mut World = self;
+        // SAFETY: `world` comes from the exclusive borrow, which the query keeps for 'w. The
+        // state is boxed in the cache, apart from the world's own memory, and the cache is a
+        // field nothing below changes and no fetch touches (writers reborrow only the
+        // storage): the lookup's pointer stays valid while the world is borrowed again and
+        // while rows are written.
+        let found = unsafe { (*world).query_cache.get_mut::<Q::State, F::State>(key) }.map(NonNull::from);
+        let state = match found {
+            Some(state) => state,
             None => {
                 let matched = QueryState::<Q, F>::try_match(self).unwrap_or_else(|e| panic!("{e}"));
                 self.query_cache.states.insert(key, Box::new(matched));
+                // SAFETY: as above.
+                NonNull::from(unsafe { (*world).query_cache.get_mut::<Q::State, F::State>(key) }.expect("cached"))
             }
+        };
+        // SAFETY: as above.
+        let (cached, world_ref) = unsafe { (&mut *state.as_ptr(), &mut *world) };
+        // A reference declared since the state was cached turns its writes away too.
+        if let Err(e) = world_ref.refuse_mutable_references(&cached.writes) {
+            panic!("{e}");
         }
-        let world_id = self.id();
-        let cached = self.query_cache.get_mut::<Q::State, F::State>(key).expect("the state was cached above");
-        cached.update_tables_in::<Q, F>(world_id, &self.storage.tables);
-        self.maybe_check_change_ticks();
-        let this_run = self.read_change_tick();
-        let world: *mut World = self;
-        // SAFETY: `world` comes from the exclusive borrow, which the query keeps for 'w. The
-        // cache is a field no fetch touches (writers reborrow only the storage), so a shared
-        // borrow of one of its states stays valid while rows are written; the state itself
-        // is boxed, away from the world's own memory.
-        let matched = unsafe { (*world).query_cache.get::<Q::State, F::State>(key) }.expect("cached above");
-        let state = NonNull::from(matched);
-        // SAFETY: as above; the pointer to the tables is made from the same exclusive borrow.
-        let tables = unsafe { (*world).storage.tables.as_mut_ptr() };
+        cached.update_tables_in::<Q, F>(world_id, &world_ref.storage.tables);
+        world_ref.maybe_check_change_ticks();
+        let this_run = world_ref.take_change_tick_mut() as Tick;
+        let tables = world_ref.storage.tables.as_mut_ptr();
         let ctx = FetchContext { world, this_run, run_age: EVERYTHING_NEW };
         Query { state, owns_state: false, cursor: Cursor::new(tables, ctx), _world: PhantomData }
     }

@@ -198,8 +198,13 @@ impl<Q: QueryData, F: QueryFilter> QueryState<Q, F> {
     /// Starts a run on a shared world: the tables and the context, whose world pointer is
     /// only ever read through.
     fn begin(&mut self, world: &World) -> (*mut ArchetypeTable, FetchContext) {
-        self.update_tables(world);
         let this_run = world.read_change_tick_wide();
+        self.begin_at(world, this_run)
+    }
+
+    /// [`QueryState::begin`] with the run's tick taken.
+    fn begin_at(&mut self, world: &World, this_run: u64) -> (*mut ArchetypeTable, FetchContext) {
+        self.update_tables(world);
         let ctx = FetchContext {
             world: world as *const World as *mut World,
             this_run: this_run as u32,
@@ -222,7 +227,8 @@ impl<Q: QueryData, F: QueryFilter> QueryState<Q, F> {
     pub(crate) fn begin_exclusive(&mut self, world: &mut World) -> Result<(*mut ArchetypeTable, FetchContext)> {
         // A reference declared since the state was made turns its writes away too.
         world.refuse_mutable_references(&self.matched.writes)?;
-        let (_, ctx) = self.begin(world);
+        let this_run = world.take_change_tick_mut();
+        let (_, ctx) = self.begin_at(world, this_run);
         let tables = world.storage.tables.as_mut_ptr();
         Ok((tables, FetchContext { world: world as *mut World, ..ctx }))
     }
