@@ -190,6 +190,11 @@ fn independent_rust_systems_share_a_batch_and_sparse_writers_run_alone() {
     assert_eq!(after[1] - before[1], 2 * (4 + 8));
     // c: S += C0 + 1 on entities with S and C0: 0 (C0 1 after `a`) and 3 (C0 3).
     assert_eq!(after[4] - before[4], (1 + 1) + (3 + 1));
+    // SHOW SYSTEMS counts the rows of the tables each visited (before row filters): `c`
+    // reads C0 in both tables that hold it, its sparse S on a third of their rows.
     let stats = db.query("SHOW SYSTEMS").unwrap().rows;
-    assert_eq!(stats.len(), 4);
+    let rows: Vec<(String, Value, Value)> =
+        stats.into_iter().map(|r| (format!("{}", r[0]), r[5].clone(), r[6].clone())).collect();
+    let want = [("a", 3), ("b", 3), ("d", 3), ("c", 6)].map(|(n, k)| (n.to_string(), Value::Int(1), Value::Int(k)));
+    assert_eq!(rows, want);
 }

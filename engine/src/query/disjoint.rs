@@ -138,6 +138,12 @@ impl<'w, Q: QueryData, F: QueryFilter> PreparedQuery<'w, '_, Q, F> {
     pub fn table_count(&self) -> usize {
         self.parts.len()
     }
+
+    /// The rows of those tables (before row filters: sparse components and change filters
+    /// may pass fewer).
+    pub fn row_count(&self) -> usize {
+        self.parts.iter().map(TablePart::len).sum()
+    }
 }
 
 #[cfg(test)]

@@ -195,6 +195,12 @@ impl<Q: QueryData, F: QueryFilter> QueryState<Q, F> {
         &self.matched.tables
     }
 
+    /// The rows of the tables it matched so far, in `world` now (before row filters: sparse
+    /// components and change filters may pass fewer).
+    pub fn matched_rows(&self, world: &World) -> usize {
+        self.matched.tables.iter().filter_map(|t| world.tables().get(t.index())).map(ArchetypeTable::len).sum()
+    }
+
     /// Starts a run on a shared world: the tables and the context, whose world pointer is
     /// only ever read through.
     fn begin(&mut self, world: &World) -> (*mut ArchetypeTable, FetchContext) {
@@ -405,6 +411,13 @@ pub(crate) struct TablePart<'w, Q: QueryData, F: QueryFilter> {
     filter: F::Fetch<'w>,
     entities: *const Entity,
     len: usize,
+}
+
+impl<Q: QueryData, F: QueryFilter> TablePart<'_, Q, F> {
+    /// The table's rows.
+    pub(crate) fn len(&self) -> usize {
+        self.len
+    }
 }
 
 struct SendJob<A, B> {

@@ -136,8 +136,8 @@ fn run_rust_systems(
             .into_par_iter()
             .map(|(i, run)| {
                 let started = Instant::now();
-                run(ctx);
-                (i, Outcome { time: started.elapsed(), ..Outcome::default() })
+                let rows = run(ctx) as u64;
+                (i, Outcome { rows, time: started.elapsed(), ..Outcome::default() })
             })
             .collect();
     } else {
@@ -217,7 +217,7 @@ fn run_exclusive(system: &mut System, world: &mut World, params: &Params, ctx: &
                 }
             }
         }
-        Body::Rust(Some(f)) => f.run_alone(world, ctx),
+        Body::Rust(Some(f)) => out.rows = f.run_alone(world, ctx) as u64,
         Body::Rust(None) => {
             out.error = Some(render(&crate::Error::new(
                 crate::ErrorKind::Constraint,

@@ -27,13 +27,14 @@ struct TypedSystem<Q: QueryData, F: QueryFilter, Func> {
     f: Func,
 }
 
-/// A system's run on another thread, prepared by [`RustRun::prepare`].
-pub(crate) type PreparedRun<'a> = Box<dyn FnOnce(&SystemContext) + Send + 'a>;
+/// A system's run on another thread, prepared by [`RustRun::prepare`]; returns the rows of
+/// the tables it visited.
+pub(crate) type PreparedRun<'a> = Box<dyn FnOnce(&SystemContext) -> usize + Send + 'a>;
 
 /// What the schedule asks of a Rust system, whatever its query's types.
 trait RustRun: Send {
-    /// Runs with the world to itself.
-    fn run_alone(&mut self, world: &mut World, ctx: &SystemContext);
+    /// Runs with the world to itself; returns the rows of the tables it visited.
+    fn run_alone(&mut self, world: &mut World, ctx: &SystemContext) -> usize;
     /// Prepares a run beside the other systems of its batch (see [`DisjointRuns`]).
     fn prepare<'a, 'w: 'a>(&'a mut self, runs: &mut DisjointRuns<'w>) -> Result<PreparedRun<'a>, EngineError>;
 }
@@ -45,14 +46,19 @@ where
     QueryState<Q, F>: Send,
     Func: for<'w, 's> FnMut(QueryIter<'w, 's, Q, F>, &SystemContext) + Send + 'static,
 {
-    fn run_alone(&mut self, world: &mut World, ctx: &SystemContext) {
+    fn run_alone(&mut self, world: &mut World, ctx: &SystemContext) -> usize {
         (self.f)(self.state.iter_mut(world), ctx);
+        self.state.matched_rows(world)
     }
 
     fn prepare<'a, 'w: 'a>(&'a mut self, runs: &mut DisjointRuns<'w>) -> Result<PreparedRun<'a>, EngineError> {
         let TypedSystem { state, f } = self;
         let prepared = runs.prepare(state)?;
-        Ok(Box::new(move |ctx| prepared.run(|items| f(items, ctx))))
+        let rows = prepared.row_count();
+        Ok(Box::new(move |ctx| {
+            prepared.run(|items| f(items, ctx));
+            rows
+        }))
     }
 }
 
@@ -77,8 +83,8 @@ impl RustSystemFn {
         &mut **self.run.get_mut().unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
-    /// Runs the system with the world to itself.
-    pub(crate) fn run_alone(&mut self, world: &mut World, ctx: &SystemContext) {
+    /// Runs the system with the world to itself; returns the rows of the tables it visited.
+    pub(crate) fn run_alone(&mut self, world: &mut World, ctx: &SystemContext) -> usize {
         self.system().run_alone(world, ctx)
     }
 
