@@ -295,9 +295,15 @@ impl Schedule {
         let mut staged: Vec<(usize, Staged)> = Vec::new();
         for b in 0..self.batches[p].len() {
             let batch = &self.batches[p][b];
-            let outcomes: Vec<(usize, Outcome)> = if batch.len() == 1 && self.systems[batch[0]].exclusive {
-                let i = batch[0];
-                vec![(i, run_exclusive(&mut self.systems[i], world, &params, &ctx))]
+            let outcomes: Vec<(usize, Outcome)> = if let [i] = batch[..] {
+                // One system: run as it would be alone, with nothing to split or sort.
+                let system = &mut self.systems[i];
+                let out = if system.exclusive || matches!(system.body, Body::Rust(_)) {
+                    run_exclusive(system, world, &params, &ctx)
+                } else {
+                    check_system(system, world, &params)
+                };
+                vec![(i, out)]
             } else {
                 // Text systems check against the batch's world, then Rust systems write
                 // theirs: the batch's members do not conflict, so this is any order's result.
