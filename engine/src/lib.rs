@@ -46,6 +46,18 @@ mod tick;
 mod value;
 mod world;
 
+/// A size for a test that loops: `normal`, or under Miri (which interprets every step, some
+/// thousands of times slower) the smaller `miri`, picked so that the test keeps its shapes
+/// and reaches the same paths.
+#[cfg(test)]
+fn test_size<T>(normal: T, miri: T) -> T {
+    if cfg!(miri) {
+        miri
+    } else {
+        normal
+    }
+}
+
 pub use bundle::Bundle;
 pub use command::{ApplyReport, CommandBuffer};
 pub use component::{

@@ -854,7 +854,7 @@ mod tests {
             assert_eq!(p.len(), want.len() as u64);
         };
         // Grow past a list into a bitmap, with repeats, out of order.
-        for k in 0..100u32 {
+        for k in 0..crate::test_size(100u32, 40) {
             let e = (k * 37) % 101;
             p.insert(e);
             p.insert(e);
@@ -912,15 +912,23 @@ mod tests {
             x ^= x << 17;
             x
         };
+        // Past 4096 ids a container is a bitmap: `many` and `dense` make one, but under Miri,
+        // too slow for that many, only arrays are made.
+        let (some, many, spread, dense) = (
+            crate::test_size(1000, 100),
+            crate::test_size(20_000, 200),
+            crate::test_size(9000, 150),
+            crate::test_size(10_000, 200),
+        );
         for (n, range) in
-            [(0usize, 10u64), (63, 100), (64, 100), (1000, 1 << 20), (20_000, 70_000), (9000, u32::MAX as u64 + 1)]
+            [(0usize, 10u64), (63, 100), (64, 100), (some, 1 << 20), (many, 70_000), (spread, u32::MAX as u64 + 1)]
         {
             let ids: Vec<u32> = (0..n).map(|_| (next() % range) as u32).collect();
             let want: RoaringBitmap = ids.iter().copied().collect();
             assert_eq!(bitmap_from_ids(ids), want, "n={n} range={range}");
         }
-        let dense: Vec<u32> = (0..10_000u32).rev().chain(0..5).collect();
-        assert_eq!(bitmap_from_ids(dense).len(), 10_000);
+        let ids: Vec<u32> = (0..dense).rev().chain(0..5).collect();
+        assert_eq!(bitmap_from_ids(ids).len(), dense as u64);
     }
 
     #[test]

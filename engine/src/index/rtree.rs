@@ -66,13 +66,15 @@ const LOOSE_STEPS: f64 = 4.0;
 const LOOSE_CAP_SPACINGS: f64 = 2.0;
 
 /// Node sizes: wider than rstar's default (6), which measured faster for bulk loads, queries
-/// and inserts at a million points.
+/// and inserts at a million points. Under Miri they are the smallest rstar takes: an
+/// insertion weighs every pair of a node's children, which takes Miri seconds at 32, and the
+/// tests' few points still make trees of several levels.
 pub(crate) struct Params;
 
 impl RTreeParams for Params {
-    const MIN_SIZE: usize = 10;
-    const MAX_SIZE: usize = 32;
-    const REINSERTION_COUNT: usize = 6;
+    const MIN_SIZE: usize = if cfg!(miri) { 2 } else { 10 };
+    const MAX_SIZE: usize = if cfg!(miri) { 4 } else { 32 };
+    const REINSERTION_COUNT: usize = if cfg!(miri) { 1 } else { 6 };
     type DefaultInsertionStrategy = RStarInsertionStrategy;
 }
 
@@ -802,7 +804,7 @@ mod tests {
     }
 
     fn check(t: &RtreeIndex<3>, pts: &HashMap<u32, [f64; 3]>, rng: &mut TestRng) {
-        for _ in 0..20 {
+        for _ in 0..crate::test_size(20, 1) {
             let c = [rng.f(100.0), rng.f(100.0), rng.f(100.0)];
             let r = rng.f(20.0);
             let inclusive = rng.next().is_multiple_of(2);
@@ -830,7 +832,8 @@ mod tests {
             let mut rng = seeded(7);
             let mut t = RtreeIndex::<3>::new(mode);
             let mut pts = HashMap::new();
-            for e in 0..2000u32 {
+            let n = crate::test_size(2000u32, 16);
+            for e in 0..n {
                 // Grid-snapped coordinates make ties common.
                 let p = [(rng.f(100.0)).round(), (rng.f(100.0)).round(), (rng.f(10.0)).round()];
                 t.update(e, &[Value::Float(p[0]), Value::Float(p[1]), Value::Int(p[2] as i64)]);
@@ -838,9 +841,10 @@ mod tests {
             }
             t.flush();
             check(&t, &pts, &mut rng);
-            for _frame in 0..15 {
-                for _ in 0..150 {
-                    let e = (rng.next() % 2100) as u32;
+            for _frame in 0..crate::test_size(15, 3) {
+                for _ in 0..crate::test_size(150, 8) {
+                    // A few ids past the first `n`: new points.
+                    let e = (rng.next() % u64::from(n + n / 20)) as u32;
                     match rng.next() % 10 {
                         0 => {
                             t.remove(e);
@@ -885,20 +889,21 @@ mod tests {
         let mut t = RtreeIndex::<2>::new(RtreeUpdate::Loose);
         let mut pts = HashMap::new();
         let mut rng = seeded(5);
-        for e in 0..600u32 {
+        let (n, far) = (crate::test_size(600u32, 60), crate::test_size(200, 20));
+        for e in 0..n {
             let p = [(rng.next() % 61) as f64 / 3.0 - 10.0, (rng.next() % 61) as f64 / 3.0 - 10.0];
             t.update(e, &[Value::Float(p[0]), Value::Float(p[1])]);
             pts.insert(e, [p[0], p[1], 0.0]);
         }
         t.flush();
-        for _ in 0..30 {
+        for _ in 0..crate::test_size(30, 3) {
             let c = [(rng.next() % 61) as f64 / 3.0 - 10.0, (rng.next() % 61) as f64 / 3.0 - 10.0];
             let r = (rng.next() % 20) as f64 / 3.0;
             let got =
                 t.answer(&IndexPredicate::WithinRadius { center: c.to_vec(), radius: r, inclusive: true }).unwrap();
             assert_eq!(got.into_vec(None), brute_radius(&pts, &[c[0], c[1], 0.0], r, true));
-            let got = t.answer(&IndexPredicate::Nearest { point: c.to_vec(), k: 3 }).unwrap().into_vec(Some(200));
-            assert_eq!(got, brute_knn(&pts, &[c[0], c[1], 0.0], 200));
+            let got = t.answer(&IndexPredicate::Nearest { point: c.to_vec(), k: 3 }).unwrap().into_vec(Some(far));
+            assert_eq!(got, brute_knn(&pts, &[c[0], c[1], 0.0], far));
         }
     }
 

@@ -201,10 +201,17 @@ fn snapshots_keep_references_and_relation_indexes() {
 }
 
 proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig {
+        cases: crate::test_size(proptest::prelude::ProptestConfig::default().cases, 3),
+        ..proptest::prelude::ProptestConfig::default()
+    })]
+
     /// The batch walk agrees with the one-entity walk on any parent graph, loops included,
     /// and with the relation index's walk down.
     #[test]
-    fn hops_to_ancestor_agrees_with_is_descendant_of(parents in proptest::collection::vec(0usize..14, 1..14)) {
+    fn hops_to_ancestor_agrees_with_is_descendant_of(
+        parents in proptest::collection::vec(0usize..14, 1..crate::test_size(14, 8)),
+    ) {
         let mut w = world_with(OnDelete::NoAction, false, true);
         let nodes: Vec<Entity> = (0..parents.len()).map(|_| child(&mut w, Entity::NULL)).collect();
         for (i, &p) in parents.iter().enumerate() {

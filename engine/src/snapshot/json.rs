@@ -878,7 +878,7 @@ mod tests {
                 assert_eq!(f32_from_f64(back), v, "{text}");
                 checked += 1;
             }
-            x *= 1.37;
+            x *= crate::test_size(1.37, 7.3);
         }
         assert!(checked > 100);
         assert_eq!(step_f32(0.0, false), -f32::from_bits(1));

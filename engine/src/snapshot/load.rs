@@ -26,7 +26,7 @@ use crate::snapshot::format::{
 };
 use crate::snapshot::opaque::{OpaqueSerde, OpaqueSerdes};
 use crate::snapshot::read::{CrcCheck, Input, Parser, Sums};
-use crate::snapshot::{IndexDefinition, LoadOptions, LoadStats, SnapshotError};
+use crate::snapshot::{IndexDefinition, LoadOptions, LoadStats, SnapshotError, SIZE_DIVISOR};
 use crate::storage::{Column, SparseSet};
 use crate::tick::Tick;
 use crate::world::World;
@@ -664,7 +664,7 @@ impl Job<'_> {
 }
 
 /// Builds that write at least this many bytes run their jobs on several threads.
-const PARALLEL_BYTES: usize = 1 << 20;
+const PARALLEL_BYTES: usize = (1 << 20) / SIZE_DIVISOR;
 
 /// Validates and builds into a fresh `world` (whose registry may be extended). On success it
 /// holds exactly the snapshot's contents; returns the checksums of the deferred runs read.

@@ -265,16 +265,20 @@ mod tests {
             err.to_string(),
             format!("world {} is being written by another process (pid {})", path.display(), std::process::id())
         );
-        // World::save waits for the same lock.
+        drop(first);
+        assert_eq!(fs::read_to_string(&sidecar).unwrap(), "", "a released lock names no one");
+        // World::save waits for the same lock. The lock is held only briefly while the saver
+        // waits: a slow run (Miri) must not outlast the saver's timeout.
+        let held = WorldLock::acquire(&path, Duration::ZERO).unwrap();
+        held.save(&world_with("A"), &SaveOptions::default()).unwrap();
+        let saved = fs::read(&path).unwrap();
         let saver = thread::spawn({
             let path = path.clone();
             move || world_with("B").save(&path, &SaveOptions::default()).map(|s| s.bytes)
         });
         thread::sleep(Duration::from_millis(30));
-        assert!(!path.exists(), "the save waits for the lock");
-        first.save(&world_with("A"), &SaveOptions::default()).unwrap();
-        drop(first);
-        assert_eq!(fs::read_to_string(&sidecar).unwrap(), "", "a released lock names no one");
+        assert_eq!(fs::read(&path).unwrap(), saved, "the save waits for the lock");
+        drop(held);
         saver.join().unwrap().unwrap();
         assert!(World::load(&path).unwrap().components().by_name("B").is_some(), "the waiting save came last");
         fs::remove_dir_all(dir).unwrap();

@@ -12,11 +12,11 @@ use std::collections::HashMap;
 use crate::component::StorageKind;
 use crate::entity::Entity;
 use crate::snapshot::columns::{ColumnarWorld, ComponentColumns, FieldValues};
-use crate::snapshot::SnapshotError;
+use crate::snapshot::{SnapshotError, SIZE_DIVISOR};
 
 /// Indices per range of the second pass: a multiple of 64 (whole words of presence bits),
 /// large enough that a range's own table list stays short.
-const RANGE: usize = 1 << 16;
+const RANGE: usize = (1 << 16) / SIZE_DIVISOR;
 
 /// Up to this many distinct tables in a range, a slot's table is found by comparing sets, not
 /// hashing.

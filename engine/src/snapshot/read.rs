@@ -19,15 +19,15 @@ use crate::snapshot::format::{
     AllocatorRecord, Body, Bytes, ColumnData, ColumnRecord, ComponentRecord, Deferred, FieldRecord, FieldRun,
     IndexRecord, IndexSection, ScheduleSection, SparseRecord, SystemEntry, TableRecord, Text, TickRecord,
 };
-use crate::snapshot::SnapshotError;
+use crate::snapshot::{SnapshotError, SIZE_DIVISOR};
 
 /// Runs at least this long are deferred to the builder.
-pub(crate) const DEFER_MIN: usize = 128 * 1024;
+pub(crate) const DEFER_MIN: usize = 128 * 1024 / SIZE_DIVISOR;
 /// Chunk size for copying and checksumming deferred runs (a multiple of every row and
 /// scalar size the builder streams: 8-byte entities, 4-byte generations and ticks).
-pub(crate) const CHUNK: usize = 128 * 1024;
+pub(crate) const CHUNK: usize = 128 * 1024 / SIZE_DIVISOR;
 /// Bytes a file is read in while decoding (at least [`DEFER_MIN`]).
-const WINDOW: usize = 256 * 1024;
+const WINDOW: usize = 256 * 1024 / SIZE_DIVISOR;
 
 /// Test knobs: thresholds lowered so that small worlds take the deferred, file and parallel
 /// paths (set per test thread; the decisions are made on the loading thread).

@@ -20,7 +20,7 @@ use crate::snapshot::format::{
     INDEX_SECTION_VERSION, INDEX_SECTION_VERSION_REFERENCES,
 };
 use crate::snapshot::opaque::OpaqueSerde;
-use crate::snapshot::{SaveOptions, SaveStats, SnapshotError};
+use crate::snapshot::{SaveOptions, SaveStats, SnapshotError, SIZE_DIVISOR};
 use crate::storage::Column;
 use crate::world::World;
 
@@ -64,9 +64,9 @@ pub(crate) fn is_bulk(info: &ComponentInfo) -> bool {
 const INLINE_MAX: usize = 512;
 /// Bodies at least this long are encoded, copied, checksummed and written on several
 /// threads.
-const PARALLEL_BYTES: u64 = 1 << 20;
+pub(super) const PARALLEL_BYTES: u64 = (1 << 20) / SIZE_DIVISOR as u64;
 /// Chunk size for fusing the checksum with a copy (hot in cache in between).
-const CHUNK: usize = 64 * 1024;
+const CHUNK: usize = 64 * 1024 / SIZE_DIVISOR;
 /// While writing a long file, the system is asked to start writing to the disk after every
 /// this many bytes.
 const SYNC_EVERY: u64 = 8 << 20;

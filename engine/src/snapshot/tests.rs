@@ -497,6 +497,7 @@ fn mutated_bodies_with_opaque_values_never_panic() {
     // A deterministic sweep: flip each bit of a stride of body bytes, reseal, load.
     let mut tried = 0;
     let mut step = 0usize;
+    let stride = crate::test_size(7, (bytes.len() - HEADER_LEN) / 2);
     while step < bytes.len() - HEADER_LEN {
         for bit in [0u8, 3, 7] {
             let mut b = bytes.clone();
@@ -516,16 +517,17 @@ fn mutated_bodies_with_opaque_values_never_panic() {
             }
             tried += 1;
         }
-        step += 7;
+        step += stride;
     }
-    assert!(tried > 100);
+    assert!(tried > crate::test_size(100, 5));
 }
 
 #[test]
 fn large_worlds_load_across_threads() {
     // Enough rows for the parallel build (several tables, strings, tags, a sparse set).
+    let n = 40_000 / SIZE_DIVISOR as u32;
     let mut w = World::new();
-    for i in 0..40_000u32 {
+    for i in 0..n {
         let p = Pos { x: i as f32, y: 1.0 };
         let e = if i % 2 == 0 {
             w.spawn((p, Name { value: format!("n{}", i % 97) }))
@@ -540,7 +542,7 @@ fn large_worlds_load_across_threads() {
         let bytes = w.save_to_vec(&SaveOptions { change_ticks: ticks, ..Default::default() }).unwrap();
         let mut t = typed();
         let stats = t.load_bytes_into(&bytes, &LoadOptions::default()).unwrap();
-        assert_eq!(stats.entities, 40_000);
+        assert_eq!(stats.entities, n as usize);
         assert_eq!(t.entities().state(), w.entities().state());
         let a: Vec<Entity> = w.iter_entities().collect();
         assert_eq!(a, t.iter_entities().collect::<Vec<_>>());
@@ -581,13 +583,14 @@ fn a_failed_load_leaves_the_registry_as_it_was() {
 
 // ----- the hand-written body layout against bincode's ------------------------------------------
 
-/// Worlds of every shape: small, with ticks, large (long runs, several threads), empty.
-fn shapes() -> Vec<(World, SaveOptions)> {
-    let ticks = SaveOptions { change_ticks: true, ..SaveOptions::default() };
+/// A world with long runs, saved and loaded on several threads (its rows scale with the
+/// thresholds, divided under Miri).
+fn big() -> World {
+    let rows = 30_000 / SIZE_DIVISOR as u32;
     let mut big = World::new();
     big.register_opaque_serde::<Inventory>().unwrap();
     big.register_opaque_serde::<Mood>().unwrap();
-    for i in 0..30_000u32 {
+    for i in 0..rows {
         let e = big.spawn((Pos { x: i as f32, y: 0.5 }, Flag { on: i % 3 == 0, n: i as u8 }));
         if i % 2 == 0 {
             big.insert(e, Name { value: format!("n{}é", i % 101) }).unwrap();
@@ -599,7 +602,7 @@ fn shapes() -> Vec<(World, SaveOptions)> {
             big.insert(e, Inventory(vec![("x".into(), i)])).unwrap();
         }
     }
-    for i in (0..30_000).step_by(7) {
+    for i in (0..rows).step_by(7) {
         big.despawn(Entity::from_parts(i, 0)).unwrap();
     }
     // A table emptied after use: its string column encodes to an empty run that starts where
@@ -608,6 +611,13 @@ fn shapes() -> Vec<(World, SaveOptions)> {
     for e in gone {
         big.despawn(e).unwrap();
     }
+    big
+}
+
+/// Worlds of every shape: small, with ticks, large (long runs, several threads), empty.
+fn shapes() -> Vec<(World, SaveOptions)> {
+    let ticks = SaveOptions { change_ticks: true, ..SaveOptions::default() };
+    let big = big();
     vec![
         (sample(), SaveOptions::default()),
         (sample(), ticks.clone()),
@@ -642,7 +652,7 @@ fn the_body_layout_is_bincodes() {
     for (w, opts) in shapes() {
         let bytes = w.save_to_vec(&opts).unwrap();
         // Long bodies take the parallel paths (encoding, copying, writing at offsets).
-        long += (bytes.len() > 1 << 20) as usize;
+        long += (bytes.len() as u64 > save::PARALLEL_BYTES) as usize;
         let body = &bytes[HEADER_LEN..];
         // bincode reads what the encoder wrote, and writes it back byte for byte.
         let (b, used): (Body<'_>, usize) = bincode::serde::borrow_decode_from_slice(body, body_config()).unwrap();
@@ -678,7 +688,10 @@ fn the_decoder_accepts_exactly_what_bincode_accepts() {
     };
     let hand_reads = |b: &[u8]| decode_body(b).ok().map(|d| bincode::serde::encode_to_vec(&d, body_config()).unwrap());
     let mut cases: Vec<Vec<u8>> = Vec::new();
-    for at in 0..body.len() {
+    // Every byte, or under Miri one a third of the way in (in a run of values: some
+    // mutations are accepted).
+    let (first, stride) = crate::test_size((0, 1), (body.len() / 3, body.len()));
+    for at in (first..body.len()).step_by(stride) {
         for bit in [0u8, 1, 4, 7] {
             let mut m = body.to_vec();
             m[at] ^= 1 << bit;
@@ -688,7 +701,7 @@ fn the_decoder_accepts_exactly_what_bincode_accepts() {
         m[at] = 0xff;
         cases.push(m);
     }
-    for cut in (0..body.len()).step_by(3) {
+    for cut in (first..body.len()).step_by(3 * stride) {
         cases.push(body[..cut].to_vec());
     }
     let mut longer = body.to_vec();
@@ -700,7 +713,7 @@ fn the_decoder_accepts_exactly_what_bincode_accepts() {
         assert!(a == b, "case {k}: bincode {} / hand-written {}", a.is_some(), b.is_some());
         accepted += a.is_some() as usize;
     }
-    assert!(accepted > 100, "{accepted}");
+    assert!(accepted > crate::test_size(100, 0), "{accepted}");
 }
 
 // ----- the loader's paths against each other --------------------------------------------------
@@ -768,11 +781,12 @@ fn every_load_path_reads_the_same_worlds() {
 #[test]
 fn every_load_path_fails_alike_on_damaged_snapshots() {
     let path = temp_file("damaged.snap");
-    for ticks in [false, true] {
+    for &ticks in crate::test_size(&[false, true][..], &[true]) {
         let bytes = sample().save_to_vec(&SaveOptions { change_ticks: ticks, ..Default::default() }).unwrap();
         let mut loaded = 0;
-        for at in (HEADER_LEN..bytes.len()).step_by(3) {
-            for bit in [0u8, 5] {
+        // Every third byte, or under Miri the first.
+        for at in (HEADER_LEN..bytes.len()).step_by(crate::test_size(3, bytes.len())) {
+            for &bit in crate::test_size(&[0u8, 5][..], &[5]) {
                 let mut b = bytes.clone();
                 b[at] ^= 1 << bit;
                 // As it is (a checksum mismatch), and resealed (the structural checks).
@@ -788,7 +802,7 @@ fn every_load_path_fails_alike_on_damaged_snapshots() {
                 loaded += assert_paths_agree(&b, &path, &format!("resealed flip {at}.{bit}")) as usize;
             }
         }
-        assert!(loaded > 10, "{loaded}");
+        assert!(loaded > crate::test_size(10, 0), "{loaded}");
         for cut in [0, 7, 31, 32, 40, bytes.len() / 2, bytes.len() - 1] {
             assert!(!assert_paths_agree(&bytes[..cut], &path, &format!("cut {cut}")));
         }
@@ -797,10 +811,11 @@ fn every_load_path_fails_alike_on_damaged_snapshots() {
         assert!(!assert_paths_agree(&longer, &path, "longer"));
     }
     // Long runs: damage inside them is found by the builder's checks and checksums.
-    let (big, _) = shapes().swap_remove(3);
+    let big = big();
     let bytes = big.save_to_vec(&SaveOptions::default()).unwrap();
-    let step = bytes.len() / 40;
-    for at in (HEADER_LEN..bytes.len()).step_by(step) {
+    // Forty places, or under Miri the middle.
+    let (first, step) = crate::test_size((HEADER_LEN, bytes.len() / 40), (bytes.len() / 2, bytes.len()));
+    for at in (first..bytes.len()).step_by(step) {
         let mut b = bytes.clone();
         b[at] ^= 0x10;
         assert!(!assert_paths_agree(&b, &path, &format!("big flip {at}")));
@@ -815,12 +830,12 @@ fn every_load_path_fails_alike_on_damaged_snapshots() {
 
 #[test]
 fn large_snapshot_files_load_straight_into_columns() {
-    // Real thresholds: the file is larger than the size read into memory whole, and its long
-    // runs go from the file to the columns.
-    let (big, opts) = shapes().swap_remove(4);
+    // Real thresholds (divided under Miri, like the world): the file is larger than the size
+    // read into memory whole, and its long runs go from the file to the columns.
+    let (big, opts) = (big(), SaveOptions { change_ticks: true, ..Default::default() });
     let path = temp_file("large.snap");
     let saved = big.save(&path, &opts).unwrap();
-    assert!(saved.bytes > 1 << 20, "{}", saved.bytes);
+    assert!(saved.bytes > SMALL_FILE, "{}", saved.bytes);
     let mut t = typed();
     let stats = t.load_into(&path, &LoadOptions::default()).unwrap();
     assert_eq!(stats.bytes, saved.bytes);

@@ -259,8 +259,9 @@ pub(super) unsafe fn write_run(
 }
 
 /// Rows written per field before moving to the next field, in [`World::write_fields_run`]: a
-/// few KiB of each column, so a row's cache lines are still there for its next field.
-const RUN_CHUNK: usize = 256;
+/// few KiB of each column, so a row's cache lines are still there for its next field (fewer
+/// under Miri, so that the short runs its tests can take still span several chunks).
+const RUN_CHUNK: usize = if cfg!(miri) { 32 } else { 256 };
 
 /// Where [`World::write_field_rows`] writes.
 #[derive(Clone, Copy, Debug)]
@@ -381,29 +382,36 @@ mod tests {
         let id = world
             .define_component(&ComponentDef::new("P", &[("x", FieldType::F32), ("n", FieldType::String)]))
             .unwrap();
-        let es: Vec<_> = (0..600).map(|_| world.spawn_values(&[("P", &[])]).unwrap()).collect();
+        // Rows `start..end` of `n` are written.
+        let n: u32 = crate::test_size(600, 120);
+        let (start, end) = (n / 12, n - n / 60);
+        let rows = start as usize..end as usize;
+        let es: Vec<_> = (0..n).map(|_| world.spawn_values(&[("P", &[])]).unwrap()).collect();
         let table = TableId(world.location(es[0]).unwrap().table);
         let before = world.read_change_tick();
-        let xs = |n: usize| TypedFieldValues::F32((0..n).map(|i| i as f32).collect());
-        let names = |n: usize| TypedFieldValues::Str((0..n).map(|i| format!("n{i}")).collect());
+        let xs = |n: u32| TypedFieldValues::F32((0..n).map(|i| i as f32).collect());
+        let names = |n: u32| TypedFieldValues::Str((0..n).map(|i| format!("n{i}")).collect());
         // A wrong type, a length mismatch, a run past the end: nothing written.
-        assert!(world.write_fields_run(id, table, 0, 600, vec![(0, xs(600)), (1, xs(600))]).is_err());
-        assert!(world.write_fields_run(id, table, 0, 600, vec![(0, xs(600)), (1, names(599))]).is_err());
-        assert!(world.write_fields_run(id, table, 100, 700, vec![(0, xs(600))]).is_err());
+        assert!(world.write_fields_run(id, table, 0, n, vec![(0, xs(n)), (1, xs(n))]).is_err());
+        assert!(world.write_fields_run(id, table, 0, n, vec![(0, xs(n)), (1, names(n - 1))]).is_err());
+        assert!(world.write_fields_run(id, table, n / 6, n / 6 + n, vec![(0, xs(n))]).is_err());
         let col = world.tables()[table.index()].column(id).unwrap();
         assert!(col.changed_ticks().iter().all(|t| *t <= before));
-        world.write_fields_run(id, table, 50, 590, vec![(0, xs(540)), (1, names(540))]).unwrap();
+        world.write_fields_run(id, table, start, end, vec![(0, xs(end - start)), (1, names(end - start))]).unwrap();
         for (i, e) in es.iter().enumerate() {
-            let (x, n) = (world.get_field(*e, "P", "x").unwrap(), world.get_field(*e, "P", "n").unwrap());
-            if (50..590).contains(&i) {
-                assert_eq!((x, n), (Value::Float((i - 50) as f64), Value::Str(format!("n{}", i - 50))));
+            let (x, name) = (world.get_field(*e, "P", "x").unwrap(), world.get_field(*e, "P", "n").unwrap());
+            if rows.contains(&i) {
+                assert_eq!(
+                    (x, name),
+                    (Value::Float((i - rows.start) as f64), Value::Str(format!("n{}", i - rows.start)))
+                );
             } else {
-                assert_eq!((x, n), (Value::Float(0.0), Value::Str(String::new())));
+                assert_eq!((x, name), (Value::Float(0.0), Value::Str(String::new())));
             }
         }
         let col = world.tables()[table.index()].column(id).unwrap();
         let stamped: Vec<bool> = col.changed_ticks().iter().map(|t| *t > before).collect();
-        assert!(stamped.iter().enumerate().all(|(i, s)| *s == (50..590).contains(&i)));
+        assert!(stamped.iter().enumerate().all(|(i, s)| *s == rows.contains(&i)));
     }
 
     #[test]

@@ -326,8 +326,9 @@ fn assign_in_chunks(
 }
 
 /// Ticks tested per step: a branch-free test of a block vectorizes, and a row changed alone
-/// costs at most a block's copy.
-const TICK_BLOCK: usize = 256;
+/// costs at most a block's copy (fewer under Miri, so that its tests' few rows span several
+/// blocks).
+const TICK_BLOCK: usize = if cfg!(miri) { 32 } else { 256 };
 
 /// Runs of rows (ascending, apart) holding every row changed or added in `window`: the blocks
 /// of [`TICK_BLOCK`] rows with such a row, adjacent ones joined, each run cut to its first and

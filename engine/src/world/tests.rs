@@ -339,7 +339,7 @@ fn change_detection_survives_tick_wraparound() {
     assert!(w.change_tick() > u32::MAX - 20);
     let mut ents = vec![old];
     // Under Miri a few steps still cross the wrap.
-    let steps: u32 = if cfg!(miri) { 12 } else { 80 };
+    let steps: u32 = crate::test_size(80, 12);
     for step in 0..steps {
         // Every step: one spawn, one write of an older entity, and runs that take ticks.
         let e = w.spawn((Pos { x: step as f32, y: 0.0 }, Marked { n: step as i32 }));

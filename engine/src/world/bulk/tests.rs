@@ -201,13 +201,13 @@ fn apply(bulk: &mut World, model: &mut World, op: &Op) {
 
 proptest! {
     #![proptest_config(ProptestConfig {
-        cases: if cfg!(miri) { 2 } else if cfg!(debug_assertions) { 64 } else { 256 },
+        cases: crate::test_size(if cfg!(debug_assertions) { 64 } else { 256 }, 2),
         failure_persistence: None,
         ..ProptestConfig::default()
     })]
 
     #[test]
-    fn bulk_operations_equal_one_by_one(ops in proptest::collection::vec(op(), 1..40)) {
+    fn bulk_operations_equal_one_by_one(ops in proptest::collection::vec(op(), 1..crate::test_size(40, 12))) {
         let (mut bulk, mut model) = (world(), world());
         for op in &ops {
             apply(&mut bulk, &mut model, op);

@@ -165,7 +165,7 @@ fn table_rows(w: &World) -> Vec<Vec<Entity>> {
 
 proptest! {
     #![proptest_config(ProptestConfig {
-        cases: if cfg!(miri) { 3 } else { 256 },
+        cases: crate::test_size(256, 3),
         failure_persistence: None,
         ..ProptestConfig::default()
     })]
@@ -173,7 +173,7 @@ proptest! {
     #[test]
     fn a_mirrored_copy_answers_like_its_source(
         start in proptest::collection::vec(op(), 0..6),
-        ops in proptest::collection::vec(op(), 1..if cfg!(miri) { 12 } else { 48 }),
+        ops in proptest::collection::vec(op(), 1..crate::test_size(48, 12)),
     ) {
         let mut w = source();
         let (mut all, mut live) = (Vec::new(), Vec::new());
@@ -260,19 +260,19 @@ fn a_component_lost_leaves_the_copys_index_when_another_is_gained() {
 #[test]
 fn changed_rows_are_found_in_runs_cut_to_the_rows() {
     let mut w = source();
-    let n = if cfg!(miri) { 1300 } else { 6000 };
+    let (n, mid) = (crate::test_size(6000, 200), crate::test_size(600, 100));
     let es: Vec<Entity> =
         (0..n).map(|i| w.spawn_values(&[("P", &[("x", Value::Int(i)), ("y", Value::Float(0.0))])]).unwrap()).collect();
     let (_, synced) = w.begin_change_run(None);
-    let rows = [3usize, 600, 601, n as usize - 1];
+    let rows = [3usize, mid, mid + 1, n as usize - 1];
     for &r in &rows {
         w.set_fields(es[r], "P", &[("x", Value::Int(-1))]).unwrap();
     }
     let (window, _) = w.begin_change_run(Some(synced));
     let p = w.component_id("P").unwrap();
     let column = w.tables()[w.location(es[0]).unwrap().table as usize].column(p).unwrap();
-    // Blocks of 256 rows apart: a run each, cut to the rows.
-    assert_eq!(super::changed_runs(column, &window), [(3, 4), (600, 602), (n as usize - 1, n as usize)]);
+    // Blocks apart: a run each, cut to the rows.
+    assert_eq!(super::changed_runs(column, &window), [(3, 4), (mid, mid + 2), (n as usize - 1, n as usize)]);
     let (nothing, _) = w.begin_change_run(Some(w.begin_change_run(None).1));
     assert!(super::changed_runs(column, &nothing).is_empty());
 }
