@@ -20,7 +20,7 @@ use crate::execute::mutate::write_failed;
 use crate::execute::scan::{rows_in_batches, run_scan, Sink, SlotReader, TableCtx};
 use std::rc::Rc;
 
-use crate::expr::compiled::{as_range, Bail, ChunkBuffers, Numbers, Program, RowSet};
+use crate::expr::compiled::{as_range, sized, Bail, ChunkBuffers, Numbers, Program, RowSet};
 use crate::expr::{Evaluator, Leaves, Vector};
 use crate::plan::logical::Expr;
 use crate::plan::physical::ScanPlan;
@@ -362,8 +362,10 @@ impl NumericField for f32 {
     /// batch with one is checked value by value, which is rare.
     fn convert_floats(xs: &[f64], out: &mut Vec<f32>) -> bool {
         let at = out.len();
-        out.extend(xs.iter().map(|x| *x as f32));
-        !out[at..].iter().fold(false, |inf, y| inf | y.is_infinite()) || xs.iter().all(|x| Self::fits_f64(*x))
+        sized(xs.len(), |n| out.extend(xs[..n].iter().map(|x| *x as f32)));
+        let cast = &out[at..];
+        let infinite = sized(cast.len(), |n| cast[..n].iter().fold(false, |inf, y| inf | y.is_infinite()));
+        !infinite || xs.iter().all(|x| Self::fits_f64(*x))
     }
     fn cast_f64(x: f64) -> f32 {
         x as f32

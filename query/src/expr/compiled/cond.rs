@@ -7,7 +7,7 @@
 
 use ecsdb_engine::storage::{FieldColumn, FieldView};
 
-use crate::expr::compiled::num::{squared_distance, FloatNode, IntNode};
+use crate::expr::compiled::num::{squared_distance, zip_scaled, FloatNode, IntNode};
 use crate::expr::compiled::{mask1, mask2, pack, Bail, Chunk, CHUNK};
 use crate::expr::like::{self, LikeMatcher};
 use crate::plan::logical::BinaryOp;
@@ -70,6 +70,9 @@ impl CondNode<'_> {
         let n = c.len();
         Ok(match self {
             CondNode::CmpFloat(op, a, b) => {
+                if let Some(t) = zip_compare(*op, a, b, c) {
+                    return Ok(t);
+                }
                 let mut x = [0.0; CHUNK];
                 let valid = a.eval(c, &mut x)?;
                 if let FloatNode::Const(k) = **b {
@@ -118,6 +121,11 @@ impl CondNode<'_> {
                 (t, all & !t)
             }
             CondNode::CmpFloat(op, a, b) => {
+                if let Some(t) = zip_compare(*op, a, b, c) {
+                    // Fields are never null: the false rows are those of the opposite test.
+                    let f = zip_compare(opposite(*op), a, b, c).unwrap_or(0);
+                    return Ok((t, f));
+                }
                 let mut x = [0.0; CHUNK];
                 let valid = a.eval(c, &mut x)?;
                 if let FloatNode::Const(k) = **b {
@@ -293,7 +301,12 @@ fn cmp_float_true(op: BinaryOp, x: &[f64], y: Rhs<'_, f64>) -> u64 {
 /// `(true rows, false rows)` of `x op y` over floats, NaN on either side in neither: the
 /// false rows are those of the opposite comparison, which is false for NaN as well.
 fn cmp_float(op: BinaryOp, x: &[f64], y: Rhs<'_, f64>) -> (u64, u64) {
-    let opposite = match op {
+    (cmp_float_true(op, x, y), cmp_float_true(opposite(op), x, y))
+}
+
+/// The comparison true exactly where `op` is false, for two numbers that are not NaN.
+fn opposite(op: BinaryOp) -> BinaryOp {
+    match op {
         BinaryOp::Eq => BinaryOp::Ne,
         BinaryOp::Ne => BinaryOp::Eq,
         BinaryOp::Lt => BinaryOp::Ge,
@@ -301,8 +314,27 @@ fn cmp_float(op: BinaryOp, x: &[f64], y: Rhs<'_, f64>) -> (u64, u64) {
         BinaryOp::Gt => BinaryOp::Le,
         BinaryOp::Ge => BinaryOp::Lt,
         other => other,
+    }
+}
+
+/// The rows where `a op b` is true (never where either side is NaN), for two sides that
+/// [`zip_scaled`] reads together: one walk of both columns into the result bits, no chunk of
+/// either side's values. `None` for other sides.
+fn zip_compare(op: BinaryOp, a: &FloatNode<'_>, b: &FloatNode<'_>, c: Chunk<'_>) -> Option<u64> {
+    let mut bytes = [0u8; CHUNK];
+    let out = &mut bytes[..c.len()];
+    // `>` and `>=` are `<` and `<=` with the sides swapped: fewer loops to compile.
+    #[allow(clippy::double_comparisons)]
+    let done = match op {
+        BinaryOp::Eq => zip_scaled(a, b, c, out, |t, x, y| *t = (x == y) as u8),
+        BinaryOp::Ne => zip_scaled(a, b, c, out, |t, x, y| *t = (x < y || x > y) as u8),
+        BinaryOp::Lt => zip_scaled(a, b, c, out, |t, x, y| *t = (x < y) as u8),
+        BinaryOp::Le => zip_scaled(a, b, c, out, |t, x, y| *t = (x <= y) as u8),
+        BinaryOp::Gt => zip_scaled(b, a, c, out, |t, x, y| *t = (x < y) as u8),
+        BinaryOp::Ge => zip_scaled(b, a, c, out, |t, x, y| *t = (x <= y) as u8),
+        _ => false,
     };
-    (cmp_float_true(op, x, y), cmp_float_true(opposite, x, y))
+    done.then(|| pack(&bytes))
 }
 
 /// The rows where `x op y` holds, over integers.

@@ -112,19 +112,35 @@ pub fn low_bits(n: usize) -> u64 {
 #[inline(always)]
 pub(crate) fn mask1<A: Copy>(a: &[A], n: usize, f: impl Fn(A) -> bool) -> u64 {
     let mut bytes = [0u8; CHUNK];
-    for (b, x) in bytes.iter_mut().zip(&a[..n]) {
-        *b = f(*x) as u8;
-    }
+    sized(n, |n| {
+        for (b, x) in bytes[..n].iter_mut().zip(&a[..n]) {
+            *b = f(*x) as u8;
+        }
+    });
     pack(&bytes)
+}
+
+/// `f(n)`, with `n` a constant the compiler sees when it is a whole chunk: loops over `..n`
+/// inside `f` are then unrolled and vectorised (a chunk is whole for all but a table's last
+/// rows).
+#[inline(always)]
+pub(crate) fn sized<R>(n: usize, mut f: impl FnMut(usize) -> R) -> R {
+    if n == CHUNK {
+        f(CHUNK)
+    } else {
+        f(n)
+    }
 }
 
 /// Bit `j` set where `f(a[j], b[j])` holds, for `j < n`.
 #[inline(always)]
 pub(crate) fn mask2<A: Copy, B: Copy>(a: &[A], b: &[B], n: usize, f: impl Fn(A, B) -> bool) -> u64 {
     let mut bytes = [0u8; CHUNK];
-    for (t, (x, y)) in bytes.iter_mut().zip(a[..n].iter().zip(&b[..n])) {
-        *t = f(*x, *y) as u8;
-    }
+    sized(n, |n| {
+        for (t, (x, y)) in bytes[..n].iter_mut().zip(a[..n].iter().zip(&b[..n])) {
+            *t = f(*x, *y) as u8;
+        }
+    });
     pack(&bytes)
 }
 
