@@ -11,7 +11,8 @@ use ecsdb_engine::storage::FieldView;
 use ecsdb_engine::Value;
 
 use crate::expr::compiled::cond::CondNode;
-use crate::expr::compiled::num::{exact_reciprocal, ArithOp, FloatFn, FloatNode, IntNode};
+use crate::expr::compiled::num::{exact_reciprocal, ArithOp, FloatFn, FloatNode, IntNode, PairOp};
+use crate::expr::compiled::pair::FieldPair;
 use crate::expr::compiled::{float_leaf, Program};
 use crate::expr::eval::{Evaluator, NoRows};
 use crate::expr::like::LikeMatcher;
@@ -222,7 +223,15 @@ impl<'w> Compiler<'_, 'w> {
             let (cmp, a, b) = if is_const(&a) && !is_const(&b) { (cmp_op(op.flip())?, b, a) } else { (cmp, a, b) };
             return Some(Typed::Cond(match (a, b) {
                 (Typed::Int(x), Typed::Int(y)) => CondNode::CmpInt(cmp, boxed(x), boxed(y)),
-                (x, y) => CondNode::CmpFloat(cmp, boxed(float(x)?), boxed(float(y)?)),
+                (x, y) => {
+                    let (x, y) = (float(x)?, float(y)?);
+                    let pair = FieldPair::of(&x, &y);
+                    let general = CondNode::CmpFloat(cmp, boxed(x), boxed(y));
+                    match pair {
+                        Some(pair) => CondNode::PairCmp(cmp, boxed(pair), boxed(general)),
+                        None => general,
+                    }
+                }
             }));
         }
         let op = arith_op(op)?;
@@ -236,7 +245,7 @@ impl<'w> Compiler<'_, 'w> {
                 };
                 match reciprocal {
                     Some(r) => Typed::Float(FloatNode::Scale(boxed(x), r)),
-                    None => Typed::Float(FloatNode::Arith(op, boxed(x), boxed(y))),
+                    None => Typed::Float(paired(PairOp::Arith(op), FloatNode::Arith, op, x, y)),
                 }
             }
         })
@@ -303,7 +312,7 @@ impl<'w> Compiler<'_, 'w> {
                 let max = b == Builtin::Max;
                 match (x, y) {
                     (Typed::Int(x), Typed::Int(y)) => Typed::Int(IntNode::MinMax(max, boxed(x), boxed(y))),
-                    (x, y) => Typed::Float(FloatNode::MinMax(max, boxed(float(x)?), boxed(float(y)?))),
+                    (x, y) => Typed::Float(paired(PairOp::MinMax(max), FloatNode::MinMax, max, float(x)?, float(y)?)),
                 }
             }
             Builtin::Distance => {
@@ -347,4 +356,22 @@ fn constant<'w>(v: &Value) -> Option<Typed<'w>> {
         Value::Vec3(p) => Typed::Point(p.iter().map(|x| FloatNode::Const(*x)).collect()),
         _ => return None,
     })
+}
+
+/// `general(arg, a, b)`, or the [`FloatNode::Pair`] standing for it when `a` and `b` are two
+/// fields read together (`+ - *` only: a pair does not divide).
+fn paired<'w, A>(
+    op: PairOp,
+    general: fn(A, Box<FloatNode<'w>>, Box<FloatNode<'w>>) -> FloatNode<'w>,
+    arg: A,
+    a: FloatNode<'w>,
+    b: FloatNode<'w>,
+) -> FloatNode<'w> {
+    let divides = matches!(op, PairOp::Arith(ArithOp::Div | ArithOp::Rem));
+    let pair = if divides { None } else { FieldPair::of(&a, &b) };
+    let general = general(arg, boxed(a), boxed(b));
+    match pair {
+        Some(pair) => FloatNode::Pair(op, boxed(pair), boxed(general)),
+        None => general,
+    }
 }

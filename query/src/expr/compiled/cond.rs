@@ -7,7 +7,8 @@
 
 use ecsdb_engine::storage::{FieldColumn, FieldView};
 
-use crate::expr::compiled::num::{squared_distance, zip_scaled, FloatNode, IntNode};
+use crate::expr::compiled::num::{squared_distance, FloatNode, IntNode};
+use crate::expr::compiled::pair::FieldPair;
 use crate::expr::compiled::{mask1, mask2, pack, Bail, Chunk, CHUNK};
 use crate::expr::like::{self, LikeMatcher};
 use crate::plan::logical::BinaryOp;
@@ -46,6 +47,9 @@ pub enum CondNode<'w> {
     Inside(Vec<(FloatNode<'w>, FloatNode<'w>, FloatNode<'w>)>),
     /// `s LIKE pattern` for a string field and a constant pattern.
     Like(FieldColumn<'w, String>, LikeMatcher),
+    /// A comparison of two fields read together ([`FieldPair`]); the general node it stands
+    /// for runs chunks of listed rows.
+    PairCmp(BinaryOp, Box<FieldPair<'w>>, Box<CondNode<'w>>),
 }
 
 impl CondNode<'_> {
@@ -56,7 +60,7 @@ impl CondNode<'_> {
             CondNode::CmpFloat(_, a, b) => a.can_bail() || b.can_bail(),
             CondNode::CmpInt(_, a, b) => a.can_bail() || b.can_bail(),
             CondNode::And(a, b) | CondNode::Or(a, b) => a.can_bail() || b.can_bail(),
-            CondNode::Not(a) | CondNode::CondIsNull(a) => a.can_bail(),
+            CondNode::Not(a) | CondNode::CondIsNull(a) | CondNode::PairCmp(_, _, a) => a.can_bail(),
             CondNode::FloatIsNull(x) | CondNode::FloatIn(x, _) => x.can_bail(),
             CondNode::IntIsNull(x) | CondNode::IntIn(x, _) => x.can_bail(),
             CondNode::Within(pairs, r) => r.can_bail() || pairs.iter().any(|(a, b)| a.can_bail() || b.can_bail()),
@@ -70,9 +74,6 @@ impl CondNode<'_> {
         let n = c.len();
         Ok(match self {
             CondNode::CmpFloat(op, a, b) => {
-                if let Some(t) = zip_compare(*op, a, b, c) {
-                    return Ok(t);
-                }
                 let mut x = [0.0; CHUNK];
                 let valid = a.eval(c, &mut x)?;
                 if let FloatNode::Const(k) = **b {
@@ -102,6 +103,10 @@ impl CondNode<'_> {
                 t | b.truth(c)?
             }
             CondNode::Not(a) => a.eval(c)?.1,
+            CondNode::PairCmp(op, pair, general) => match pair.compare(*op, c) {
+                Some(t) => t,
+                None => general.truth(c)?,
+            },
             other => other.eval(c)?.0,
         })
     }
@@ -121,11 +126,6 @@ impl CondNode<'_> {
                 (t, all & !t)
             }
             CondNode::CmpFloat(op, a, b) => {
-                if let Some(t) = zip_compare(*op, a, b, c) {
-                    // Fields are never null: the false rows are those of the opposite test.
-                    let f = zip_compare(opposite(*op), a, b, c).unwrap_or(0);
-                    return Ok((t, f));
-                }
                 let mut x = [0.0; CHUNK];
                 let valid = a.eval(c, &mut x)?;
                 if let FloatNode::Const(k) = **b {
@@ -170,6 +170,11 @@ impl CondNode<'_> {
                 let (t, f) = a.eval(c)?;
                 (f, t)
             }
+            CondNode::PairCmp(op, pair, general) => match (pair.compare(*op, c), pair.compare(opposite(*op), c)) {
+                // Fields are never null: the false rows are those of the opposite test.
+                (Some(t), Some(f)) => (t, f),
+                _ => general.eval(c)?,
+            },
             CondNode::FloatIsNull(x) => {
                 let valid = x.eval(c, &mut [0.0; CHUNK])?;
                 (all & !valid, valid)
@@ -315,26 +320,6 @@ fn opposite(op: BinaryOp) -> BinaryOp {
         BinaryOp::Ge => BinaryOp::Lt,
         other => other,
     }
-}
-
-/// The rows where `a op b` is true (never where either side is NaN), for two sides that
-/// [`zip_scaled`] reads together: one walk of both columns into the result bits, no chunk of
-/// either side's values. `None` for other sides.
-fn zip_compare(op: BinaryOp, a: &FloatNode<'_>, b: &FloatNode<'_>, c: Chunk<'_>) -> Option<u64> {
-    let mut bytes = [0u8; CHUNK];
-    let out = &mut bytes[..c.len()];
-    // `>` and `>=` are `<` and `<=` with the sides swapped: fewer loops to compile.
-    #[allow(clippy::double_comparisons)]
-    let done = match op {
-        BinaryOp::Eq => zip_scaled(a, b, c, out, |t, x, y| *t = (x == y) as u8),
-        BinaryOp::Ne => zip_scaled(a, b, c, out, |t, x, y| *t = (x < y || x > y) as u8),
-        BinaryOp::Lt => zip_scaled(a, b, c, out, |t, x, y| *t = (x < y) as u8),
-        BinaryOp::Le => zip_scaled(a, b, c, out, |t, x, y| *t = (x <= y) as u8),
-        BinaryOp::Gt => zip_scaled(b, a, c, out, |t, x, y| *t = (x < y) as u8),
-        BinaryOp::Ge => zip_scaled(b, a, c, out, |t, x, y| *t = (x <= y) as u8),
-        _ => false,
-    };
-    done.then(|| pack(&bytes))
 }
 
 /// The rows where `x op y` holds, over integers.

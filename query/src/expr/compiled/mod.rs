@@ -24,6 +24,7 @@
 pub mod build;
 pub mod cond;
 pub mod num;
+pub mod pair;
 #[cfg(test)]
 mod tests;
 

@@ -7,6 +7,7 @@
 
 use ecsdb_engine::storage::{FieldColumn, FieldView};
 
+use crate::expr::compiled::pair::FieldPair;
 use crate::expr::compiled::{mask1, mask2, Bail, Chunk, CHUNK};
 
 /// An arithmetic operator of the compiled tier.
@@ -61,6 +62,18 @@ pub enum FloatNode<'w> {
     MinMax(bool, Box<FloatNode<'w>>, Box<FloatNode<'w>>),
     /// `distance(a, b)`: the points' coordinates, pairwise.
     Distance(Vec<(FloatNode<'w>, FloatNode<'w>)>),
+    /// An operation of two fields read together ([`FieldPair`]); the general node it stands
+    /// for runs chunks of listed rows.
+    Pair(PairOp, Box<FieldPair<'w>>, Box<FloatNode<'w>>),
+}
+
+/// What a [`FloatNode::Pair`] computes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PairOp {
+    /// `a + b`, `a - b`, `a * b`.
+    Arith(ArithOp),
+    /// `max(a, b)` (true) or `min(a, b)`.
+    MinMax(bool),
 }
 
 /// An expression with an integer value.
@@ -93,6 +106,7 @@ impl FloatNode<'_> {
             FloatNode::Arith(_, a, b) => a.can_bail() || b.can_bail(),
             FloatNode::Scale(a, _) | FloatNode::Neg(a) | FloatNode::Func(_, a) => a.can_bail(),
             FloatNode::MinMax(..) => true,
+            FloatNode::Pair(_, _, general) => general.can_bail(),
             FloatNode::Distance(pairs) => pairs.iter().any(|(a, b)| a.can_bail() || b.can_bail()),
         }
     }
@@ -100,22 +114,6 @@ impl FloatNode<'_> {
     /// Whether it is a field (a leaf read straight from a column).
     pub fn is_leaf(&self) -> bool {
         matches!(self, FloatNode::F32(_) | FloatNode::F64(_))
-    }
-
-    /// A field times a constant, as `(field, k)`: `v * k`, `k * v`, a power-of-two division,
-    /// or the field alone as `(field, 1.0)` (`v * 1.0` is `v` for every float, NaN and -0
-    /// included). Such a node is one side of an operation that walks two fields at once
-    /// ([`zip_scaled`]).
-    fn scaled_leaf(&self) -> Option<(&Self, f64)> {
-        match self {
-            FloatNode::F32(_) | FloatNode::F64(_) => Some((self, 1.0)),
-            FloatNode::Scale(a, k) if a.is_leaf() => Some((a, *k)),
-            FloatNode::Arith(ArithOp::Mul, a, b) => match (&**a, &**b) {
-                (leaf, FloatNode::Const(k)) | (FloatNode::Const(k), leaf) if leaf.is_leaf() => Some((leaf, *k)),
-                _ => None,
-            },
-            _ => None,
-        }
     }
 
     /// For a field, `f(&mut out[j], row j's value)` over the chunk, and true; for any other
@@ -171,11 +169,6 @@ impl FloatNode<'_> {
                     }
                     let valid = b.eval(c, out)?;
                     return Ok(valid & float_arith_const(*op, &mut out[..n], k, true));
-                }
-                // Two fields (each perhaps times a constant) are read together, straight into
-                // the result.
-                if zip_arith(*op, a, b, c, &mut out[..n]) {
-                    return Ok(c.all());
                 }
                 // A field operand of `+ - *` is combined into the other side's values as its
                 // column is read: no chunk of its own.
@@ -264,6 +257,16 @@ impl FloatNode<'_> {
                 let mut rhs = [0.0; CHUNK];
                 let valid = valid & b.eval(c, &mut rhs)?;
                 min_max(*max, &mut out[..n], &rhs[..n], valid)?
+            }
+            FloatNode::Pair(op, pair, general) => {
+                let done = match *op {
+                    PairOp::Arith(op) => pair.arith(op, c, out).then_some(Ok(c.all())),
+                    PairOp::MinMax(max) => pair.min_max(max, c, out),
+                };
+                match done {
+                    Some(valid) => valid?,
+                    None => general.eval(c, out)?,
+                }
             }
             FloatNode::Distance(pairs) => {
                 let valid = squared_distance(pairs, c, out)?;
@@ -363,42 +366,6 @@ pub fn squared_distance(pairs: &[(FloatNode<'_>, FloatNode<'_>)], c: Chunk<'_>, 
 /// is read ([`merge_arith`]): the operators that never make a row null.
 fn merges(op: ArithOp) -> bool {
     matches!(op, ArithOp::Add | ArithOp::Sub | ArithOp::Mul)
-}
-
-/// `f(&mut out[j], a's value, b's value)` over a chunk of consecutive rows, for two sides
-/// that are fields of one float type, each perhaps times a constant ([`FloatNode::scaled_leaf`]):
-/// both columns walked once, together, with no chunk of either side's values. False (nothing
-/// done) for other sides or a chunk of listed rows.
-#[inline(always)]
-pub(crate) fn zip_scaled<R>(
-    a: &FloatNode<'_>,
-    b: &FloatNode<'_>,
-    c: Chunk<'_>,
-    out: &mut [R],
-    mut f: impl FnMut(&mut R, f64, f64),
-) -> bool {
-    let Chunk::Range { start, len } = c else { return false };
-    let (Some((x, kx)), Some((y, ky))) = (a.scaled_leaf(), b.scaled_leaf()) else { return false };
-    match (x, y) {
-        (FloatNode::F32(x), FloatNode::F32(y)) => {
-            x.zip_range(y, start, &mut out[..len], |o, p, q| f(o, *p as f64 * kx, *q as f64 * ky))
-        }
-        (FloatNode::F64(x), FloatNode::F64(y)) => {
-            x.zip_range(y, start, &mut out[..len], |o, p, q| f(o, *p * kx, *q * ky))
-        }
-        _ => return false,
-    }
-    true
-}
-
-/// `a op b` into `out` through [`zip_scaled`], for `+ - *`; false (nothing done) otherwise.
-fn zip_arith(op: ArithOp, a: &FloatNode<'_>, b: &FloatNode<'_>, c: Chunk<'_>, out: &mut [f64]) -> bool {
-    match op {
-        ArithOp::Add => zip_scaled(a, b, c, out, |o, x, y| *o = x + y),
-        ArithOp::Sub => zip_scaled(a, b, c, out, |o, x, y| *o = x - y),
-        ArithOp::Mul => zip_scaled(a, b, c, out, |o, x, y| *o = x * y),
-        ArithOp::Div | ArithOp::Rem => false,
-    }
 }
 
 /// `out[j] op leaf[j]` (`leaf[j] op out[j]` when `flip`) into `out`, for an operator that
