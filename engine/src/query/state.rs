@@ -580,4 +580,29 @@ impl<'w, Q: QueryData, F: QueryFilter> Iterator for QueryIter<'w, '_, Q, F> {
     fn next(&mut self) -> Option<Q::Item<'w>> {
         self.cursor.next(self.state)
     }
+
+    /// A whole run visits each table's rows in one counted loop, with the row and length in
+    /// registers (`next` keeps them in the cursor, which costs loads and stores a row).
+    fn for_each<G: FnMut(Q::Item<'w>)>(mut self, mut f: G) {
+        if self.cursor.started() {
+            for item in self.by_ref() {
+                f(item);
+            }
+            return;
+        }
+        if let Some(parts) = self.cursor.parts {
+            // SAFETY: the parts outlive the iterator (`over_parts` borrows them for 's).
+            for part in unsafe { parts.as_ref() } {
+                let mut fetch = part.fetch.clone();
+                // SAFETY: each part's fetches were made for its table with the access the
+                // query needs for 'w (see `over_parts`); its rows are visited once, here.
+                unsafe { run_rows::<Q, F>(&mut fetch, &part.filter, part.entities, 0..part.len, &mut f) };
+            }
+        } else {
+            let (tables, ctx) = self.cursor.start();
+            // SAFETY: the iterator was made with the access the query needs for 'w, and it
+            // has yielded no item: each row is visited once, here.
+            unsafe { self.state.run::<Q, F>(tables, ctx, f) }
+        }
+    }
 }

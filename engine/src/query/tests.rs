@@ -177,3 +177,27 @@ fn guards_stamp_their_tick_once_written() {
     written.sort();
     assert_eq!(now, written);
 }
+
+/// `for_each` over a prepared query's iterator visits every row once: from the start (each
+/// table in one counted loop), and after `next` has begun (the rest, through the cursor).
+#[test]
+fn for_each_visits_the_rest_once() {
+    let (mut w, _) = world();
+    let mut q = QueryState::<&mut Pos, ()>::new(&mut w);
+    q.iter_mut(&mut w).for_each(|mut p| p.x += 100.0);
+    let mut read = QueryState::<&Pos, ()>::new(&mut w);
+    let mut xs: Vec<f32> = Vec::new();
+    read.iter(&w).for_each(|p| xs.push(p.x));
+    xs.sort_by(f32::total_cmp);
+    assert_eq!(xs, (0..12).map(|i| i as f32 + 100.0).collect::<Vec<_>>());
+    let mut it = q.iter_mut(&mut w);
+    let first = it.next().map(|p| p.x);
+    let mut rest = 0;
+    it.for_each(|mut p| {
+        p.x = -1.0;
+        rest += 1;
+    });
+    assert_eq!((first.is_some(), rest), (true, 11));
+    let written = read.iter(&w).filter(|p| p.x == -1.0).count();
+    assert_eq!(written, 11);
+}
