@@ -329,6 +329,12 @@ trait NumericField: Copy + Default {
     fn convert_floats(xs: &[f64], out: &mut Vec<Self>) -> bool {
         convert_all(xs, out, Self::fits_f64, Self::cast_f64)
     }
+
+    /// Appends values already computed in f32 ([`Program::f32s`]) to `out`; whether every
+    /// one is what converting its f64 value would give. Only an f32 field takes them.
+    fn push_f32s(_xs: &[f32], _out: &mut Vec<Self>) -> bool {
+        false
+    }
 }
 
 macro_rules! int_fields {
@@ -366,6 +372,12 @@ impl NumericField for f32 {
         let cast = &out[at..];
         let infinite = sized(cast.len(), |n| cast[..n].iter().fold(false, |inf, y| inf | y.is_infinite()));
         !infinite || xs.iter().all(|x| Self::fits_f64(*x))
+    }
+    /// An infinity among them may stand for a finite f64 value too large for an f32 (which
+    /// does not convert): such a batch is left to the row-by-row path, which tells.
+    fn push_f32s(xs: &[f32], out: &mut Vec<f32>) -> bool {
+        out.extend_from_slice(xs);
+        !sized(xs.len(), |n| xs[..n].iter().fold(false, |inf, y| inf | y.is_infinite()))
     }
     fn cast_f64(x: f64) -> f32 {
         x as f32
@@ -440,6 +452,8 @@ fn numeric_field<T: NumericField>(
 trait StagedNumbers {
     /// Converts and appends a chunk's values.
     fn push(&mut self, chunk: Numbers<'_>);
+    /// Appends a chunk's values computed in f32 ([`NumericField::push_f32s`]).
+    fn push_f32s(&mut self, xs: &[f32]);
     /// The values, if every one converted.
     fn finish(self: Box<Self>) -> Option<TypedFieldValues>;
 }
@@ -455,6 +469,10 @@ impl<T: NumericField> StagedNumbers for Staged<T> {
             Numbers::Floats(xs) => T::convert_floats(xs, &mut self.values),
             Numbers::Ints(xs) => convert_all(xs, &mut self.values, T::fits_i64, T::cast_i64),
         };
+    }
+
+    fn push_f32s(&mut self, xs: &[f32]) {
+        self.ok &= T::push_f32s(xs, &mut self.values);
     }
 
     fn finish(self: Box<Self>) -> Option<TypedFieldValues> {
@@ -494,9 +512,17 @@ fn convert_compiled(
 ) -> Option<Vec<TypedFieldValues>> {
     let mut staged: Vec<Box<dyn StagedNumbers>> =
         programs.iter().map(|(_, ty)| staged_numbers(*ty, n)).collect::<Option<_>>()?;
+    // An f32 field's values computed in f32 where that gives the same f32s.
+    let in_f32: Vec<bool> = programs.iter().map(|(p, ty)| *ty == FieldType::F32 && p.exact_in_f32()).collect();
     let mut buffers = ChunkBuffers::default();
     rows.for_each_chunk(|chunk| {
-        for ((program, _), out) in programs.iter().zip(&mut staged) {
+        for (((program, _), out), &in_f32) in programs.iter().zip(&mut staged).zip(&in_f32) {
+            if in_f32 {
+                if let Some(done) = program.f32s(chunk, &mut buffers, |xs| out.push_f32s(xs)) {
+                    done?;
+                    continue;
+                }
+            }
             program.numbers(chunk, &mut buffers, |numbers| out.push(numbers))?;
         }
         Ok::<(), Bail>(())

@@ -173,11 +173,12 @@ pub enum Numbers<'a> {
 pub struct ChunkBuffers {
     floats: [f64; CHUNK],
     ints: [i64; CHUNK],
+    f32s: [f32; CHUNK],
 }
 
 impl Default for ChunkBuffers {
     fn default() -> ChunkBuffers {
-        ChunkBuffers { floats: [0.0; CHUNK], ints: [0; CHUNK] }
+        ChunkBuffers { floats: [0.0; CHUNK], ints: [0; CHUNK], f32s: [0.0; CHUNK] }
     }
 }
 
@@ -338,6 +339,33 @@ impl<'w> Program<'w> {
             Program::Cond(_) => return Err(Bail),
         }
         Ok(())
+    }
+
+    /// Whether [`Program::f32s`] can give its values: narrowed to f32, they are computed in
+    /// f32 with the same result (see [`FloatNode::exact_in_f32`]).
+    pub fn exact_in_f32(&self) -> bool {
+        matches!(self, Program::Float(node) if node.exact_in_f32())
+    }
+
+    /// For a program [`exact_in_f32`](Program::exact_in_f32), calls `f` with the chunk's
+    /// values narrowed to f32, computed in f32: an f32 field's new values, with no f64 in
+    /// between. `None` (nothing done) where it cannot (a chunk of listed rows): then
+    /// [`Program::numbers`] gives them.
+    pub fn f32s(
+        &self,
+        chunk: Chunk<'_>,
+        buffers: &mut ChunkBuffers,
+        f: impl FnOnce(&[f32]),
+    ) -> Option<Result<(), Bail>> {
+        let Program::Float(node) = self else { return None };
+        let n = chunk.len();
+        Some(match node.eval_f32(chunk, &mut buffers.f32s)? {
+            Ok(()) => {
+                f(&buffers.f32s[..n]);
+                Ok(())
+            }
+            Err(bail) => Err(bail),
+        })
     }
 
     /// The program's values over `rows` as floats (integers promoted) into `xs`, with

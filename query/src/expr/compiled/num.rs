@@ -111,6 +111,24 @@ impl FloatNode<'_> {
         }
     }
 
+    /// Whether its value, narrowed to f32, can be computed in f32 arithmetic with the same
+    /// result (see [`FieldPair::exact_in_f32`]): what an f32 field's new value needs.
+    pub fn exact_in_f32(&self) -> bool {
+        matches!(self, FloatNode::Pair(op, pair, _) if pair.exact_in_f32(*op))
+    }
+
+    /// For a node [`exact_in_f32`](FloatNode::exact_in_f32), the chunk's values narrowed to
+    /// f32, computed in f32 into `out` (every row valid, or [`Bail`] as
+    /// [`FloatNode::eval`] would); `None` (nothing done) for a chunk of listed rows or
+    /// another node.
+    pub fn eval_f32(&self, c: Chunk<'_>, out: &mut [f32]) -> Option<Result<(), Bail>> {
+        let FloatNode::Pair(op, pair, _) = self else { return None };
+        match *op {
+            PairOp::Arith(op) => pair.arith_f32(op, c, out).then_some(Ok(())),
+            PairOp::MinMax(max) => pair.min_max_f32(max, c, out),
+        }
+    }
+
     /// Whether it is a field (a leaf read straight from a column).
     pub fn is_leaf(&self) -> bool {
         matches!(self, FloatNode::F32(_) | FloatNode::F64(_))

@@ -10,7 +10,7 @@
 
 use ecsdb_engine::storage::FieldColumn;
 
-use crate::expr::compiled::num::{ArithOp, FloatNode};
+use crate::expr::compiled::num::{ArithOp, FloatNode, PairOp};
 use crate::expr::compiled::{pack, sized, Bail, Chunk, CHUNK};
 use crate::plan::logical::BinaryOp;
 
@@ -97,6 +97,76 @@ impl<'w> FieldPair<'w> {
         Some(if nan { Err(Bail) } else { Ok(c.all()) })
     }
 
+    /// Whether `op` of this pair, computed in f32 arithmetic on the f32 fields, gives exactly
+    /// the f32 that its f64 result rounds to: an f32 field's new value can then be computed
+    /// in its own type ([`FieldPair::arith_f32`], [`FieldPair::min_max_f32`]), without
+    /// widening and narrowing every value.
+    ///
+    /// It does when at most one rounding happens on the way: the f64 sum, difference or
+    /// product of two f32 values rounded to f32 is the f32 operation's result (f64 carries
+    /// more than twice f32's 24 bits, so rounding twice is rounding once), so `a + b`, `a -
+    /// b` and `a * b` qualify when each side is a bare field (`±v`). `min` and `max` round
+    /// nothing and rounding keeps order, so they qualify when each side rounds at most once
+    /// without reaching zero: `±v + c` with `c` an f32 (a nonzero sum of f32s is at least the
+    /// smallest f32, where a product could round to a zero of the other sign).
+    pub fn exact_in_f32(&self, op: PairOp) -> bool {
+        if !matches!(self.columns, Columns::F32(..)) {
+            return false;
+        }
+        let unit = |k: f64| k == 1.0 || k == -1.0;
+        let bare = |k: f64, c: f64| unit(k) && c.to_bits() == NO_ADD.to_bits();
+        let additive = |k: f64, c: f64| unit(k) && (c as f32) as f64 == c;
+        let (kx, cx, ky, cy) = (self.kx, self.cx, self.ky, self.cy);
+        match op {
+            PairOp::Arith(ArithOp::Add | ArithOp::Sub | ArithOp::Mul) => bare(kx, cx) && bare(ky, cy),
+            PairOp::MinMax(_) => additive(kx, cx) && additive(ky, cy),
+            PairOp::Arith(ArithOp::Div | ArithOp::Rem) => false,
+        }
+    }
+
+    /// `f(&mut out[j], a, b)` in f32 for row `j` of a chunk of consecutive rows of an f32
+    /// pair; false (nothing done) otherwise.
+    #[inline(always)]
+    fn zip_f32(&self, c: Chunk<'_>, out: &mut [f32], mut f: impl FnMut(&mut f32, f32, f32)) -> bool {
+        let (Chunk::Range { start, len }, Columns::F32(x, y)) = (c, &self.columns) else { return false };
+        let out = &mut out[..len];
+        let (kx, cx, ky, cy) = (self.kx as f32, self.cx as f32, self.ky as f32, self.cy as f32);
+        if kx == 1.0 && ky == 1.0 && !self.adds {
+            x.zip_range(y, start, out, |o, p, q| f(o, *p, *q));
+        } else {
+            x.zip_range(y, start, out, |o, p, q| f(o, *p * kx + cx, *q * ky + cy));
+        }
+        true
+    }
+
+    /// [`FieldPair::arith`] in f32, for a pair [`exact_in_f32`](FieldPair::exact_in_f32)
+    /// for `op`: the f32 each f64 result rounds to.
+    pub fn arith_f32(&self, op: ArithOp, c: Chunk<'_>, out: &mut [f32]) -> bool {
+        match op {
+            ArithOp::Add => self.zip_f32(c, out, |o, a, b| *o = a + b),
+            ArithOp::Sub => self.zip_f32(c, out, |o, a, b| *o = a - b),
+            ArithOp::Mul => self.zip_f32(c, out, |o, a, b| *o = a * b),
+            ArithOp::Div | ArithOp::Rem => false,
+        }
+    }
+
+    /// [`FieldPair::min_max`] in f32, for a pair [`exact_in_f32`](FieldPair::exact_in_f32)
+    /// for it: the same ties, and [`Bail`] wherever the f64 form gives up or a side reaches
+    /// infinity in f32 (a NaN or infinite `b` makes the result NaN).
+    pub fn min_max_f32(&self, max: bool, c: Chunk<'_>, out: &mut [f32]) -> Option<Result<(), Bail>> {
+        #[allow(clippy::eq_op)]
+        let done = if max {
+            self.zip_f32(c, out, |o, a, b| *o = (if b > a { b } else { a }) - (b - b))
+        } else {
+            self.zip_f32(c, out, |o, a, b| *o = (if b < a { b } else { a }) - (b - b))
+        };
+        if !done {
+            return None;
+        }
+        let nan = sized(c.len(), |n| out[..n].iter().fold(false, |seen, x| seen | x.is_nan()));
+        Some(if nan { Err(Bail) } else { Ok(()) })
+    }
+
     /// The rows where `a op b` is true (never where either side is NaN); `None` (nothing
     /// done) for a chunk of listed rows or an operator other than a comparison.
     pub fn compare(&self, op: BinaryOp, c: Chunk<'_>) -> Option<u64> {
@@ -148,5 +218,113 @@ fn scaled<'n, 'w>(node: &'n FloatNode<'w>) -> Option<(&'n FloatNode<'w>, f64)> {
             _ => None,
         },
         _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ecsdb_engine::storage::TableId;
+    use ecsdb_engine::{ComponentDef, FieldType, Value, World};
+
+    /// f32 values of every kind: random bit patterns (subnormals, huge, NaN payloads among
+    /// them) and the edges, NaN and infinities only in the first two chunks.
+    fn awkward_f32s(n: usize, seed: u64) -> Vec<f32> {
+        let edges =
+            [0.0, -0.0, 1.0, -1.5, f32::MAX, f32::MIN, f32::MIN_POSITIVE, 1e-45, -1e-45, f32::INFINITY, f32::NAN];
+        let mut state = 0x9e37_79b9_7f4a_7c15u64 ^ seed;
+        let mut random = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            f32::from_bits((state >> 32) as u32)
+        };
+        // NaN and infinities only in the first two chunks: `min` and `max` give up on a chunk
+        // with one, and the other chunks are there to be compared.
+        (0..n)
+            .map(|i| if i % 5 == 0 { edges[i / 5 % edges.len()] } else { random() })
+            .enumerate()
+            .map(|(i, x)| if x.is_finite() || i < 2 * CHUNK { x } else { 0.75 })
+            .collect()
+    }
+
+    /// Wherever [`FieldPair::exact_in_f32`] holds, the f32 results are the f64 results
+    /// narrowed, bit for bit (NaN for NaN), or an infinity (which the UPDATE checks row by
+    /// row) or a chunk given up where the f64 one is not refused.
+    #[test]
+    fn f32_results_are_the_f64_results_narrowed() {
+        let rows = 2048;
+        let mut world = World::new();
+        let id =
+            world.define_component(&ComponentDef::new("P", &[("a", FieldType::F32), ("b", FieldType::F32)])).unwrap();
+        let (a, b) = (awkward_f32s(rows, 1), awkward_f32s(rows, 2));
+        let mut last = None;
+        for r in 0..rows {
+            let fields = [("a", Value::Float(a[r] as f64)), ("b", Value::Float(b[r] as f64))];
+            last = Some(world.spawn_values(&[("P", &fields)]).unwrap());
+        }
+        let t = TableId(world.location(last.unwrap()).unwrap().table);
+        let col = |f| FloatNode::F32(world.table_field::<f32>(t, id, f).unwrap());
+        let side = |f: usize, k: f64, c: f64| {
+            let v = match k {
+                1.0 => col(f),
+                -1.0 => FloatNode::Neg(Box::new(col(f))),
+                k => FloatNode::Arith(ArithOp::Mul, Box::new(col(f)), Box::new(FloatNode::Const(k))),
+            };
+            if c.to_bits() == NO_ADD.to_bits() {
+                v
+            } else {
+                FloatNode::Arith(ArithOp::Add, Box::new(v), Box::new(FloatNode::Const(c)))
+            }
+        };
+        let mut compared = 0;
+        // Sides that round twice or round to zero are here so that the test fails if they
+        // were let through.
+        let constants = [NO_ADD, 5.0, -0.5, 1e30f32 as f64, f32::MAX as f64, 3.0e-39f32 as f64, 0.1, 1e-300];
+        for (ka, kb) in [(1.0, 1.0), (-1.0, 1.0), (1.0, -1.0), (0.1, 1.0), (1.0, 3.0), (1e-30, 1.0)] {
+            for (ca, cb) in constants.iter().flat_map(|&ca| constants.iter().map(move |&cb| (ca, cb))) {
+                let pair = FieldPair::of(&side(0, ka, ca), &side(1, kb, cb)).expect("a pair");
+                let ops = [
+                    PairOp::Arith(ArithOp::Add),
+                    PairOp::Arith(ArithOp::Sub),
+                    PairOp::Arith(ArithOp::Mul),
+                    PairOp::MinMax(false),
+                    PairOp::MinMax(true),
+                ];
+                for op in ops {
+                    if !pair.exact_in_f32(op) {
+                        continue;
+                    }
+                    for start in (0..rows).step_by(CHUNK) {
+                        let c = Chunk::Range { start, len: CHUNK.min(rows - start) };
+                        let (mut wide, mut narrow) = ([0.0f64; CHUNK], [0.0f32; CHUNK]);
+                        let (wide_ok, narrow_ok) = match op {
+                            PairOp::Arith(o) => (pair.arith(o, c, &mut wide), pair.arith_f32(o, c, &mut narrow)),
+                            PairOp::MinMax(max) => {
+                                let w = pair.min_max(max, c, &mut wide).unwrap().is_ok();
+                                (w, pair.min_max_f32(max, c, &mut narrow).unwrap().is_ok())
+                            }
+                        };
+                        assert!(wide_ok || !narrow_ok, "{op:?}: f32 answered where f64 gave up");
+                        if !narrow_ok {
+                            continue;
+                        }
+                        for j in 0..c.len() {
+                            let (w, n) = (wide[j], narrow[j]);
+                            let agrees = n.is_infinite()
+                                || (n.is_nan() && w.is_nan())
+                                || ((w as f32).to_bits() == n.to_bits() && !(w as f32).is_infinite());
+                            assert!(
+                                agrees,
+                                "{op:?} sides ({ka}, {ca:e}), ({kb}, {cb:e}) row {}: f32 {n:e}, f64 {w:e}",
+                                start + j
+                            );
+                            compared += 1;
+                        }
+                    }
+                }
+            }
+        }
+        assert!(compared > 100_000, "{compared} results compared");
     }
 }

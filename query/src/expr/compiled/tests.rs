@@ -8,7 +8,7 @@ use proptest::prelude::*;
 
 use crate::error::{Error, ErrorKind, Span};
 use crate::execute::leaves::gather_field;
-use crate::expr::compiled::{compile, Columns, Program, RowSet};
+use crate::expr::compiled::{compile, Chunk, ChunkBuffers, Columns, Program, RowSet};
 use crate::expr::{Evaluator, Leaves, Prim, Vector};
 use crate::functions::{Builtin, Function};
 use crate::plan::logical::{BinaryOp, DataType, Expr, ExprKind};
@@ -342,8 +342,51 @@ fn check(table: &Table<'_>, e: &Expr, rows: &[u32]) -> Result<(), TestCaseError>
             prop_assert_eq!(Program::count(cond, rows).ok(), Some(want.len()));
         }
     }
+    check_f32s(&program, e, rows, &general)
+}
+
+/// Where a program's values are computed in f32 for an f32 field ([`Program::f32s`]), over
+/// chunks of consecutive rows: each finite one is exactly the evaluator's value narrowed
+/// (and that value fits an f32), each NaN a NaN. An infinity makes the UPDATE check the
+/// chunk row by row, so it promises nothing; a chunk that gives up promises nothing either.
+fn check_f32s(program: &Program<'_>, e: &Expr, rows: &[u32], general: &[Value]) -> Result<(), TestCaseError> {
+    let consecutive = rows.windows(2).all(|w| w[1] == w[0] + 1);
+    if !program.exact_in_f32() || rows.is_empty() || !consecutive {
+        return Ok(());
+    }
+    let first = rows[0] as usize;
+    let mut buffers = ChunkBuffers::default();
+    let mut checked = 0;
+    let mut failure = None;
+    let _ = RowSet::Range(first, first + rows.len()).for_each_chunk(|chunk| {
+        let Chunk::Range { start, .. } = chunk else { unreachable!("a range gives ranges") };
+        let done = program.f32s(chunk, &mut buffers, |xs| {
+            for (j, got) in xs.iter().enumerate() {
+                let want = general[start - first + j].as_f64();
+                let agrees = match want {
+                    _ if got.is_infinite() => true,
+                    Some(w) if got.is_nan() => w.is_nan(),
+                    Some(w) => (w as f32).to_bits() == got.to_bits() && !(w as f32).is_infinite(),
+                    None => false,
+                };
+                if !agrees && failure.is_none() {
+                    failure = Some(format!("{e:?}: row {}: in f32 {got:?}, evaluator {want:?}", start + j));
+                }
+                checked += 1;
+            }
+        });
+        assert!(done.is_some(), "{e:?}: a chunk of consecutive rows is computed in f32");
+        Ok::<(), ()>(())
+    });
+    if let Some(f) = failure {
+        return Err(TestCaseError::fail(f));
+    }
+    F32_ROWS_CHECKED.fetch_add(checked, std::sync::atomic::Ordering::Relaxed);
     Ok(())
 }
+
+/// Rows [`check_f32s`] compared, so a test can tell it compared some.
+static F32_ROWS_CHECKED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
 
 /// The test table's views: both components, every field.
 fn both_components(world: &World, t: TableId) -> Table<'_> {
@@ -476,5 +519,38 @@ fn two_field_operations_agree_with_the_evaluator() {
                 check(&table, &e, &[0, 1, 2, 3]).unwrap();
             }
         }
+    }
+    // `±v ± w` and `min`/`max` of `±v + c` over f32 fields were computed in f32 and compared.
+    assert!(F32_ROWS_CHECKED.load(std::sync::atomic::Ordering::Relaxed) > 1000);
+}
+
+/// Which two-field operations an f32 field's new value may compute in f32: those that round
+/// once at most (and `min`/`max` of sides that cannot round to zero), never one whose f32
+/// result could differ from the f64 result narrowed.
+#[test]
+fn f32_arithmetic_only_where_it_rounds_as_f64_does() {
+    let (world, t) = world();
+    let table = both_components(&world, t);
+    let lit = |v: f64| expr(ExprKind::Literal(Value::Float(v)));
+    let exact = |e: &Expr| compile(e, &table, &[]).expect("compiles").exact_in_f32();
+    let (x, y) = (field(1, 0), field(1, 1));
+    let neg = |e: Expr| expr(ExprKind::Neg(Box::new(e)));
+    for op in [BinaryOp::Add, BinaryOp::Sub, BinaryOp::Mul] {
+        assert!(exact(&bin(op, x.clone(), y.clone())), "{op:?}");
+        assert!(exact(&bin(op, neg(x.clone()), field(0, 0))), "{op:?} of -v");
+        // A scaled or shifted side rounds first.
+        assert!(!exact(&bin(op, bin(BinaryOp::Mul, x.clone(), lit(2.5)), y.clone())), "{op:?} of v * k");
+        assert!(!exact(&bin(op, bin(BinaryOp::Add, x.clone(), lit(1.5)), y.clone())), "{op:?} of v + c");
+        // An f64 field is not narrowed.
+        assert!(!exact(&bin(op, field(0, 1), field(0, 1))), "{op:?} of f64 fields");
+    }
+    assert!(!exact(&bin(BinaryOp::Div, x.clone(), y.clone())), "a quotient may be null");
+    for f in [Builtin::Min, Builtin::Max] {
+        let of = |a: Expr, b: Expr| call(f, vec![a, b]);
+        assert!(exact(&of(x.clone(), bin(BinaryOp::Add, y.clone(), lit(5.0)))));
+        assert!(exact(&of(bin(BinaryOp::Sub, lit(2.0), x.clone()), y.clone())));
+        // 0.1 is no f32; a product may round to a zero of the other sign.
+        assert!(!exact(&of(x.clone(), bin(BinaryOp::Add, y.clone(), lit(0.1)))));
+        assert!(!exact(&of(x.clone(), bin(BinaryOp::Mul, y.clone(), lit(0.5)))));
     }
 }
