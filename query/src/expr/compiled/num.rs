@@ -67,6 +67,21 @@ pub enum FloatNode<'w> {
     Pair(PairOp, Box<FieldPair<'w>>, Box<FloatNode<'w>>),
 }
 
+/// The one operation of an f32 field computed in f32 (see [`FloatNode::exact_in_f32`]).
+#[derive(Clone, Copy)]
+enum OneRounding {
+    /// `v`
+    Copy,
+    /// `-v`
+    Neg,
+    /// `v + k`
+    Add(f32),
+    /// `k - v`
+    SubFrom(f32),
+    /// `v * k`
+    Mul(f32),
+}
+
 /// What a [`FloatNode::Pair`] computes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum PairOp {
@@ -112,21 +127,63 @@ impl FloatNode<'_> {
     }
 
     /// Whether its value, narrowed to f32, can be computed in f32 arithmetic with the same
-    /// result (see [`FieldPair::exact_in_f32`]): what an f32 field's new value needs.
+    /// result: what an f32 field's new value needs. Two fields: see
+    /// [`FieldPair::exact_in_f32`]. One f32 field: alone, negated, or in one `+ - *` with an
+    /// f32 constant (or scaled by a power of two), which rounds once in either width.
     pub fn exact_in_f32(&self) -> bool {
-        matches!(self, FloatNode::Pair(op, pair, _) if pair.exact_in_f32(*op))
+        match self {
+            FloatNode::Pair(op, pair, _) => pair.exact_in_f32(*op),
+            _ => self.one_f32_field().is_some(),
+        }
+    }
+
+    /// The f32 field and the one operation of a node [`exact_in_f32`] of one field.
+    ///
+    /// [`exact_in_f32`]: FloatNode::exact_in_f32
+    fn one_f32_field(&self) -> Option<(&FieldColumn<'_, f32>, OneRounding)> {
+        let f32_const = |c: f64| ((c as f32) as f64 == c).then_some(c as f32);
+        let (node, op) = match self {
+            FloatNode::F32(col) => return Some((col, OneRounding::Copy)),
+            FloatNode::Neg(a) => (&**a, OneRounding::Neg),
+            FloatNode::Scale(a, k) => (&**a, OneRounding::Mul(f32_const(*k)?)),
+            FloatNode::Arith(op, a, b) => match (&**a, &**b, op) {
+                (x, FloatNode::Const(c), ArithOp::Add) | (FloatNode::Const(c), x, ArithOp::Add) => {
+                    (x, OneRounding::Add(f32_const(*c)?))
+                }
+                // `v - c` is `v + -c` in IEEE arithmetic.
+                (x, FloatNode::Const(c), ArithOp::Sub) => (x, OneRounding::Add(-f32_const(*c)?)),
+                (FloatNode::Const(c), x, ArithOp::Sub) => (x, OneRounding::SubFrom(f32_const(*c)?)),
+                (x, FloatNode::Const(c), ArithOp::Mul) | (FloatNode::Const(c), x, ArithOp::Mul) => {
+                    (x, OneRounding::Mul(f32_const(*c)?))
+                }
+                _ => return None,
+            },
+            _ => return None,
+        };
+        let FloatNode::F32(col) = node else { return None };
+        Some((col, op))
     }
 
     /// For a node [`exact_in_f32`](FloatNode::exact_in_f32), the chunk's values narrowed to
     /// f32, computed in f32 into `out` (every row valid, or [`Bail`] as
-    /// [`FloatNode::eval`] would); `None` (nothing done) for a chunk of listed rows or
-    /// another node.
+    /// [`FloatNode::eval`] would); `None` (nothing done) where it cannot (two fields over a
+    /// chunk of listed rows) or for another node.
     pub fn eval_f32(&self, c: Chunk<'_>, out: &mut [f32]) -> Option<Result<(), Bail>> {
-        let FloatNode::Pair(op, pair, _) = self else { return None };
-        match *op {
-            PairOp::Arith(op) => pair.arith_f32(op, c, out).then_some(Ok(())),
-            PairOp::MinMax(max) => pair.min_max_f32(max, c, out),
+        if let FloatNode::Pair(op, pair, _) = self {
+            return match *op {
+                PairOp::Arith(op) => pair.arith_f32(op, c, out).then_some(Ok(())),
+                PairOp::MinMax(max) => pair.min_max_f32(max, c, out),
+            };
         }
+        let (col, op) = self.one_f32_field()?;
+        match op {
+            OneRounding::Copy => c.gather(col, out, |v| *v),
+            OneRounding::Neg => c.gather(col, out, |v| -*v),
+            OneRounding::Add(k) => c.gather(col, out, |v| *v + k),
+            OneRounding::SubFrom(k) => c.gather(col, out, |v| k - *v),
+            OneRounding::Mul(k) => c.gather(col, out, |v| *v * k),
+        }
+        Some(Ok(()))
     }
 
     /// Whether it is a field (a leaf read straight from a column).

@@ -227,26 +227,7 @@ mod tests {
     use ecsdb_engine::storage::TableId;
     use ecsdb_engine::{ComponentDef, FieldType, Value, World};
 
-    /// f32 values of every kind: random bit patterns (subnormals, huge, NaN payloads among
-    /// them) and the edges, NaN and infinities only in the first two chunks.
-    fn awkward_f32s(n: usize, seed: u64) -> Vec<f32> {
-        let edges =
-            [0.0, -0.0, 1.0, -1.5, f32::MAX, f32::MIN, f32::MIN_POSITIVE, 1e-45, -1e-45, f32::INFINITY, f32::NAN];
-        let mut state = 0x9e37_79b9_7f4a_7c15u64 ^ seed;
-        let mut random = move || {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            f32::from_bits((state >> 32) as u32)
-        };
-        // NaN and infinities only in the first two chunks: `min` and `max` give up on a chunk
-        // with one, and the other chunks are there to be compared.
-        (0..n)
-            .map(|i| if i % 5 == 0 { edges[i / 5 % edges.len()] } else { random() })
-            .enumerate()
-            .map(|(i, x)| if x.is_finite() || i < 2 * CHUNK { x } else { 0.75 })
-            .collect()
-    }
+    use crate::expr::compiled::tests::awkward_f32s;
 
     /// Wherever [`FieldPair::exact_in_f32`] holds, the f32 results are the f64 results
     /// narrowed, bit for bit (NaN for NaN), or an infinity (which the UPDATE checks row by
