@@ -7,6 +7,7 @@ use std::borrow::Cow;
 
 use crate::bind::{bind_statement, Bound};
 use crate::error::{Error, ErrorKind, Span};
+use crate::execute::convert::StagingBuffers;
 use crate::execute::{catalog, literal_spawn, mutate, select};
 use crate::functions::{FunctionRegistry, RegisteredFn};
 use crate::params::Params;
@@ -732,7 +733,7 @@ enum Executable {
     Despawn(ScanPlan),
     Add(Vec<ComponentValue>, ScanPlan),
     Remove(Vec<(ComponentId, String)>, ScanPlan),
-    Update { component: ComponentId, assignments: Vec<(usize, Expr)>, scan: ScanPlan },
+    Update { component: ComponentId, assignments: Vec<(usize, Expr)>, scan: ScanPlan, buffers: StagingBuffers },
     CreateComponent(ComponentDef, Vec<ecsdb_engine::ReferenceDef>),
     CreateIndex { def: ecsdb_engine::index::IndexDef, span: Span },
     DropIndex(String, Span),
@@ -778,6 +779,16 @@ pub struct Prepared {
 }
 
 impl Prepared {
+    /// How many emptied vectors an UPDATE keeps for its next run (`None` for another
+    /// statement).
+    #[cfg(test)]
+    pub(crate) fn staging_buffers_kept(&self) -> Option<usize> {
+        match &self.exec {
+            Executable::Update { buffers, .. } => Some(buffers.kept()),
+            _ => None,
+        }
+    }
+
     fn new(bound: Bound, world: &World, span: Span, options: PlanOptions) -> Prepared {
         let Bound { plan, params } = bound;
         let columns: Vec<String> = match &plan {
@@ -804,7 +815,8 @@ impl Prepared {
             LogicalPlan::Add(v, src) => Executable::Add(v, ScanPlan::new(&src, world, options)),
             LogicalPlan::Remove(c, src) => Executable::Remove(c, ScanPlan::new(&src, world, options)),
             LogicalPlan::Update { component, assignments, source, .. } => {
-                Executable::Update { component, assignments, scan: ScanPlan::new(&source, world, options) }
+                let scan = ScanPlan::new(&source, world, options);
+                Executable::Update { component, assignments, scan, buffers: StagingBuffers::default() }
             }
             LogicalPlan::CreateComponent(def, refs) => Executable::CreateComponent(def, refs),
             LogicalPlan::CreateIndex { def, span } => Executable::CreateIndex { def, span },
@@ -880,9 +892,9 @@ impl Prepared {
                 scan.refresh(world);
                 mutate::remove(world, c, scan, &values)
             }
-            Executable::Update { component, assignments, scan } => {
+            Executable::Update { component, assignments, scan, buffers } => {
                 scan.refresh(world);
-                crate::execute::update::update(world, *component, assignments, scan, &values)
+                crate::execute::update::update(world, *component, assignments, scan, &values, buffers)
             }
             Executable::CreateComponent(def, refs) => catalog::create_component(world, def, refs),
             Executable::CreateIndex { def, span } => catalog::create_index(world, def, *span),
@@ -923,7 +935,7 @@ impl Prepared {
                 scan.refresh(world);
                 mutate::stage_remove(world, c, scan, &values)?
             }
-            Executable::Update { component, assignments, scan } => {
+            Executable::Update { component, assignments, scan, buffers } => {
                 scan.refresh(world);
                 mutate::Staged::Update(crate::execute::update::stage_update(
                     world,
@@ -931,6 +943,7 @@ impl Prepared {
                     assignments,
                     scan,
                     &values,
+                    buffers,
                 )?)
             }
             Executable::Select(phys) => {

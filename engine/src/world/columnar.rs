@@ -177,6 +177,21 @@ impl<T> Left<T> {
     }
 }
 
+impl<T> Left<T> {
+    /// The emptied vector, its room kept; values not moved out are dropped first.
+    fn into_spent(self) -> Vec<T> {
+        let mut left = std::mem::ManuallyDrop::new(self);
+        for i in left.moved..left.len {
+            // SAFETY: values `moved..len` are initialised and still owned here; each is
+            // dropped once (`left` is never dropped).
+            unsafe { std::ptr::drop_in_place(left.buf.as_mut_ptr().add(i)) };
+        }
+        // The vector has length 0 (see `new`): taking it out leaves an empty one, which
+        // owns nothing, in a `Left` that is never dropped.
+        std::mem::take(&mut left.buf)
+    }
+}
+
 impl<T> Drop for Left<T> {
     fn drop(&mut self) {
         for i in self.moved..self.len {
@@ -223,6 +238,13 @@ macro_rules! values_left {
                 }
             }
 
+            /// See [`Left::into_spent`].
+            pub(super) fn into_spent(self) -> TypedFieldValues {
+                match self {
+                    $(ValuesLeft::$variant(left) => TypedFieldValues::$variant(left.into_spent()),)*
+                }
+            }
+
             /// See [`Left::write_next`].
             ///
             /// # Safety
@@ -252,7 +274,7 @@ values_left!(
 pub(super) unsafe fn write_run(
     column: &mut Column,
     offsets: &[usize],
-    mut values: Vec<ValuesLeft>,
+    values: &mut [ValuesLeft],
     start: usize,
     end: usize,
 ) {
@@ -296,7 +318,9 @@ impl World {
     /// `table`, one value per row in each field's values: every field checked first (nothing
     /// is written if one fails), then written a few hundred rows at a time, every field of
     /// those rows before the next ones, so each line of the column is read and written once;
-    /// the rows' changed ticks are stamped once.
+    /// the rows' changed ticks are stamped once. Returns the fields' vectors, emptied with
+    /// their room kept, for a caller that writes runs again and again to fill next time
+    /// (allocating and freeing megabytes each time costs page faults).
     ///
     /// ```
     /// use ecsdb_engine::{Component, TypedFieldValues, World};
@@ -306,8 +330,9 @@ impl World {
     /// let table = ecsdb_engine::storage::TableId(world.location(e).unwrap().table);
     /// let id = world.component_id("P").unwrap();
     /// let fields = vec![(0, TypedFieldValues::F32(vec![5.0])), (1, TypedFieldValues::F32(vec![6.0]))];
-    /// world.write_fields_run(id, table, 0, 1, fields).unwrap();
+    /// let spent = world.write_fields_run(id, table, 0, 1, fields).unwrap();
     /// assert_eq!((world.get::<P>(e).unwrap().x, world.get::<P>(e).unwrap().y), (5.0, 6.0));
+    /// assert!(spent.iter().all(|v| v.is_empty()));
     /// ```
     pub fn write_fields_run(
         &mut self,
@@ -316,7 +341,7 @@ impl World {
         start: u32,
         end: u32,
         fields: Vec<(usize, TypedFieldValues)>,
-    ) -> Result<()> {
+    ) -> Result<Vec<TypedFieldValues>> {
         self.component_writer(id)?.write_fields_run(table, start, end, fields)
     }
 
@@ -406,7 +431,12 @@ mod tests {
         assert!(world.write_fields_run(id, table, n / 6, n / 6 + n, vec![(0, xs(n))]).is_err());
         let col = world.tables()[table.index()].column(id).unwrap();
         assert!(col.changed_ticks().iter().all(|t| *t <= before));
-        world.write_fields_run(id, table, start, end, vec![(0, xs(end - start)), (1, names(end - start))]).unwrap();
+        let spent =
+            world.write_fields_run(id, table, start, end, vec![(0, xs(end - start)), (1, names(end - start))]).unwrap();
+        // The vectors come back empty (every string moved into the column), their room kept.
+        assert_eq!(spent.len(), 2);
+        assert!(spent.iter().all(|v| v.is_empty()));
+        assert!(matches!(&spent[1], TypedFieldValues::Str(v) if v.capacity() >= (end - start) as usize));
         for (i, e) in es.iter().enumerate() {
             let (x, name) = (world.get_field(*e, "P", "x").unwrap(), world.get_field(*e, "P", "n").unwrap());
             if rows.contains(&i) {

@@ -94,14 +94,15 @@ impl ComponentWriter<'_> {
     }
 
     /// Writes several fields over the consecutive rows `start..end` of `table`, one value
-    /// per row in each field's values; see [`World::write_fields_run`].
+    /// per row in each field's values, and gives the emptied vectors back; see
+    /// [`World::write_fields_run`].
     pub fn write_fields_run(
         &mut self,
         table: TableId,
         start: u32,
         end: u32,
         fields: Vec<(usize, TypedFieldValues)>,
-    ) -> Result<()> {
+    ) -> Result<Vec<TypedFieldValues>> {
         let mut offsets = Vec::with_capacity(fields.len());
         for (field, values) in &fields {
             offsets.push(self.field_offset_for(*field, values)?);
@@ -115,13 +116,13 @@ impl ComponentWriter<'_> {
         if start > end || end > column.len() || fields.iter().any(|(_, v)| v.len() != end - start) {
             return Err(EngineError::Invalid("rows and values do not match the column".into()));
         }
-        let values: Vec<ValuesLeft> = fields.into_iter().map(|(_, v)| ValuesLeft::new(v)).collect();
+        let mut values: Vec<ValuesLeft> = fields.into_iter().map(|(_, v)| ValuesLeft::new(v)).collect();
         // SAFETY: each field's type is its values' and `offsets` are the fields' (checked
         // above); rows `start..end` are in range and each field has `end - start` values
         // (checked just now).
-        unsafe { write_run(column, &offsets, values, start, end) };
+        unsafe { write_run(column, &offsets, &mut values, start, end) };
         column.fill_changed(start..end, tick);
-        Ok(())
+        Ok(values.into_iter().map(ValuesLeft::into_spent).collect())
     }
 
     /// Writes new values for field `field` into many rows; see [`World::write_field_rows`].
@@ -139,7 +140,7 @@ impl ComponentWriter<'_> {
                 // SAFETY: the field's schema type is `values`' type (checked above), `offset` is
                 // the field's, rows `start..end` are in range and there are `end - start`
                 // values (checked just now).
-                unsafe { write_run(column, &[offset], vec![ValuesLeft::new(values)], start, end) };
+                unsafe { write_run(column, &[offset], &mut [ValuesLeft::new(values)], start, end) };
                 column.fill_changed(start..end, tick);
                 return Ok(());
             }

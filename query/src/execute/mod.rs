@@ -9,10 +9,12 @@
 //! - [`mutate`]: SPAWN, DESPAWN, ADD, REMOVE (check everything, then write);
 //! - [`literal_spawn`]: a script's SPAWNs of literal values, converted without syntax trees;
 //! - [`update`]: UPDATE, computed and checked column by column, then written in place;
+//! - [`convert`]: values converted into a field's Rust type, a batch at a time;
 //! - [`catalog`]: CREATE COMPONENT, indexes, SHOW, DESCRIBE.
 
 pub mod aggregate;
 pub mod catalog;
+pub mod convert;
 pub mod leaves;
 pub(crate) mod literal_spawn;
 pub mod mutate;
