@@ -89,8 +89,8 @@ trait NumericField: SchemaField + Copy + Default {
         convert_all(xs, out, Self::fits_f64, Self::cast_f64)
     }
 
-    /// Appends values already computed in f32 ([`Program::f32s`]) to `out`; whether every
-    /// one is what converting its f64 value would give. Only an f32 field takes them.
+    /// Appends values already narrowed to f32 ([`Program::f32s`]) to `out`; whether every
+    /// one is what converting its f64 value gives. Only an f32 field takes them.
     fn push_f32s(_xs: &[f32], _out: &mut Vec<Self>) -> bool {
         false
     }
@@ -337,8 +337,8 @@ pub(crate) fn convert_compiled(
 ) -> Option<Vec<TypedFieldValues>> {
     let mut staged: Vec<Box<dyn StagedNumbers>> =
         programs.iter().map(|(_, ty)| staged_numbers(*ty, n, buffers)).collect::<Option<_>>()?;
-    // An f32 field's values computed in f32 where that gives the same f32s.
-    let in_f32: Vec<bool> = programs.iter().map(|(p, ty)| *ty == FieldType::F32 && p.exact_in_f32()).collect();
+    // An f32 field's values narrowed to f32 as they are computed, where the program can.
+    let in_f32: Vec<bool> = programs.iter().map(|(p, ty)| *ty == FieldType::F32 && p.gives_f32()).collect();
     let mut buffers = ChunkBuffers::default();
     rows.for_each_chunk(|chunk| {
         for (((program, _), out), &in_f32) in programs.iter().zip(&mut staged).zip(&in_f32) {

@@ -341,16 +341,23 @@ impl<'w> Program<'w> {
         Ok(())
     }
 
-    /// Whether [`Program::f32s`] can give its values: narrowed to f32, they are computed in
-    /// f32 with the same result (see [`FloatNode::exact_in_f32`]).
+    /// Whether its value, narrowed to f32, is computed in f32 with the same result (see
+    /// [`FloatNode::exact_in_f32`]).
     pub fn exact_in_f32(&self) -> bool {
         matches!(self, Program::Float(node) if node.exact_in_f32())
     }
 
-    /// For a program [`exact_in_f32`](Program::exact_in_f32), calls `f` with the chunk's
-    /// values narrowed to f32, computed in f32: an f32 field's new values, with no f64 in
-    /// between. `None` (nothing done) where it cannot (a chunk of listed rows): then
-    /// [`Program::numbers`] gives them.
+    /// Whether [`Program::f32s`] can give its values narrowed to f32 (see
+    /// [`FloatNode::gives_f32`]).
+    pub fn gives_f32(&self) -> bool {
+        matches!(self, Program::Float(node) if node.gives_f32())
+    }
+
+    /// For a program that [gives f32](Program::gives_f32), calls `f` with the chunk's values
+    /// narrowed to f32 (each the f32 its f64 value narrows to; an infinity may stand for a
+    /// finite value too large, which the caller checks): an f32 field's new values, with no
+    /// chunk of f64s in between. `None` (nothing done) where it cannot (a chunk of listed
+    /// rows): then [`Program::numbers`] gives them.
     pub fn f32s(
         &self,
         chunk: Chunk<'_>,

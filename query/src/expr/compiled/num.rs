@@ -137,6 +137,13 @@ impl FloatNode<'_> {
         }
     }
 
+    /// Whether [`FloatNode::eval_f32`] gives its values narrowed to f32: computed in f32
+    /// where that is [exact](FloatNode::exact_in_f32), else (two fields) computed in f64 and
+    /// narrowed in the same loop.
+    pub fn gives_f32(&self) -> bool {
+        matches!(self, FloatNode::Pair(..)) || self.exact_in_f32()
+    }
+
     /// The f32 field and the one operation of a node [`exact_in_f32`] of one field.
     ///
     /// [`exact_in_f32`]: FloatNode::exact_in_f32
@@ -164,15 +171,17 @@ impl FloatNode<'_> {
         Some((col, op))
     }
 
-    /// For a node [`exact_in_f32`](FloatNode::exact_in_f32), the chunk's values narrowed to
-    /// f32, computed in f32 into `out` (every row valid, or [`Bail`] as
-    /// [`FloatNode::eval`] would); `None` (nothing done) where it cannot (two fields over a
-    /// chunk of listed rows) or for another node.
+    /// For a node that [gives f32](FloatNode::gives_f32), the chunk's values narrowed to f32
+    /// into `out` (every row valid, or [`Bail`] as [`FloatNode::eval`] would); `None`
+    /// (nothing done) where it cannot (two fields over a chunk of listed rows) or for another
+    /// node.
     pub fn eval_f32(&self, c: Chunk<'_>, out: &mut [f32]) -> Option<Result<(), Bail>> {
         if let FloatNode::Pair(op, pair, _) = self {
-            return match *op {
-                PairOp::Arith(op) => pair.arith_f32(op, c, out).then_some(Ok(())),
-                PairOp::MinMax(max) => pair.min_max_f32(max, c, out),
+            return match (*op, pair.exact_in_f32(*op)) {
+                (PairOp::Arith(op), true) => pair.arith_f32(op, c, out).then_some(Ok(())),
+                (PairOp::MinMax(max), true) => pair.min_max_f32(max, c, out),
+                (PairOp::Arith(op), false) => pair.arith_narrowed(op, c, out).then_some(Ok(())),
+                (PairOp::MinMax(max), false) => pair.min_max_narrowed(max, c, out),
             };
         }
         let (col, op) = self.one_f32_field()?;

@@ -167,6 +167,35 @@ impl<'w> FieldPair<'w> {
         Some(if nan { Err(Bail) } else { Ok(()) })
     }
 
+    /// [`FieldPair::arith`] narrowed to f32 in the same loop, for an f32 field's new value:
+    /// each value the f32 its f64 result narrows to, with no chunk of f64s in between. Used
+    /// where the pair is not [`exact_in_f32`](FieldPair::exact_in_f32) (`x + v * $dt`).
+    pub fn arith_narrowed(&self, op: ArithOp, c: Chunk<'_>, out: &mut [f32]) -> bool {
+        match op {
+            ArithOp::Add => self.zip(c, out, |o, a, b| *o = (a + b) as f32),
+            ArithOp::Sub => self.zip(c, out, |o, a, b| *o = (a - b) as f32),
+            ArithOp::Mul => self.zip(c, out, |o, a, b| *o = (a * b) as f32),
+            ArithOp::Div | ArithOp::Rem => false,
+        }
+    }
+
+    /// [`FieldPair::min_max`] narrowed to f32 in the same loop (see
+    /// [`FieldPair::arith_narrowed`]); a NaN of the f64 result is a NaN of its f32, so the
+    /// chunk gives up exactly where the f64 form does.
+    pub fn min_max_narrowed(&self, max: bool, c: Chunk<'_>, out: &mut [f32]) -> Option<Result<(), Bail>> {
+        #[allow(clippy::eq_op)]
+        let done = if max {
+            self.zip(c, out, |o, a, b| *o = ((if b > a { b } else { a }) - (b - b)) as f32)
+        } else {
+            self.zip(c, out, |o, a, b| *o = ((if b < a { b } else { a }) - (b - b)) as f32)
+        };
+        if !done {
+            return None;
+        }
+        let nan = sized(c.len(), |n| out[..n].iter().fold(false, |seen, x| seen | x.is_nan()));
+        Some(if nan { Err(Bail) } else { Ok(()) })
+    }
+
     /// The rows where `a op b` is true (never where either side is NaN); `None` (nothing
     /// done) for a chunk of listed rows or an operator other than a comparison.
     pub fn compare(&self, op: BinaryOp, c: Chunk<'_>) -> Option<u64> {
@@ -273,6 +302,7 @@ mod tests {
                     PairOp::MinMax(true),
                 ];
                 for op in ops {
+                    check_narrowed(&pair, op, rows);
                     if !pair.exact_in_f32(op) {
                         continue;
                     }
@@ -307,5 +337,30 @@ mod tests {
             }
         }
         assert!(compared > 100_000, "{compared} results compared");
+    }
+
+    /// Narrowed in the loop, every pair's results are its f64 results narrowed, bit for bit
+    /// (infinities included), and a chunk gives up exactly where the f64 one does.
+    fn check_narrowed(pair: &FieldPair<'_>, op: PairOp, rows: usize) {
+        for start in (0..rows).step_by(CHUNK) {
+            let c = Chunk::Range { start, len: CHUNK.min(rows - start) };
+            let (mut wide, mut narrow) = ([0.0f64; CHUNK], [0.0f32; CHUNK]);
+            let (wide_ok, narrow_ok) = match op {
+                PairOp::Arith(o) => (pair.arith(o, c, &mut wide), pair.arith_narrowed(o, c, &mut narrow)),
+                PairOp::MinMax(max) => (
+                    pair.min_max(max, c, &mut wide).unwrap().is_ok(),
+                    pair.min_max_narrowed(max, c, &mut narrow).unwrap().is_ok(),
+                ),
+            };
+            assert_eq!(wide_ok, narrow_ok, "{op:?} at {start}");
+            for j in 0..c.len() {
+                let (w, n) = (wide[j] as f32, narrow[j]);
+                assert!(
+                    w.to_bits() == n.to_bits() || (w.is_nan() && n.is_nan()),
+                    "{op:?} row {}: {n:e} {w:e}",
+                    start + j
+                );
+            }
+        }
     }
 }
