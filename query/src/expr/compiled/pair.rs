@@ -24,6 +24,10 @@ pub struct FieldPair<'w> {
     cy: f64,
     /// Whether either side adds a constant (a loop without the adds otherwise).
     adds: bool,
+    /// What [`FieldPair::exact_in_f32`] answers, for `+ - *` and for `min`/`max`: found once,
+    /// asked every chunk.
+    exact_arith: bool,
+    exact_min_max: bool,
 }
 
 enum Columns<'w> {
@@ -44,7 +48,13 @@ impl<'w> FieldPair<'w> {
             _ => return None,
         };
         let adds = cx.to_bits() != NO_ADD.to_bits() || cy.to_bits() != NO_ADD.to_bits();
-        Some(FieldPair { columns, kx, cx, ky, cy, adds })
+        let f32s = matches!(columns, Columns::F32(..));
+        let unit = |k: f64| k == 1.0 || k == -1.0;
+        let bare = |k: f64, c: f64| unit(k) && c.to_bits() == NO_ADD.to_bits();
+        let additive = |k: f64, c: f64| unit(k) && (c as f32) as f64 == c;
+        let exact_arith = f32s && bare(kx, cx) && bare(ky, cy);
+        let exact_min_max = f32s && additive(kx, cx) && additive(ky, cy);
+        Some(FieldPair { columns, kx, cx, ky, cy, adds, exact_arith, exact_min_max })
     }
 
     /// `f(&mut out[j], a, b)` for row `j` of a chunk of consecutive rows; false (nothing done)
@@ -109,17 +119,11 @@ impl<'w> FieldPair<'w> {
     /// nothing and rounding keeps order, so they qualify when each side rounds at most once
     /// without reaching zero: `±v + c` with `c` an f32 (a nonzero sum of f32s is at least the
     /// smallest f32, where a product could round to a zero of the other sign).
+    #[inline]
     pub fn exact_in_f32(&self, op: PairOp) -> bool {
-        if !matches!(self.columns, Columns::F32(..)) {
-            return false;
-        }
-        let unit = |k: f64| k == 1.0 || k == -1.0;
-        let bare = |k: f64, c: f64| unit(k) && c.to_bits() == NO_ADD.to_bits();
-        let additive = |k: f64, c: f64| unit(k) && (c as f32) as f64 == c;
-        let (kx, cx, ky, cy) = (self.kx, self.cx, self.ky, self.cy);
         match op {
-            PairOp::Arith(ArithOp::Add | ArithOp::Sub | ArithOp::Mul) => bare(kx, cx) && bare(ky, cy),
-            PairOp::MinMax(_) => additive(kx, cx) && additive(ky, cy),
+            PairOp::Arith(ArithOp::Add | ArithOp::Sub | ArithOp::Mul) => self.exact_arith,
+            PairOp::MinMax(_) => self.exact_min_max,
             PairOp::Arith(ArithOp::Div | ArithOp::Rem) => false,
         }
     }
