@@ -365,14 +365,8 @@ impl<'w> Program<'w> {
         f: impl FnOnce(&[f32]),
     ) -> Option<Result<(), Bail>> {
         let Program::Float(node) = self else { return None };
-        let n = chunk.len();
-        Some(match node.eval_f32(chunk, &mut buffers.f32s)? {
-            Ok(()) => {
-                f(&buffers.f32s[..n]);
-                Ok(())
-            }
-            Err(bail) => Err(bail),
-        })
+        let done = node.eval_f32(chunk, &mut buffers.f32s)?;
+        Some(done.map(|()| f(&buffers.f32s[..chunk.len()])))
     }
 
     /// The program's values over `rows` as floats (integers promoted) into `xs`, with

@@ -141,7 +141,7 @@ impl FloatNode<'_> {
     /// where that is [exact](FloatNode::exact_in_f32), else (two fields) computed in f64 and
     /// narrowed in the same loop.
     pub fn gives_f32(&self) -> bool {
-        matches!(self, FloatNode::Pair(..)) || self.exact_in_f32()
+        matches!(self, FloatNode::Pair(..)) || self.one_f32_field().is_some()
     }
 
     /// The f32 field and the one operation of a node [`exact_in_f32`] of one field.

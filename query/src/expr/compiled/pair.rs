@@ -89,22 +89,12 @@ impl<'w> FieldPair<'w> {
     /// or [`Bail`] when a row has a NaN (an error the evaluator reports). `None` (nothing
     /// done) for a chunk of listed rows.
     pub fn min_max(&self, max: bool, c: Chunk<'_>, out: &mut [f64]) -> Option<Result<u64, Bail>> {
-        // `if b < a { b } else { a }` is one `minpd` (a NaN `a` comes out as the result).
-        // Subtracting `b - b` changes no result (it is 0, and `r - 0` is `r`, -0 included)
-        // except where `b` is NaN or infinite, which makes the result NaN: then one look for
-        // NaN in the results finds every NaN of either side, and an infinite `b` gives up
-        // too, for the evaluator to answer.
-        #[allow(clippy::eq_op)]
         let done = if max {
-            self.zip(c, out, |o, a, b| *o = (if b > a { b } else { a }) - (b - b))
+            self.zip(c, out, |o, a, b| *o = pick::<true, _>(a, b))
         } else {
-            self.zip(c, out, |o, a, b| *o = (if b < a { b } else { a }) - (b - b))
+            self.zip(c, out, |o, a, b| *o = pick::<false, _>(a, b))
         };
-        if !done {
-            return None;
-        }
-        let nan = sized(c.len(), |n| out[..n].iter().fold(false, |seen, x| seen | x.is_nan()));
-        Some(if nan { Err(Bail) } else { Ok(c.all()) })
+        Some(without_nan(done, c, out)?.map(|()| c.all()))
     }
 
     /// Whether `op` of this pair, computed in f32 arithmetic on the f32 fields, gives exactly
@@ -158,17 +148,12 @@ impl<'w> FieldPair<'w> {
     /// for it: the same ties, and [`Bail`] wherever the f64 form gives up or a side reaches
     /// infinity in f32 (a NaN or infinite `b` makes the result NaN).
     pub fn min_max_f32(&self, max: bool, c: Chunk<'_>, out: &mut [f32]) -> Option<Result<(), Bail>> {
-        #[allow(clippy::eq_op)]
         let done = if max {
-            self.zip_f32(c, out, |o, a, b| *o = (if b > a { b } else { a }) - (b - b))
+            self.zip_f32(c, out, |o, a, b| *o = pick::<true, _>(a, b))
         } else {
-            self.zip_f32(c, out, |o, a, b| *o = (if b < a { b } else { a }) - (b - b))
+            self.zip_f32(c, out, |o, a, b| *o = pick::<false, _>(a, b))
         };
-        if !done {
-            return None;
-        }
-        let nan = sized(c.len(), |n| out[..n].iter().fold(false, |seen, x| seen | x.is_nan()));
-        Some(if nan { Err(Bail) } else { Ok(()) })
+        without_nan(done, c, out)
     }
 
     /// [`FieldPair::arith`] narrowed to f32 in the same loop, for an f32 field's new value:
@@ -187,17 +172,12 @@ impl<'w> FieldPair<'w> {
     /// [`FieldPair::arith_narrowed`]); a NaN of the f64 result is a NaN of its f32, so the
     /// chunk gives up exactly where the f64 form does.
     pub fn min_max_narrowed(&self, max: bool, c: Chunk<'_>, out: &mut [f32]) -> Option<Result<(), Bail>> {
-        #[allow(clippy::eq_op)]
         let done = if max {
-            self.zip(c, out, |o, a, b| *o = ((if b > a { b } else { a }) - (b - b)) as f32)
+            self.zip(c, out, |o, a, b| *o = pick::<true, _>(a, b) as f32)
         } else {
-            self.zip(c, out, |o, a, b| *o = ((if b < a { b } else { a }) - (b - b)) as f32)
+            self.zip(c, out, |o, a, b| *o = pick::<false, _>(a, b) as f32)
         };
-        if !done {
-            return None;
-        }
-        let nan = sized(c.len(), |n| out[..n].iter().fold(false, |seen, x| seen | x.is_nan()));
-        Some(if nan { Err(Bail) } else { Ok(()) })
+        without_nan(done, c, out)
     }
 
     /// The rows where `a op b` is true (never where either side is NaN); `None` (nothing
@@ -218,6 +198,41 @@ impl<'w> FieldPair<'w> {
         };
         done.then(|| pack(&bytes))
     }
+}
+
+/// `max(a, b)` (`MAX`) or `min(a, b)`, ties keeping `a`, in a form that lets one look at the
+/// results find every NaN. `if b < a { b } else { a }` is one `minpd` (a NaN `a` comes out
+/// as the result). Subtracting `b - b` changes no result (it is 0, and `r - 0` is `r`, -0
+/// included) except where `b` is NaN or infinite, which makes the result NaN: so a NaN of
+/// either side, and an infinite `b`, show as a NaN result, for the evaluator to answer.
+#[inline(always)]
+#[allow(clippy::eq_op)]
+fn pick<const MAX: bool, T: Copy + PartialOrd + std::ops::Sub<Output = T>>(a: T, b: T) -> T {
+    let kept = if MAX {
+        if b > a {
+            b
+        } else {
+            a
+        }
+    } else if b < a {
+        b
+    } else {
+        a
+    };
+    kept - (b - b)
+}
+
+/// `None` if the chunk was not done (listed rows), else [`Bail`] where one of its results
+/// (of [`pick`]) is NaN. One fold with no early exit (`x != x` is the NaN test), so it
+/// vectorises.
+#[inline(always)]
+#[allow(clippy::eq_op)]
+fn without_nan<T: Copy + PartialEq>(done: bool, c: Chunk<'_>, out: &[T]) -> Option<Result<(), Bail>> {
+    if !done {
+        return None;
+    }
+    let nan = sized(c.len(), |n| out[..n].iter().fold(false, |seen, x| seen | (*x != *x)));
+    Some(if nan { Err(Bail) } else { Ok(()) })
 }
 
 /// A field in an affine form, as `(field, k, c)` for `v * k + c`: the field alone, times a
