@@ -31,7 +31,7 @@ use std::marker::PhantomData;
 
 use crate::component::{ComponentId, StorageKind};
 use crate::error::{EngineError, Result};
-use crate::query::state::{QueryMatch, TablePart};
+use crate::query::state::{MatchOf, TablePart};
 use crate::query::{QueryData, QueryFilter, QueryIter, QueryState};
 use crate::world::World;
 
@@ -110,7 +110,7 @@ impl<'w> DisjointRuns<'w> {
 /// A query run prepared by [`DisjointRuns::prepare`]: every table's fetches made, ready to
 /// visit its rows on any thread, once.
 pub struct PreparedQuery<'w, 's, Q: QueryData, F: QueryFilter> {
-    state: &'s QueryMatch<Q::State, F::State>,
+    state: &'s MatchOf<Q, F>,
     parts: Vec<TablePart<'w, Q, F>>,
 }
 

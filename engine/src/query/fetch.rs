@@ -21,6 +21,9 @@ pub unsafe trait QueryData {
     type State: Clone + Send + Sync + 'static;
     /// Per-table state: column pointers.
     type Fetch<'w>: Clone;
+    /// Where the query's columns sit in one matched table (their indexes), found once when
+    /// the table is matched, so that starting on a table looks nothing up.
+    type Columns: Copy + Send + Sync + 'static;
     /// This query type with every lifetime made `'static`: the key of the world's cache of
     /// one-shot query states (`&'a T` and `&'b T` are one query).
     type Static: 'static;
@@ -32,14 +35,20 @@ pub unsafe trait QueryData {
     fn get_state(components: &Components) -> Option<Self::State>;
     /// Reports reads and writes.
     fn access(state: &Self::State, components: &Components, access: &mut Access);
-    /// Whether rows of this table can yield items.
-    fn matches_table(state: &Self::State, table: &ArchetypeTable) -> bool;
+    /// Whether rows of this table can yield items (`None` if not), and where its columns are.
+    fn match_table(state: &Self::State, table: &ArchetypeTable) -> Option<Self::Columns>;
     /// Prepares to read rows of `table`.
     ///
     /// # Safety
-    /// `table` must point to a table of `ctx.world` that matches; if the query writes, the
-    /// caller must hold exclusive access to the world for `'w`.
-    unsafe fn fetch<'w>(state: &Self::State, ctx: &FetchContext, table: *mut ArchetypeTable) -> Self::Fetch<'w>;
+    /// `table` must point to a table of `ctx.world` that matches, and `columns` be what
+    /// [`QueryData::match_table`] returned for it; if the query writes, the caller must hold
+    /// exclusive access to the world for `'w`.
+    unsafe fn fetch<'w>(
+        state: &Self::State,
+        columns: Self::Columns,
+        ctx: &FetchContext,
+        table: *mut ArchetypeTable,
+    ) -> Self::Fetch<'w>;
     /// The item of row `row` (whose entity is `entity`), or `None` if a sparse component is
     /// absent for it.
     ///
@@ -59,6 +68,7 @@ unsafe impl QueryData for Entity {
     type Item<'w> = Entity;
     type State = ();
     type Fetch<'w> = ();
+    type Columns = ();
     type Static = Entity;
     fn init_state(_: &mut Components) -> crate::Result<()> {
         Ok(())
@@ -67,10 +77,10 @@ unsafe impl QueryData for Entity {
         Some(())
     }
     fn access(_: &(), _: &Components, _: &mut Access) {}
-    fn matches_table(_: &(), _: &ArchetypeTable) -> bool {
-        true
+    fn match_table(_: &(), _: &ArchetypeTable) -> Option<()> {
+        Some(())
     }
-    unsafe fn fetch<'w>(_: &(), _: &FetchContext, _: *mut ArchetypeTable) -> Self::Fetch<'w> {}
+    unsafe fn fetch<'w>(_: &(), _: (), _: &FetchContext, _: *mut ArchetypeTable) -> Self::Fetch<'w> {}
     #[inline(always)]
     unsafe fn item<'w>(_: &mut Self::Fetch<'w>, _: usize, entity: Entity) -> Option<Self::Item<'w>> {
         Some(entity)
@@ -105,29 +115,33 @@ impl<T> Clone for ComponentFetch<T> {
     }
 }
 
-/// Builds the fetch of component `id` (type `T`) for a table; `write` asks for pointers
-/// with write provenance (and the changed ticks).
+/// Builds the fetch of component `id` (type `T`) for a table, whose column of it (table
+/// storage) is at index `column`; `write` asks for pointers with write provenance (and the
+/// changed ticks).
 ///
 /// # Safety
-/// As [`QueryData::fetch`]. For writers, the caller holds exclusive access to the world for
-/// the run and `ctx.world` was made from that exclusive borrow.
+/// As [`QueryData::fetch`]: `column` is what [`table_column`] gave for this table. For
+/// writers, the caller holds exclusive access to the world for the run and `ctx.world` was
+/// made from that exclusive borrow.
 #[inline(always)]
 unsafe fn component_fetch<T: Component>(
     id: ComponentId,
+    column: u32,
     ctx: &FetchContext,
     table: *mut ArchetypeTable,
     write: bool,
 ) -> ComponentFetch<T> {
     match T::STORAGE {
         StorageKind::Table if write => {
-            // SAFETY: the caller guarantees `table` is valid and exclusive; the `&mut` lives
+            // SAFETY: the caller guarantees `table` is valid and exclusive, and `column` the
+            // index of `id`'s column in it (a table's columns never change); the `&mut` lives
             // only while the pointers are taken.
-            let col = unsafe { (*table).column_mut(id) }.expect("matched tables have the column");
+            let col = unsafe { (*table).column_at_unchecked_mut(column as usize) };
             ComponentFetch { values: col.values_ptr(), ticks: col.changed_ticks_ptr(), set: std::ptr::null() }
         }
         StorageKind::Table => {
-            // SAFETY: `table` is valid; shared access only.
-            let col = unsafe { (*table).column(id) }.expect("matched tables have the column");
+            // SAFETY: `table` is valid and `column` in bounds, as above; shared access only.
+            let col = unsafe { (*table).column_at_unchecked(column as usize) };
             ComponentFetch { values: col.values_ptr(), ticks: std::ptr::null_mut(), set: std::ptr::null() }
         }
         StorageKind::Sparse if write => {
@@ -180,11 +194,13 @@ unsafe fn sparse_row(set: *const SparseSet, entity: Entity) -> Option<usize> {
     unsafe { (*set).row(entity) }
 }
 
-fn component_matches<T: Component>(id: ComponentId, table: &ArchetypeTable) -> bool {
+/// Where component `id` (type `T`) sits in `table`: its column's index for table storage
+/// (`None` if the table lacks it), and 0, unused, for sparse storage, whose membership is
+/// checked per row.
+fn table_column<T: Component>(id: ComponentId, table: &ArchetypeTable) -> Option<u32> {
     match T::STORAGE {
-        StorageKind::Table => table.has(id),
-        // Sparse membership is checked per row.
-        StorageKind::Sparse => true,
+        StorageKind::Table => table.column_index(id).map(|i| i as u32),
+        StorageKind::Sparse => Some(0),
     }
 }
 
@@ -193,6 +209,7 @@ unsafe impl<T: Component> QueryData for &T {
     type Item<'w> = &'w T;
     type State = ComponentId;
     type Fetch<'w> = ComponentFetch<T>;
+    type Columns = u32;
     type Static = &'static T;
     fn init_state(components: &mut Components) -> crate::Result<ComponentId> {
         components.register::<T>()
@@ -203,12 +220,17 @@ unsafe impl<T: Component> QueryData for &T {
     fn access(id: &ComponentId, _: &Components, access: &mut Access) {
         access.add_read(*id);
     }
-    fn matches_table(id: &ComponentId, table: &ArchetypeTable) -> bool {
-        component_matches::<T>(*id, table)
+    fn match_table(id: &ComponentId, table: &ArchetypeTable) -> Option<u32> {
+        table_column::<T>(*id, table)
     }
-    unsafe fn fetch<'w>(id: &ComponentId, ctx: &FetchContext, table: *mut ArchetypeTable) -> Self::Fetch<'w> {
+    unsafe fn fetch<'w>(
+        id: &ComponentId,
+        column: u32,
+        ctx: &FetchContext,
+        table: *mut ArchetypeTable,
+    ) -> Self::Fetch<'w> {
         // SAFETY: forwarded.
-        unsafe { component_fetch::<T>(*id, ctx, table, false) }
+        unsafe { component_fetch::<T>(*id, column, ctx, table, false) }
     }
     #[inline(always)]
     unsafe fn item<'w>(fetch: &mut Self::Fetch<'w>, row: usize, entity: Entity) -> Option<Self::Item<'w>> {
@@ -232,6 +254,7 @@ unsafe impl<T: Component> QueryData for &mut T {
     type Item<'w> = Mut<'w, T>;
     type State = ComponentId;
     type Fetch<'w> = (ComponentFetch<T>, Tick);
+    type Columns = u32;
     type Static = &'static mut T;
     fn init_state(components: &mut Components) -> crate::Result<ComponentId> {
         components.register::<T>()
@@ -242,12 +265,17 @@ unsafe impl<T: Component> QueryData for &mut T {
     fn access(id: &ComponentId, _: &Components, access: &mut Access) {
         access.add_write(*id, T::STORAGE == StorageKind::Sparse);
     }
-    fn matches_table(id: &ComponentId, table: &ArchetypeTable) -> bool {
-        component_matches::<T>(*id, table)
+    fn match_table(id: &ComponentId, table: &ArchetypeTable) -> Option<u32> {
+        table_column::<T>(*id, table)
     }
-    unsafe fn fetch<'w>(id: &ComponentId, ctx: &FetchContext, table: *mut ArchetypeTable) -> Self::Fetch<'w> {
+    unsafe fn fetch<'w>(
+        id: &ComponentId,
+        column: u32,
+        ctx: &FetchContext,
+        table: *mut ArchetypeTable,
+    ) -> Self::Fetch<'w> {
         // SAFETY: forwarded.
-        (unsafe { component_fetch::<T>(*id, ctx, table, true) }, ctx.this_run)
+        (unsafe { component_fetch::<T>(*id, column, ctx, table, true) }, ctx.this_run)
     }
     #[inline(always)]
     unsafe fn item<'w>(fetch: &mut Self::Fetch<'w>, row: usize, entity: Entity) -> Option<Mut<'w, T>> {
@@ -276,6 +304,7 @@ unsafe impl<Q: QueryData> QueryData for Option<Q> {
     type Item<'w> = Option<Q::Item<'w>>;
     type State = Option<Q::State>;
     type Fetch<'w> = Option<Q::Fetch<'w>>;
+    type Columns = Option<Q::Columns>;
     type Static = Option<Q::Static>;
     fn init_state(components: &mut Components) -> crate::Result<Self::State> {
         Q::init_state(components).map(Some)
@@ -288,15 +317,18 @@ unsafe impl<Q: QueryData> QueryData for Option<Q> {
             Q::access(s, components, access)
         }
     }
-    fn matches_table(_: &Self::State, _: &ArchetypeTable) -> bool {
-        true
+    fn match_table(state: &Self::State, table: &ArchetypeTable) -> Option<Self::Columns> {
+        Some(state.as_ref().and_then(|state| Q::match_table(state, table)))
     }
-    unsafe fn fetch<'w>(state: &Self::State, ctx: &FetchContext, table: *mut ArchetypeTable) -> Self::Fetch<'w> {
-        let state = state.as_ref()?;
-        // SAFETY: `table` is valid.
-        let matches = Q::matches_table(state, unsafe { &*table });
-        // SAFETY: forwarded; only fetched when the table matches.
-        matches.then(|| unsafe { Q::fetch(state, ctx, table) })
+    unsafe fn fetch<'w>(
+        state: &Self::State,
+        columns: Self::Columns,
+        ctx: &FetchContext,
+        table: *mut ArchetypeTable,
+    ) -> Self::Fetch<'w> {
+        let (state, columns) = (state.as_ref()?, columns?);
+        // SAFETY: forwarded; only fetched where Q matched the table.
+        Some(unsafe { Q::fetch(state, columns, ctx, table) })
     }
     #[inline(always)]
     unsafe fn item<'w>(fetch: &mut Self::Fetch<'w>, row: usize, entity: Entity) -> Option<Self::Item<'w>> {
@@ -314,6 +346,7 @@ macro_rules! tuple_query {
             type Item<'w> = ($($name::Item<'w>,)*);
             type State = ($($name::State,)*);
             type Fetch<'w> = ($($name::Fetch<'w>,)*);
+            type Columns = ($($name::Columns,)*);
             type Static = ($($name::Static,)*);
             fn init_state(components: &mut Components) -> crate::Result<Self::State> {
                 Ok(($($name::init_state(components)?,)*))
@@ -324,12 +357,17 @@ macro_rules! tuple_query {
             fn access(state: &Self::State, components: &Components, access: &mut Access) {
                 $($name::access(&state.$idx, components, access);)*
             }
-            fn matches_table(state: &Self::State, table: &ArchetypeTable) -> bool {
-                true $(&& $name::matches_table(&state.$idx, table))*
+            fn match_table(state: &Self::State, table: &ArchetypeTable) -> Option<Self::Columns> {
+                Some(($($name::match_table(&state.$idx, table)?,)*))
             }
-            unsafe fn fetch<'w>(state: &Self::State, ctx: &FetchContext, table: *mut ArchetypeTable) -> Self::Fetch<'w> {
-                // SAFETY: forwarded.
-                unsafe { ($($name::fetch(&state.$idx, ctx, table),)*) }
+            unsafe fn fetch<'w>(
+                state: &Self::State,
+                columns: Self::Columns,
+                ctx: &FetchContext,
+                table: *mut ArchetypeTable,
+            ) -> Self::Fetch<'w> {
+                // SAFETY: forwarded, each element with its own columns.
+                unsafe { ($($name::fetch(&state.$idx, columns.$idx, ctx, table),)*) }
             }
             #[inline(always)]
             unsafe fn item<'w>(fetch: &mut Self::Fetch<'w>, row: usize, entity: Entity) -> Option<Self::Item<'w>> {

@@ -11,7 +11,7 @@ use std::marker::PhantomData;
 use std::ptr::NonNull;
 
 use crate::component::TypeIdMap;
-use crate::query::state::{Cursor, QueryMatch};
+use crate::query::state::{Cursor, MatchOf, QueryMatch};
 use crate::query::{FetchContext, QueryData, QueryFilter, QueryState, ReadOnlyQueryData};
 use crate::storage::ArchetypeTable;
 use crate::tick::{Tick, EVERYTHING_NEW};
@@ -25,10 +25,10 @@ pub(crate) struct QueryCache {
 
 impl QueryCache {
     /// The cached state under `key`, to update.
-    fn get_mut<D: Send + Sync + 'static, G: Send + Sync + 'static>(
+    fn get_mut<D: Send + Sync + 'static, C: Send + Sync + 'static, G: Send + Sync + 'static>(
         &mut self,
         key: TypeId,
-    ) -> Option<&mut QueryMatch<D, G>> {
+    ) -> Option<&mut QueryMatch<D, C, G>> {
         self.states.get_mut(&key)?.downcast_mut()
     }
 }
@@ -41,7 +41,7 @@ pub struct Query<'w, Q: QueryData, F: QueryFilter = ()> {
     /// cursor is then all the iterator holds inline. The table switch reads the state, and a
     /// state inside the iterator (or a choice between two homes for it) would pin the cursor
     /// to memory, its row counter and column pointers reloaded and stored on every row.
-    state: NonNull<QueryMatch<Q::State, F::State>>,
+    state: NonNull<MatchOf<Q, F>>,
     owns_state: bool,
     cursor: Cursor<'w, Q, F>,
     _world: PhantomData<&'w mut World>,
@@ -53,7 +53,7 @@ impl<Q: QueryData, F: QueryFilter> Query<'_, Q, F> {
     /// # Safety
     /// The reference must not outlive the query.
     #[inline(always)]
-    unsafe fn state<'a>(&self) -> &'a QueryMatch<Q::State, F::State> {
+    unsafe fn state<'a>(&self) -> &'a MatchOf<Q, F> {
         // SAFETY: the state is the world's cached one, which the query's borrow of the world
         // keeps in place and unchanged, or the query's own box, freed only on drop; the
         // caller keeps the reference within the query's life.
@@ -147,14 +147,16 @@ impl World {
         // field nothing below changes and no fetch touches (writers reborrow only the
         // storage): the lookup's pointer stays valid while the world is borrowed again and
         // while rows are written.
-        let found = unsafe { (*world).query_cache.get_mut::<Q::State, F::State>(key) }.map(NonNull::from);
+        let found = unsafe { (*world).query_cache.get_mut::<Q::State, Q::Columns, F::State>(key) }.map(NonNull::from);
         let state = match found {
             Some(state) => state,
             None => {
                 let matched = QueryState::<Q, F>::try_match(self).unwrap_or_else(|e| panic!("{e}"));
                 self.query_cache.states.insert(key, Box::new(matched));
                 // SAFETY: as above.
-                NonNull::from(unsafe { (*world).query_cache.get_mut::<Q::State, F::State>(key) }.expect("cached"))
+                NonNull::from(
+                    unsafe { (*world).query_cache.get_mut::<Q::State, Q::Columns, F::State>(key) }.expect("cached"),
+                )
             }
         };
         // SAFETY: as above.

@@ -26,18 +26,21 @@ use crate::world::World;
 /// assert_eq!(changed.iter(&world).count(), 1);
 /// ```
 pub struct QueryState<Q: QueryData, F: QueryFilter = ()> {
-    matched: QueryMatch<Q::State, F::State>,
+    matched: MatchOf<Q, F>,
     _marker: PhantomData<fn() -> (Q, F)>,
 }
 
-/// What a query resolved and matched, typed only by its data and filter states (so one-shot
-/// queries can keep it in the world's cache whatever their items' lifetimes).
-pub(crate) struct QueryMatch<D, G> {
+/// What a query resolved and matched, typed only by its data state, its columns and its
+/// filter state (so one-shot queries can keep it in the world's cache whatever their items'
+/// lifetimes).
+pub(crate) struct QueryMatch<D, C, G> {
     world_id: u64,
     /// `None` when a read-only one-shot query names a component the world does not know.
     data: Option<D>,
     filter: G,
     tables: Vec<TableId>,
+    /// Where each matched table keeps the query's columns, beside `tables`.
+    columns: Vec<C>,
     tables_seen: usize,
     /// The world tick (64-bit count) of the last run; `None` before the first.
     last_run: Option<u64>,
@@ -46,11 +49,15 @@ pub(crate) struct QueryMatch<D, G> {
     pub(crate) writes: Vec<ComponentId>,
 }
 
-impl<D, G> QueryMatch<D, G> {
+/// The [`QueryMatch`] of query `Q` with filter `F`.
+pub(crate) type MatchOf<Q, F> =
+    QueryMatch<<Q as QueryData>::State, <Q as QueryData>::Columns, <F as QueryFilter>::State>;
+
+impl<D, C: Copy, G> QueryMatch<D, C, G> {
     /// Matches tables created since the last call.
     pub(crate) fn update_tables<Q, F>(&mut self, world: &World)
     where
-        Q: QueryData<State = D>,
+        Q: QueryData<State = D, Columns = C>,
         F: QueryFilter<State = G>,
     {
         self.update_tables_in::<Q, F>(world.id(), world.tables());
@@ -59,16 +66,18 @@ impl<D, G> QueryMatch<D, G> {
     /// [`QueryMatch::update_tables`] given the world's id and tables.
     pub(crate) fn update_tables_in<Q, F>(&mut self, world_id: u64, tables: &[ArchetypeTable])
     where
-        Q: QueryData<State = D>,
+        Q: QueryData<State = D, Columns = C>,
         F: QueryFilter<State = G>,
     {
         assert_eq!(self.world_id, world_id, "QueryState used with a different world");
         let Some(data) = &self.data else { return };
         // At most every new table matches: one allocation instead of a doubling series.
         self.tables.reserve(tables.len() - self.tables_seen);
+        self.columns.reserve(tables.len() - self.tables_seen);
         for t in &tables[self.tables_seen..] {
-            if Q::matches_table(data, t) && F::matches_table(&self.filter, t) {
+            if let Some(columns) = Q::match_table(data, t).filter(|_| F::matches_table(&self.filter, t)) {
                 self.tables.push(t.id());
+                self.columns.push(columns);
             }
         }
         self.tables_seen = tables.len();
@@ -84,11 +93,11 @@ impl<D, G> QueryMatch<D, G> {
         ctx: FetchContext,
         mut f: impl FnMut(Q::Item<'w>),
     ) where
-        Q: QueryData<State = D>,
+        Q: QueryData<State = D, Columns = C>,
         F: QueryFilter<State = G>,
     {
         let Some(data) = &self.data else { return };
-        for &tid in &self.tables {
+        for (&tid, &columns) in self.tables.iter().zip(&self.columns) {
             // SAFETY: matched table ids are in bounds of the world's tables.
             let table = unsafe { tables.add(tid.index()) };
             // SAFETY: valid table.
@@ -96,8 +105,8 @@ impl<D, G> QueryMatch<D, G> {
             if len == 0 {
                 continue;
             }
-            // SAFETY: forwarded from the caller.
-            let mut fetch = unsafe { Q::fetch(data, &ctx, table) };
+            // SAFETY: forwarded from the caller; the columns were found in this table.
+            let mut fetch = unsafe { Q::fetch(data, columns, &ctx, table) };
             // SAFETY: valid table.
             let filter = unsafe { F::fetch(&self.filter, &ctx, table) };
             // SAFETY: the table's rows, each visited once, with the caller's access.
@@ -115,7 +124,7 @@ impl<Q: QueryData, F: QueryFilter> QueryState<Q, F> {
     }
 
     /// The resolved, matched state of [`QueryState::try_new`].
-    pub(crate) fn try_match(world: &mut World) -> Result<QueryMatch<Q::State, F::State>> {
+    pub(crate) fn try_match(world: &mut World) -> Result<MatchOf<Q, F>> {
         let data = Q::init_state(&mut world.components)?;
         let filter = F::init_state(&mut world.components)?;
         let mut access = Access::default();
@@ -131,6 +140,7 @@ impl<Q: QueryData, F: QueryFilter> QueryState<Q, F> {
             data: Some(data),
             filter,
             tables: Vec::new(),
+            columns: Vec::new(),
             tables_seen: 0,
             last_run: None,
             sparse_write,
@@ -149,7 +159,7 @@ impl<Q: QueryData, F: QueryFilter> QueryState<Q, F> {
     }
 
     /// A one-shot state on a shared world: unknown component types match nothing.
-    pub(crate) fn readonly_match(world: &World) -> Result<QueryMatch<Q::State, F::State>> {
+    pub(crate) fn readonly_match(world: &World) -> Result<MatchOf<Q, F>> {
         let data = Q::get_state(&world.components);
         let filter = F::get_state(&world.components);
         let mut sparse_write = false;
@@ -167,6 +177,7 @@ impl<Q: QueryData, F: QueryFilter> QueryState<Q, F> {
             data,
             filter,
             tables: Vec::new(),
+            columns: Vec::new(),
             tables_seen: 0,
             last_run: None,
             sparse_write,
@@ -253,7 +264,7 @@ impl<Q: QueryData, F: QueryFilter> QueryState<Q, F> {
     ) -> Vec<TablePart<'w, Q, F>> {
         let Some(data) = &self.matched.data else { return Vec::new() };
         let mut parts = Vec::with_capacity(self.matched.tables.len());
-        for &tid in &self.matched.tables {
+        for (&tid, &columns) in self.matched.tables.iter().zip(&self.matched.columns) {
             // SAFETY: matched ids are in bounds of the world's tables.
             let table = unsafe { tables.add(tid.index()) };
             // SAFETY: valid table.
@@ -261,15 +272,16 @@ impl<Q: QueryData, F: QueryFilter> QueryState<Q, F> {
             if len == 0 {
                 continue;
             }
-            // SAFETY: forwarded from the caller; the table matches.
-            let (fetch, filter) = unsafe { (Q::fetch(data, &ctx, table), F::fetch(&self.matched.filter, &ctx, table)) };
+            // SAFETY: forwarded from the caller; the table matches, with these columns.
+            let (fetch, filter) =
+                unsafe { (Q::fetch(data, columns, &ctx, table), F::fetch(&self.matched.filter, &ctx, table)) };
             parts.push(TablePart { fetch, filter, entities, len });
         }
         parts
     }
 
     /// The matched state, for iterators over prepared parts.
-    pub(crate) fn matched(&self) -> &QueryMatch<Q::State, F::State> {
+    pub(crate) fn matched(&self) -> &MatchOf<Q, F> {
         &self.matched
     }
 
@@ -355,9 +367,10 @@ impl<Q: QueryData, F: QueryFilter> QueryState<Q, F> {
     {
         let loc = world.location(e)?;
         self.update_tables(world);
-        if !self.matched.tables.contains(&TableId(loc.table)) {
+        let Some(at) = self.matched.tables.iter().position(|&t| t == TableId(loc.table)) else {
             return Ok(None);
-        }
+        };
+        let columns = self.matched.columns[at];
         let Some(data) = &self.matched.data else { return Ok(None) };
         let this_run = world.change_tick_wide();
         let ctx = FetchContext {
@@ -372,7 +385,7 @@ impl<Q: QueryData, F: QueryFilter> QueryState<Q, F> {
             if F::ROW_FILTER && !F::filter_row(&filter, loc.row as usize, e) {
                 return Ok(None);
             }
-            let mut fetch = Q::fetch(data, &ctx, table);
+            let mut fetch = Q::fetch(data, columns, &ctx, table);
             Ok(Q::item(&mut fetch, loc.row as usize, e))
         }
     }
@@ -474,7 +487,7 @@ impl<'w, Q: QueryData, F: QueryFilter> Cursor<'w, Q, F> {
     }
 
     #[inline(always)]
-    pub(crate) fn next(&mut self, state: &QueryMatch<Q::State, F::State>) -> Option<Q::Item<'w>> {
+    pub(crate) fn next(&mut self, state: &MatchOf<Q, F>) -> Option<Q::Item<'w>> {
         loop {
             while self.row < self.len {
                 let row = self.row;
@@ -497,7 +510,7 @@ impl<'w, Q: QueryData, F: QueryFilter> Cursor<'w, Q, F> {
 
     /// Moves to the next non-empty matched table; `None` when there is none.
     #[inline]
-    fn advance(&mut self, state: &QueryMatch<Q::State, F::State>) -> Option<()> {
+    fn advance(&mut self, state: &MatchOf<Q, F>) -> Option<()> {
         let (next_table, fetch, filter, entities, len) =
             Self::find_table(state, self.tables, self.ctx, self.parts, self.next_table)?;
         self.next_table = next_table;
@@ -515,7 +528,7 @@ impl<'w, Q: QueryData, F: QueryFilter> Cursor<'w, Q, F> {
     #[inline]
     #[allow(clippy::type_complexity)]
     fn find_table(
-        state: &QueryMatch<Q::State, F::State>,
+        state: &MatchOf<Q, F>,
         tables: *mut ArchetypeTable,
         ctx: FetchContext,
         parts: Option<NonNull<[TablePart<'w, Q, F>]>>,
@@ -529,6 +542,8 @@ impl<'w, Q: QueryData, F: QueryFilter> Cursor<'w, Q, F> {
         let data = state.data.as_ref()?;
         loop {
             let tid = *state.tables.get(next_table)?;
+            // SAFETY: `columns` is as long as `tables`.
+            let columns = unsafe { *state.columns.get_unchecked(next_table) };
             next_table += 1;
             // SAFETY: matched ids are in bounds; whoever built the cursor holds the access the
             // query needs for 'w.
@@ -538,7 +553,7 @@ impl<'w, Q: QueryData, F: QueryFilter> Cursor<'w, Q, F> {
                 if len == 0 {
                     continue;
                 }
-                let fetch = Q::fetch(data, &ctx, table);
+                let fetch = Q::fetch(data, columns, &ctx, table);
                 let filter = F::fetch(&state.filter, &ctx, table);
                 return Some((next_table, fetch, filter, (*table).entities().as_ptr(), len));
             }
@@ -548,7 +563,7 @@ impl<'w, Q: QueryData, F: QueryFilter> Cursor<'w, Q, F> {
 
 /// Iterator over a prepared query's items.
 pub struct QueryIter<'w, 's, Q: QueryData, F: QueryFilter> {
-    state: &'s QueryMatch<Q::State, F::State>,
+    state: &'s MatchOf<Q, F>,
     cursor: Cursor<'w, Q, F>,
 }
 
@@ -563,10 +578,7 @@ impl<'w, 's, Q: QueryData, F: QueryFilter> QueryIter<'w, 's, Q, F> {
     /// # Safety
     /// The parts were made for `state`'s run with the access its items need for `'w`, and no
     /// other iterator visits them.
-    pub(crate) unsafe fn over_parts(
-        state: &'s QueryMatch<Q::State, F::State>,
-        parts: &'s [TablePart<'w, Q, F>],
-    ) -> Self {
+    pub(crate) unsafe fn over_parts(state: &'s MatchOf<Q, F>, parts: &'s [TablePart<'w, Q, F>]) -> Self {
         let mut cursor = Cursor::new(std::ptr::null_mut(), FetchContext::detached());
         cursor.parts = Some(NonNull::from(parts));
         QueryIter { state, cursor }

@@ -201,3 +201,46 @@ fn for_each_visits_the_rest_once() {
     let written = read.iter(&w).filter(|p| p.x == -1.0).count();
     assert_eq!(written, 11);
 }
+
+#[derive(crate::Component, Debug, PartialEq, Clone, Copy)]
+struct Vel {
+    v: f32,
+}
+
+/// A query's columns sit at different positions in different tables (a component added
+/// before `Pos` in one table, after it in another, absent in a third): each table's items
+/// come from its own columns, through every way of running the query, and through a state
+/// that matched the tables before any of their rows existed.
+#[test]
+fn each_table_reads_its_own_columns() {
+    let mut w = World::new();
+    let mut prepared: QueryState<(Entity, &mut Pos, Option<&Vel>)> = w.query_state();
+    w.spawn(Tag2); // Tag2 registered first: its column comes before Pos's.
+    let a = w.spawn((Pos { x: 1.0 }, Vel { v: 10.0 }));
+    let b = w.spawn((Tag2, Pos { x: 2.0 }, Vel { v: 20.0 }));
+    let c = w.spawn((Tag2, Pos { x: 3.0 }));
+    let expect = |w: &mut World, scale: f32| {
+        let mut seen: Vec<(Entity, f32, Option<f32>)> =
+            w.query_mut::<(Entity, &Pos, Option<&Vel>)>().map(|(e, p, v)| (e, p.x, v.map(|v| v.v))).collect();
+        seen.sort_by_key(|s| s.0);
+        let mut want = vec![(a, 1.0 * scale, Some(10.0)), (b, 2.0 * scale, Some(20.0)), (c, 3.0 * scale, None)];
+        want.sort_by_key(|s| s.0);
+        assert_eq!(seen, want);
+    };
+    expect(&mut w, 1.0);
+    let mut vels: Vec<(Entity, Option<f32>)> = Vec::new();
+    for (e, mut p, v) in prepared.iter_mut(&mut w) {
+        p.x *= 2.0;
+        vels.push((e, v.map(|v| v.v)));
+    }
+    vels.sort_by_key(|v| v.0);
+    assert_eq!(vels, [(a, Some(10.0)), (b, Some(20.0)), (c, None)]);
+    expect(&mut w, 2.0);
+    prepared.for_each_mut(&mut w, |(_, mut p, _)| p.x *= 2.0);
+    expect(&mut w, 4.0);
+    prepared.par_for_each_mut(&mut w, |(_, mut p, _)| p.x /= 4.0);
+    expect(&mut w, 1.0);
+    let mut read: QueryState<(&Pos, Option<&Vel>)> = w.query_state();
+    assert_eq!(read.get(&w, b).unwrap().map(|(p, v)| (p.x, v.map(|v| v.v))), Some((2.0, Some(20.0))));
+    assert_eq!(read.get(&w, c).unwrap().map(|(p, v)| (p.x, v.map(|v| v.v))), Some((3.0, None)));
+}

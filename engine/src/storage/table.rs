@@ -121,6 +121,32 @@ impl ArchetypeTable {
         Some(unsafe { &mut *first.add(i) })
     }
 
+    /// The column at `index` (a position [`ArchetypeTable::column_index`] gave), unchecked:
+    /// queries find their columns' positions once, when they match the table.
+    ///
+    /// # Safety
+    /// `index` is below the table's column count.
+    #[inline(always)]
+    pub(crate) unsafe fn column_at_unchecked(&self, index: usize) -> &Column {
+        debug_assert!(index < self.columns.len());
+        // SAFETY: in bounds, as the caller guarantees.
+        unsafe { self.columns.get_unchecked(index) }
+    }
+
+    /// [`ArchetypeTable::column_at_unchecked`] for writing; reborrows only that column (see
+    /// [`ArchetypeTable::column_mut`]).
+    ///
+    /// # Safety
+    /// `index` is below the table's column count.
+    #[inline(always)]
+    pub(crate) unsafe fn column_at_unchecked_mut(&mut self, index: usize) -> &mut Column {
+        debug_assert!(index < self.columns.len());
+        let first = (&raw mut *self.columns).cast::<Column>();
+        // SAFETY: in bounds, as the caller guarantees; the `&mut self` borrow makes the
+        // column exclusive.
+        unsafe { &mut *first.add(index) }
+    }
+
     /// The components and their columns, side by side (writers of different components
     /// take different columns of one table).
     pub(crate) fn components_and_columns_mut(&mut self) -> (&[ComponentId], &mut [Column]) {
