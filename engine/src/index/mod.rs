@@ -222,6 +222,16 @@ pub trait SecondaryIndex: Send + Sync {
     /// repeat an unchanged value.
     fn update(&mut self, entity: u32, values: &[Value]);
 
+    /// [`update`](Self::update) for a batch of entities of an index on one field:
+    /// `entities[i]`'s value is now `values[i]`. The registry hands over each batch of
+    /// written rows in one call; this body, compiled for each kind, runs their updates in
+    /// one loop with no call through the trait object per row.
+    fn update_each(&mut self, entities: &[u32], values: &[Value]) {
+        for (&entity, value) in entities.iter().zip(values) {
+            self.update(entity, std::slice::from_ref(value));
+        }
+    }
+
     /// Entity `entity` no longer has the component. May name an entity the index never saw.
     fn remove(&mut self, entity: u32);
 

@@ -165,9 +165,23 @@ impl<'w> RowReader<'w> {
         }
     }
 
+    /// The values of `rows` of a one-field index, one a row, appended to `values`; `false`
+    /// (and `values` as it was) for other indexes, or when a value cannot be read (a u64
+    /// above i64::MAX), which the row-by-row path then marks. The field is read in a loop
+    /// that dispatches on its type once, so the loads of many rows are in flight together.
+    fn read_one_field(&self, rows: &[u32], values: &mut Vec<Value>) -> bool {
+        let RowReader::Fields(views) = self else { return false };
+        let [view] = views.as_slice() else { return false };
+        let start = values.len();
+        if view.for_each_value(rows, |_, v| values.push(v)).is_ok() {
+            return true;
+        }
+        values.truncate(start);
+        false
+    }
+
     /// Appends the values of `rows` (whose entities are `entities`) to `values`, and each
-    /// row's span of them to `spans` (`None`: unreadable). One field is read in a loop that
-    /// dispatches on its type once, so the loads of many rows are in flight together.
+    /// row's span of them to `spans` (`None`: unreadable).
     fn read_batch(
         &self,
         world: &World,
@@ -176,21 +190,6 @@ impl<'w> RowReader<'w> {
         values: &mut Vec<Value>,
         spans: &mut Vec<Option<(usize, usize)>>,
     ) {
-        let (start_values, start_spans) = (values.len(), spans.len());
-        if let RowReader::Fields(views) = self {
-            if let [view] = views.as_slice() {
-                let read = view.for_each_value(rows, |i, v| {
-                    values.push(v);
-                    spans.push(Some((start_values + i, start_values + i + 1)));
-                });
-                if read.is_ok() {
-                    return;
-                }
-                // A u64 above i64::MAX: read row by row, marking just that row unreadable.
-                values.truncate(start_values);
-                spans.truncate(start_spans);
-            }
-        }
         for (&row, &e) in rows.iter().zip(entities) {
             let start = values.len();
             let readable = self.read_into(world, row as usize, e, values).is_some();
@@ -233,6 +232,7 @@ impl Slot {
     fn feed(&mut self, world: &World, segs: &[Segment<'_>], since: Option<(Tick, u32)>, logged: bool) {
         let id = self.component;
         let (mut rows, mut row_entities, mut values, mut spans) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+        let mut entity_ids: Vec<u32> = Vec::new();
         for seg in segs {
             rows.clear();
             let rows: &[u32] = match (since, &seg.written) {
@@ -254,9 +254,22 @@ impl Slot {
             // read first, in loops whose loads do not wait on each other (so the cache misses
             // overlap), and handed to the index after.
             for batch in rows.chunks(1024) {
+                values.clear();
+                if reader.read_one_field(batch, &mut values) {
+                    // One value a row: the whole batch in one call, which the index runs as
+                    // one loop.
+                    entity_ids.clear();
+                    entity_ids.extend(batch.iter().map(|&r| seg.entities[r as usize].index()));
+                    self.index.update_each(&entity_ids, &values);
+                    if !self.unreadable.is_empty() {
+                        for &e in &entity_ids {
+                            self.unreadable.remove(e);
+                        }
+                    }
+                    continue;
+                }
                 row_entities.clear();
                 row_entities.extend(batch.iter().map(|&r| seg.entities[r as usize]));
-                values.clear();
                 spans.clear();
                 reader.read_batch(world, batch, &row_entities, &mut values, &mut spans);
                 for (&e, span) in row_entities.iter().zip(&spans) {

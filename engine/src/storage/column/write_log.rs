@@ -70,7 +70,13 @@ impl WriteLog {
 
     /// Takes what was noted since the last drain and arms the log for the next one.
     pub(crate) fn drain(&mut self, len: usize) -> WrittenRows {
-        match std::mem::replace(self, WriteLog::Rows(Vec::new())) {
+        // The next window likely writes about as many rows as this one: room for them now
+        // spares the log a dozen doublings (and copies) while the writes go on.
+        let expected = match self {
+            WriteLog::Rows(rows) => rows.len(),
+            WriteLog::Off | WriteLog::Whole => 0,
+        };
+        match std::mem::replace(self, WriteLog::Rows(Vec::with_capacity(expected))) {
             // In row order the indexes see entities about in id order, and ordered inserts
             // into their sets cost far less than random ones (half, for a bitmap index).
             WriteLog::Rows(rows) => WrittenRows::Rows(sorted_distinct(rows, len)),
