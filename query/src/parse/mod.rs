@@ -27,7 +27,9 @@ pub mod ast;
 mod fast;
 mod number;
 mod parser;
+mod prepare;
 mod script;
+mod syntax_error;
 
 pub(crate) use script::{LiteralField, LiteralSpawn, LiteralValue, Script, ScriptItem};
 
