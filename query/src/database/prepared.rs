@@ -1,0 +1,274 @@
+//! [`Prepared`]: a statement parsed, bound and planned once, then run many times.
+
+use super::*;
+
+/// What one statement of a system did: a change to apply, or rows read.
+pub(crate) enum Step {
+    /// The checked change (UPDATE, or a structural write staged to the phase's end).
+    Staged(mutate::Staged),
+    /// A read: how many rows it returned.
+    Read(usize),
+}
+
+/// A statement parsed, bound and planned once, run many times with different parameters.
+///
+/// It keeps its matched archetype tables and, before each run, matches only the tables the
+/// world created since (tables are never removed).
+///
+/// ```
+/// use ecsdb_query::{Database, Params};
+/// let mut db = Database::new();
+/// db.execute("CREATE COMPONENT Health (hp f32)").unwrap();
+/// let mut low = db.prepare("SELECT count(*) WHERE Health.hp < $1").unwrap();
+/// db.execute("SPAWN Health {hp: 5}").unwrap();
+/// let n = low.query(&db, &Params::positional([10])).unwrap();
+/// assert_eq!(n.rows[0][0], ecsdb_engine::Value::Int(1));
+/// ```
+#[derive(Clone, Debug)]
+pub struct Prepared {
+    world_id: u64,
+    pub(super) exec: Executable,
+    pub(super) params: Vec<ParamSpec>,
+    columns: Vec<String>,
+    span: Span,
+}
+
+impl Prepared {
+    /// How many emptied vectors an UPDATE keeps for its next run (`None` for another
+    /// statement).
+    #[cfg(test)]
+    pub(crate) fn staging_buffers_kept(&self) -> Option<usize> {
+        match &self.exec {
+            Executable::Update { buffers, .. } => Some(buffers.kept()),
+            _ => None,
+        }
+    }
+
+    pub(super) fn new(bound: Bound, world: &World, span: Span, options: PlanOptions) -> Prepared {
+        let Bound { plan, params } = bound;
+        let columns: Vec<String> = match &plan {
+            LogicalPlan::Select(s) => s.items.iter().map(|i| i.name.clone()).collect(),
+            LogicalPlan::Explain(_) => vec!["plan".into()],
+            LogicalPlan::Spawn(_) => vec!["entity".into()],
+            LogicalPlan::Despawn(_) | LogicalPlan::Add(..) | LogicalPlan::Remove(..) | LogicalPlan::Update { .. } => {
+                vec!["count".into()]
+            }
+            LogicalPlan::CreateIndex { .. } => vec!["name".into()],
+            LogicalPlan::CreateComponent(..) | LogicalPlan::DropIndex(..) => Vec::new(),
+            LogicalPlan::Show(k) => catalog::show_columns(*k),
+            LogicalPlan::Describe(_) => catalog::describe_columns(),
+            LogicalPlan::Schedule(ScheduleOp::Tick { .. }) => tick_columns(),
+            LogicalPlan::Schedule(ScheduleOp::ExplainSchedule) => vec!["plan".into()],
+            LogicalPlan::Schedule(_) => Vec::new(),
+        };
+        let tracks_changes = plan.tracks_changes();
+        let mut exec = match plan {
+            LogicalPlan::Select(s) => Executable::Select(PhysicalSelect::new(s, world, options)),
+            LogicalPlan::Explain(s) => Executable::Explain(PhysicalSelect::new(s, world, options)),
+            LogicalPlan::Spawn(v) => Executable::Spawn(v),
+            LogicalPlan::Despawn(src) => Executable::Despawn(ScanPlan::new(&src, world, options)),
+            LogicalPlan::Add(v, src) => Executable::Add(v, ScanPlan::new(&src, world, options)),
+            LogicalPlan::Remove(c, src) => Executable::Remove(c, ScanPlan::new(&src, world, options)),
+            LogicalPlan::Update { component, assignments, source, .. } => {
+                let scan = ScanPlan::new(&source, world, options);
+                Executable::Update { component, assignments, scan, buffers: StagingBuffers::default() }
+            }
+            LogicalPlan::CreateComponent(def, refs) => Executable::CreateComponent(def, refs),
+            LogicalPlan::CreateIndex { def, span } => Executable::CreateIndex { def, span },
+            LogicalPlan::DropIndex(name, span) => Executable::DropIndex(name, span),
+            LogicalPlan::Show(k) => Executable::Show(k),
+            LogicalPlan::Describe(id) => Executable::Describe(id),
+            LogicalPlan::Schedule(op) => Executable::Schedule(op),
+        };
+        if tracks_changes {
+            match &mut exec {
+                Executable::Select(p) | Executable::Explain(p) => p.scan.track_changes(),
+                Executable::Despawn(scan)
+                | Executable::Add(_, scan)
+                | Executable::Remove(_, scan)
+                | Executable::Update { scan, .. } => scan.track_changes(),
+                _ => {}
+            }
+        }
+        Prepared { world_id: world.id(), exec, params, columns, span }
+    }
+
+    /// The result's column names.
+    pub fn columns(&self) -> &[String] {
+        &self.columns
+    }
+
+    /// Whether running it cannot change the world.
+    pub fn is_read_only(&self) -> bool {
+        matches!(
+            self.exec,
+            Executable::Select(_)
+                | Executable::Explain(_)
+                | Executable::Show(_)
+                | Executable::Describe(_)
+                | Executable::Schedule(ScheduleOp::ExplainSchedule)
+        )
+    }
+
+    /// The statement's parameters, in order of first use (`$1`, `$name`, …).
+    pub fn parameters(&self) -> Vec<String> {
+        self.params.iter().map(|p| p.key.to_string()).collect()
+    }
+
+    fn check_world(&self, world: &World) -> Result<(), Error> {
+        if world.id() != self.world_id {
+            return Err(Error::new(ErrorKind::Constraint, "this prepared statement belongs to another database"));
+        }
+        Ok(())
+    }
+
+    /// Runs the statement (any kind).
+    pub fn execute(&mut self, db: &mut Database, params: &Params) -> Result<ResultSet, Error> {
+        self.check_world(db.world.get())?;
+        let values = resolve_params(&self.params, params)?;
+        if let Executable::Schedule(op) = &self.exec {
+            return db.run_schedule_op(op);
+        }
+        if let Executable::Show(ShowKind::Systems) = &self.exec {
+            return Ok(db.schedule.show(db.world.get()));
+        }
+        let world = db.world.get_mut();
+        match &mut self.exec {
+            Executable::Spawn(v) => mutate::spawn(world, v, &values),
+            Executable::Despawn(scan) => {
+                scan.refresh(world);
+                mutate::despawn(world, scan, &values)
+            }
+            Executable::Add(v, scan) => {
+                scan.refresh(world);
+                mutate::add(world, v, scan, &values)
+            }
+            Executable::Remove(c, scan) => {
+                scan.refresh(world);
+                mutate::remove(world, c, scan, &values)
+            }
+            Executable::Update { component, assignments, scan, buffers } => {
+                scan.refresh(world);
+                crate::execute::update::update(world, *component, assignments, scan, &values, buffers)
+            }
+            Executable::CreateComponent(def, refs) => catalog::create_component(world, def, refs),
+            Executable::CreateIndex { def, span } => catalog::create_index(world, def, *span),
+            Executable::DropIndex(name, span) => catalog::drop_index(world, name, *span),
+            _ => self.run_read(world, &values),
+        }
+    }
+
+    /// Runs a read-only statement on a shared database; a mutating one is a `constraint` error.
+    pub fn query(&mut self, db: &Database, params: &Params) -> Result<ResultSet, Error> {
+        self.check_world(db.world.get())?;
+        if !self.is_read_only() {
+            return Err(mutates_error(self.span));
+        }
+        let values = resolve_params(&self.params, params)?;
+        match &self.exec {
+            Executable::Schedule(ScheduleOp::ExplainSchedule) => Ok(db.explain_schedule()),
+            Executable::Show(ShowKind::Systems) => Ok(db.schedule.show(db.world.get())),
+            _ => self.run_read(db.world.get(), &values),
+        }
+    }
+
+    /// Runs one statement of a system on a shared world: reads run, writes are checked and
+    /// returned to be applied later.
+    pub(crate) fn stage(&mut self, world: &World, params: &Params) -> Result<Step, Error> {
+        let values = resolve_params(&self.params, params)?;
+        let staged = match &mut self.exec {
+            Executable::Spawn(v) => mutate::stage_spawn(world, v, &values)?,
+            Executable::Despawn(scan) => {
+                scan.refresh(world);
+                mutate::stage_despawn(world, scan, &values)?
+            }
+            Executable::Add(v, scan) => {
+                scan.refresh(world);
+                mutate::stage_add(world, v, scan, &values)?
+            }
+            Executable::Remove(c, scan) => {
+                scan.refresh(world);
+                mutate::stage_remove(world, c, scan, &values)?
+            }
+            Executable::Update { component, assignments, scan, buffers } => {
+                scan.refresh(world);
+                mutate::Staged::Update(crate::execute::update::stage_update(
+                    world,
+                    *component,
+                    assignments,
+                    scan,
+                    &values,
+                    buffers,
+                )?)
+            }
+            Executable::Select(phys) => {
+                phys.refresh(world);
+                return Ok(Step::Read(select::stream_select(phys, world, &values, &mut |_| {})?));
+            }
+            _ => {
+                return Err(Error::internal("a system statement must be SELECT, SPAWN, DESPAWN, ADD, REMOVE or UPDATE"))
+            }
+        };
+        Ok(Step::Staged(staged))
+    }
+
+    /// Runs a read-only statement, handing each result row to `f` in order rather than
+    /// building a [`ResultSet`] (the column names are [`Prepared::columns`]). A plain
+    /// projection streams from the scan without allocating per row: the way to read a large
+    /// result into your own structures. Returns the number of rows.
+    ///
+    /// ```
+    /// use ecsdb_query::{Database, Params};
+    /// let mut db = Database::new();
+    /// db.execute_script("CREATE COMPONENT Health (hp f32); SPAWN Health {hp: 5}; SPAWN Health {hp: 50}").unwrap();
+    /// let mut low = db.prepare("SELECT entity, Health.hp WHERE Health.hp < $1").unwrap();
+    /// let mut hps: Vec<f64> = Vec::new();
+    /// let n = low.query_each(&db, &Params::positional([10]), |row| hps.extend(row[1].as_f64())).unwrap();
+    /// assert_eq!((n, hps), (1, vec![5.0]));
+    /// ```
+    pub fn query_each(&mut self, db: &Database, params: &Params, mut f: impl FnMut(&[Value])) -> Result<usize, Error> {
+        self.check_world(db.world.get())?;
+        if !self.is_read_only() {
+            return Err(mutates_error(self.span));
+        }
+        let values = resolve_params(&self.params, params)?;
+        if let Executable::Select(phys) = &mut self.exec {
+            phys.refresh(db.world.get());
+            return select::stream_select(phys, db.world.get(), &values, &mut f);
+        }
+        let rs = self.run_read(db.world.get(), &values)?;
+        rs.rows.iter().for_each(|r| f(r));
+        Ok(rs.rows.len())
+    }
+
+    fn run_read(&mut self, world: &World, values: &[Value]) -> Result<ResultSet, Error> {
+        match &mut self.exec {
+            Executable::Select(phys) => {
+                phys.refresh(world);
+                select::execute_select(phys, world, values)
+            }
+            Executable::Explain(phys) => {
+                phys.refresh(world);
+                let lines = explain_select(phys, world, &self.params);
+                Ok(ResultSet {
+                    columns: vec!["plan".into()],
+                    rows: lines.into_iter().map(|l| vec![Value::Str(l)]).collect(),
+                })
+            }
+            Executable::Show(k) => Ok(catalog::show(world, *k)),
+            Executable::Describe(id) => Ok(catalog::describe(world, *id)),
+            _ => Err(mutates_error(self.span)),
+        }
+    }
+
+    /// The EXPLAIN lines of a prepared SELECT (`None` for other statements).
+    pub fn explain(&mut self, db: &Database) -> Option<Vec<String>> {
+        match &mut self.exec {
+            Executable::Select(phys) | Executable::Explain(phys) => {
+                phys.refresh(db.world.get());
+                Some(explain_select(phys, db.world.get(), &self.params))
+            }
+            _ => None,
+        }
+    }
+}
