@@ -25,7 +25,8 @@
 
 use super::ast::*;
 use super::number::{read_decimal, Decimal};
-use super::parser::{collapse_whitespace, parameter, unescape, Infix, Nested, OperatorStack, RESERVED};
+use super::parser::{collapse_whitespace, parameter, unescape, RESERVED};
+use super::precedence::{Infix, Nested, OperatorStack};
 use super::script::{LiteralField, LiteralSpawn, LiteralValue, Script, ScriptItem};
 
 /// The deepest bracket nesting taken: common statements nest few brackets, and deeper ones

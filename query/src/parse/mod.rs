@@ -27,6 +27,7 @@ pub mod ast;
 mod fast;
 mod number;
 mod parser;
+mod precedence;
 mod prepare;
 mod script;
 mod syntax_error;
