@@ -145,6 +145,9 @@ pub struct World {
     pub(crate) schedule: crate::ScheduleRecord,
     /// States of the one-shot queries run on this world (see `query::one_shot`).
     pub(crate) query_cache: crate::query::QueryCache,
+    /// What a [`World::mirror_from`] stopped while moving rows had done, for the next call
+    /// to finish.
+    mirror_pending: Option<Box<mirror::MirrorPending>>,
 }
 
 impl Default for World {
@@ -174,6 +177,7 @@ impl World {
             references: Default::default(),
             schedule: Default::default(),
             query_cache: Default::default(),
+            mirror_pending: None,
         }
     }
 

@@ -23,7 +23,9 @@ use crate::world::{sparse_mut, World};
 #[derive(Debug, PartialEq, Eq)]
 pub enum Mirrored {
     /// The copy holds what the source holds. The source's components whose rows changed in
-    /// the copy (values written, rows added or removed), each once, in id order.
+    /// the copy (values written, rows added or removed) since the last call that completed,
+    /// each once, in id order: a stopped call's changes are reported when the next completes,
+    /// even rows it moved that the source took back meanwhile.
     Done(Vec<ComponentId>),
     /// `stop` asked to stop before the copy was complete: it holds part of the changes and
     /// must be mirrored again, with the same window, before it is read.
@@ -43,9 +45,13 @@ impl World {
     /// Checks everything it relies on before copying anything, and fails (leaving every row
     /// as it was) when the copy cannot follow `src`: a component whose fields differ, or two
     /// tables of `src` that hold entities and differ only in components the copy lacks.
-    /// Rebuild the copy from a snapshot then. `stop` is asked between runs of rows while only
-    /// values are copied; after [`Mirrored::Stopped`] the copy must not be read until a later
-    /// call completes.
+    /// Rebuild the copy from a snapshot then. `stop` is asked between runs of rows while
+    /// values are copied, and between tables (and sparse sets) while rows move; after
+    /// [`Mirrored::Stopped`] the copy must not be read until a later call completes. A stop
+    /// while rows move keeps what was moved: the copy remembers the entities that changed
+    /// rows, and the next call, which finds the tables already moved holding the same
+    /// entities as the source, finishes the rest (the allocator's slots, the indexes'
+    /// removals, the components to report).
     ///
     /// ```
     /// use ecsdb_engine::{ChangeWindow, ComponentDef, FieldType, Mirrored, SaveOptions, Value, World};
@@ -71,10 +77,26 @@ impl World {
     ) -> Result<Mirrored> {
         let plan = self.mirror_plan(src, ids)?;
         let tick = self.write_tick();
+        // What an earlier call stopped while moving rows had done.
+        let pending = self.mirror_pending.take().map_or_else(MirrorPending::default, |p| *p);
         let mut changed = vec![false; ids.len()];
+        for &c in &pending.changed {
+            if let Some(flag) = changed.get_mut(c) {
+                *flag = true;
+            }
+        }
+        let MirrorPending { mut displaced, mut placed, mut lost_sparse, changed: _ } = pending;
+        // A stop keeps what was moved (and what earlier stops kept) for the next call.
+        macro_rules! stop_here {
+            () => {{
+                let changed = changed.iter().enumerate().filter(|(_, c)| **c).map(|(c, _)| c).collect();
+                self.mirror_pending = Some(Box::new(MirrorPending { displaced, placed, lost_sparse, changed }));
+                return Ok(Mirrored::Stopped);
+            }};
+        }
         let mut structural = Vec::new();
-        // Values only, where the entities are the same: the common case, and the only part
-        // that may stop half way (it moves nothing, so a later call finds the same work).
+        // Values only, where the entities are the same: the common case. A stop here moves
+        // nothing, so a later call finds the same work.
         for (dst, source) in plan.sources.iter().enumerate() {
             let Some(s) = *source else {
                 if !self.storage.tables[dst].is_empty() {
@@ -96,7 +118,7 @@ impl World {
                 changed[c.index()] = true;
                 let to = self.storage.tables[dst].column_mut(id).expect("the table's image has every copied component");
                 if assign_in_chunks(to, column, &runs, copy, tick, stop) {
-                    return Ok(Mirrored::Stopped);
+                    stop_here!();
                 }
             }
         }
@@ -122,16 +144,15 @@ impl World {
             changed[c] = true;
             let to = self.storage.sparse[id.index()].as_mut().expect("holds the same entities").column_mut();
             if assign_in_chunks(to, from.column(), &runs, copy, tick, stop) {
-                return Ok(Mirrored::Stopped);
+                stop_here!();
             }
         }
-        if stop() && (!structural.is_empty() || !rebuilt_sparse.is_empty()) {
-            return Ok(Mirrored::Stopped);
-        }
-        // From here on nothing stops: rows move, and the indexes must hear of every entity
-        // that lost a component.
-        let (mut displaced, mut placed): (Vec<(Entity, TableId)>, Vec<u32>) = (Vec::new(), Vec::new());
+        // Rows move from here on, a table (or sparse set) at a time, with a look at `stop`
+        // before each.
         for &dst in &structural {
+            if stop() {
+                stop_here!();
+            }
             let source = plan.sources[dst].map(|s| &src.storage.tables[s]);
             let moved = Moved { displaced: &mut displaced, placed: &mut placed };
             self.mirror_table(TableId(dst as u32), source, ids, &plan.copies, window, tick, moved);
@@ -146,8 +167,10 @@ impl World {
                 }
             }
         }
-        let mut lost_sparse: Vec<(Entity, ComponentId)> = Vec::new();
         for &c in &rebuilt_sparse {
+            if stop() {
+                stop_here!();
+            }
             let id = ids[c].expect("a rebuilt set is copied");
             let from = src.storage.sparse.get(c).and_then(Option::as_ref);
             let to = sparse_mut(&mut self.storage.sparse, id, &self.components);
@@ -159,7 +182,9 @@ impl World {
             unsafe { to.mirror_from(from, copy, tick) };
             changed[c] = true;
         }
-        if !structural.is_empty() {
+        // Nothing stops from here on: the rows are in place, and the allocator and the
+        // indexes must hear of every entity that changed rows, in this call or a stopped one.
+        if !displaced.is_empty() || !placed.is_empty() {
             // The rows that changed hands: their old entities (moved, or gone) and new ones.
             let touched = displaced.iter().map(|(e, _)| e.index()).chain(placed.iter().copied());
             self.entities.mirror_slots(&src.entities, touched, &plan.table_of);
@@ -279,6 +304,18 @@ impl World {
         }
         entities.extend_from_slice(&theirs[common..]);
     }
+}
+
+/// What a [`World::mirror_from`] stopped while rows moved had done: the entities of rows
+/// that changed hands, the entities that lost a sparse component, and the source's
+/// components whose rows changed. The call that completes reports and applies them.
+#[derive(Default)]
+pub(crate) struct MirrorPending {
+    displaced: Vec<(Entity, TableId)>,
+    placed: Vec<u32>,
+    lost_sparse: Vec<(Entity, ComponentId)>,
+    /// Source component indices.
+    changed: Vec<usize>,
 }
 
 /// Where [`World::mirror_table`] notes the entities of rows that changed hands.

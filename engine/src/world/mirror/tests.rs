@@ -118,6 +118,16 @@ fn apply(w: &mut World, live: &mut Vec<Entity>, op: &Op) {
     }
 }
 
+/// Applies `op` and records every entity it made live in `all`.
+fn apply_tracked(w: &mut World, live: &mut Vec<Entity>, all: &mut Vec<Entity>, op: &Op) {
+    apply(w, live, op);
+    for e in live.iter() {
+        if !all.contains(e) {
+            all.push(*e);
+        }
+    }
+}
+
 /// Every entity ever spawned: whether it lives, and its values by component.
 fn values(w: &World, all: &[Entity]) -> Vec<(bool, Vec<Option<Value>>)> {
     let fields = [("P", "x"), ("P", "y"), ("S", "n"), ("S", "s"), ("B", "v")];
@@ -163,6 +173,36 @@ fn table_rows(w: &World) -> Vec<Vec<Entity>> {
     t
 }
 
+/// A mirror stopped at its `stop`-th look (`None`: never), and the copy's change run
+/// moved on only when it completed.
+fn mirror_stopping_at(
+    copy: &mut World,
+    src: &mut World,
+    ids: &[Option<ComponentId>],
+    synced: &mut u64,
+    stop: Option<usize>,
+) -> Mirrored {
+    let (window, this_run) = src.begin_change_run(Some(*synced));
+    let looks = std::cell::Cell::new(0usize);
+    let stop_here = || {
+        looks.set(looks.get() + 1);
+        Some(looks.get()) == stop
+    };
+    let done = copy.mirror_from(src, ids, &window, &stop_here).unwrap();
+    if matches!(done, Mirrored::Done(_)) {
+        *synced = this_run;
+    }
+    done
+}
+
+/// Whether `a` reports every component `b` reports changed (both completed).
+fn reports_all_of(a: &Mirrored, b: &Mirrored) -> bool {
+    match (a, b) {
+        (Mirrored::Done(a), Mirrored::Done(b)) => b.iter().all(|c| a.contains(c)),
+        _ => false,
+    }
+}
+
 proptest! {
     #![proptest_config(ProptestConfig {
         cases: crate::test_size(256, 3),
@@ -184,12 +224,7 @@ proptest! {
         let (mut copy, ids) = copy_of(&w);
         let (_, mut synced) = w.begin_change_run(None);
         for op in ops.iter().chain([&Op::Mirror]) {
-            apply(&mut w, &mut live, op);
-            for e in &live {
-                if !all.contains(e) {
-                    all.push(*e);
-                }
-            }
+            apply_tracked(&mut w, &mut live, &mut all, op);
             if !matches!(op, Op::Mirror) {
                 continue;
             }
@@ -203,6 +238,77 @@ proptest! {
             prop_assert_eq!(index_answers(&copy), index_answers(&w));
         }
     }
+
+    /// Mirrors stopped anywhere (while values are copied or rows move), with writes to the
+    /// source before the next try, end where mirrors that never stop end: the same rows,
+    /// values and index answers. They report every component the other reports changed, and
+    /// may report more: rows a stopped try moved that the source then took back changed in
+    /// the copy twice, and net not at all.
+    #[test]
+    fn a_mirror_stopped_anywhere_is_finished_by_the_next(
+        ops in proptest::collection::vec((op(), proptest::option::of(1..12usize)), 1..crate::test_size(48, 12)),
+    ) {
+        let mut w = source();
+        let (mut all, mut live) = (Vec::new(), Vec::new());
+        let (mut stopped, ids) = copy_of(&w);
+        let (mut whole, _) = copy_of(&w);
+        let (_, first) = w.begin_change_run(None);
+        let (mut synced_stopped, mut synced_whole) = (first, first);
+        for (op, stop) in ops.iter().chain([&(Op::Mirror, None)]) {
+            apply_tracked(&mut w, &mut live, &mut all, op);
+            if !matches!(op, Op::Mirror) {
+                continue;
+            }
+            // A stopped try leaves its work to the next mirror; writes may come in between.
+            if stop.is_some() && synced_stopped == synced_whole {
+                let tried = mirror_stopping_at(&mut stopped, &mut w, &ids, &mut synced_stopped, *stop);
+                if tried == Mirrored::Stopped {
+                    continue;
+                }
+                // It completed (the stop came after its last look): catch the other copy up.
+                let other = mirror_stopping_at(&mut whole, &mut w, &ids, &mut synced_whole, None);
+                prop_assert!(reports_all_of(&tried, &other), "{:?} misses some of {:?}", tried, other);
+            } else {
+                let same_window = synced_stopped == synced_whole;
+                let a = mirror_stopping_at(&mut stopped, &mut w, &ids, &mut synced_stopped, None);
+                let b = mirror_stopping_at(&mut whole, &mut w, &ids, &mut synced_whole, None);
+                prop_assert!(!same_window || reports_all_of(&a, &b), "{:?} misses some of {:?}", a, b);
+            }
+            for copy in [&stopped, &whole] {
+                prop_assert_eq!(copy.len(), w.len());
+                prop_assert_eq!(values(copy, &all), values(&w, &all), "after {:?}", op);
+                prop_assert_eq!(table_rows(copy), table_rows(&w));
+                prop_assert_eq!(index_answers(copy), index_answers(&w));
+            }
+        }
+    }
+}
+
+#[test]
+fn a_stop_while_rows_move_keeps_them_and_the_next_call_finishes() {
+    let mut w = source();
+    let es: Vec<Entity> =
+        (0..6).map(|i| w.spawn_values(&[("P", &[("x", Value::Int(i)), ("y", Value::Float(0.0))])]).unwrap()).collect();
+    let (mut copy, ids) = copy_of(&w);
+    let (_, synced) = w.begin_change_run(None);
+    // Two tables change hands: entities move to P+Tag, one leaves P for S only.
+    w.insert_values(es[1], &[("Tag", &[])]).unwrap();
+    w.insert_values(es[2], &[("Tag", &[])]).unwrap();
+    w.despawn(es[3]).unwrap();
+    let (window, _) = w.begin_change_run(Some(synced));
+    let looks = std::cell::Cell::new(0);
+    // The first look (before the first table) goes on, the second (before the next) stops.
+    let second = || {
+        looks.set(looks.get() + 1);
+        looks.get() == 2
+    };
+    assert_eq!(copy.mirror_from(&w, &ids, &window, &second).unwrap(), Mirrored::Stopped);
+    let done = copy.mirror_from(&w, &ids, &window, &|| false).unwrap();
+    let (p, tag) = (w.component_id("P").unwrap(), w.component_id("Tag").unwrap());
+    assert_eq!(done, Mirrored::Done(vec![p, tag]));
+    assert!(!copy.is_alive(es[3]));
+    assert_eq!(copy.location(es[1]).unwrap().table, w.location(es[1]).unwrap().table);
+    assert_eq!(index_answers(&copy), index_answers(&w));
 }
 
 #[test]
