@@ -541,9 +541,7 @@ impl<'w, Q: QueryData, F: QueryFilter> Cursor<'w, Q, F> {
         }
         let data = state.data.as_ref()?;
         loop {
-            let tid = *state.tables.get(next_table)?;
-            // SAFETY: `columns` is as long as `tables`.
-            let columns = unsafe { *state.columns.get_unchecked(next_table) };
+            let (&tid, &columns) = state.tables.get(next_table).zip(state.columns.get(next_table))?;
             next_table += 1;
             // SAFETY: matched ids are in bounds; whoever built the cursor holds the access the
             // query needs for 'w.
