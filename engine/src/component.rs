@@ -414,16 +414,30 @@ impl ComponentInfo {
     /// `dst` must be valid for writes of `layout().size()` bytes, aligned, and uninitialised or
     /// holding nothing that needs dropping. The component must not be opaque.
     pub(crate) unsafe fn write_zero(&self, dst: *mut u8) {
+        // SAFETY: forwarded.
+        unsafe { self.write_zeros(dst, 1) }
+    }
+
+    /// [`ComponentInfo::write_zero`] for `n` values one after another from `dst`: the bytes
+    /// zeroed at once, then the strings and entities of each value written.
+    ///
+    /// # Safety
+    /// As `write_zero`, for `n` values (`n * layout().size()` bytes).
+    pub(crate) unsafe fn write_zeros(&self, dst: *mut u8, n: usize) {
         debug_assert!(!self.opaque);
-        // SAFETY: the caller guarantees `dst` is valid for `size` bytes.
-        unsafe { std::ptr::write_bytes(dst, 0, self.layout.size()) };
-        for f in &self.fields {
-            // SAFETY: offsets come from the layout and are aligned for the field type.
-            unsafe {
-                match f.ty {
-                    FieldType::String => std::ptr::write(dst.add(f.offset) as *mut String, String::new()),
-                    FieldType::Entity => std::ptr::write(dst.add(f.offset) as *mut Entity, Entity::NULL),
-                    _ => {}
+        let size = self.layout.size();
+        // SAFETY: the caller guarantees `dst` is valid for `n` values.
+        unsafe { std::ptr::write_bytes(dst, 0, size * n) };
+        for f in self.fields.iter().filter(|f| matches!(f.ty, FieldType::String | FieldType::Entity)) {
+            for v in 0..n {
+                // SAFETY: value `v`'s field lies inside the `n` values; offsets come from the
+                // layout and are aligned for the field type.
+                unsafe {
+                    let p = dst.add(v * size + f.offset);
+                    match f.ty {
+                        FieldType::String => std::ptr::write(p as *mut String, String::new()),
+                        _ => std::ptr::write(p as *mut Entity, Entity::NULL),
+                    }
                 }
             }
         }

@@ -35,8 +35,10 @@ impl World {
             let loc = self.location(e)?;
             located.push((loc.table, loc.row, i));
         }
-        // Scans hand targets over in table and row order already: this sort is a check.
-        located.sort_unstable();
+        // Scans hand targets over in table and row order already: one pass says so.
+        if !located.is_sorted() {
+            located.sort_unstable();
+        }
         let mut groups: Vec<TableTargets> = Vec::new();
         for (k, &(table, row, i)) in located.iter().enumerate() {
             if k > 0 && located[k - 1].0 == table && located[k - 1].1 == row {
@@ -144,15 +146,22 @@ impl World {
     /// Adds (or overwrites) components on every target; as [`World::insert_values`] on each,
     /// but table by table. `components` lists the component ids; `values[t * k + j]` holds
     /// target `t`'s converted fields of component `j` (`k = components.len()`; fields left
-    /// out are zero). Fails, changing nothing, if a target is stale or repeated, a component
-    /// is opaque or listed twice, or a value does not fit its field.
+    /// out are zero), or `values` is empty and every component takes its zero value on every
+    /// target (`ADD Frozen`, a tag: nothing per target to build or check). Fails, changing
+    /// nothing, if a target is stale or repeated, a component is opaque or listed twice, or a
+    /// value does not fit its field.
     pub fn insert_many(
         &mut self,
         targets: &[Entity],
         components: &[ComponentId],
         values: Vec<Vec<(usize, FieldValue)>>,
     ) -> Result<()> {
-        self.check_component_values(components, &values, targets.len())?;
+        let zero = values.is_empty();
+        if zero {
+            self.check_components(components)?;
+        } else {
+            self.check_component_values(components, &values, targets.len())?;
+        }
         let groups = self.group_targets(targets)?;
         let tick = self.change_tick();
         let k = components.len();
@@ -172,7 +181,13 @@ impl World {
             let dst = &mut tables[to.index()];
             for (j, &c) in components.iter().enumerate() {
                 let info = self.components.info(c);
-                let mut take = |i: usize| values[i * k + j].take().expect("each value is used once");
+                // Every target's fields of this component (none: its zero value).
+                let mut take = |i: usize| {
+                    if zero {
+                        return Vec::new();
+                    }
+                    values[i * k + j].take().expect("each value is used once")
+                };
                 match (info.storage(), first) {
                     (StorageKind::Sparse, _) => {
                         for &i in &g.targets {
@@ -182,6 +197,11 @@ impl World {
                             unsafe { set.insert(targets[i], v.ptr.as_ptr(), tick) };
                             forget(v);
                         }
+                    }
+                    // A new column of zero values: pushed for every moved row at once.
+                    (StorageKind::Table, Some(_)) if !had[j] && zero => {
+                        let col = dst.column_mut(c).expect("destination has every added component");
+                        col.push_zeroed(g.targets.len(), tick, info);
                     }
                     // A new column of the destination: one value pushed per moved row, in order.
                     (StorageKind::Table, Some(_)) if !had[j] => {

@@ -318,13 +318,18 @@ pub(crate) fn stage_add(
 ) -> Result<Staged, Error> {
     let exprs: Vec<&Expr> = comps.iter().flat_map(|c| c.fields.iter().map(|(_, e)| e)).collect();
     let (entities, values) = targets(scan, world, params, &exprs)?;
-    // Check every conversion for every target before the first write.
-    let mut fields: Vec<Vec<(usize, FieldValue)>> = Vec::with_capacity(entities.len() * comps.len());
-    for t in 0..entities.len() {
-        let mut k = 0;
-        for c in comps {
-            fields.push(convert_component(world, c, |i| values[k + i].get(t).unwrap_or(&Value::Null))?);
-            k += c.fields.len();
+    // Check every conversion for every target before the first write. Components given
+    // without fields (tags, or every field zero) take their zero values with nothing built
+    // per target (the engine's form for "every value zero" is no values).
+    let mut fields: Vec<Vec<(usize, FieldValue)>> = Vec::new();
+    if comps.iter().any(|c| !c.fields.is_empty()) {
+        fields.reserve(entities.len() * comps.len());
+        for t in 0..entities.len() {
+            let mut k = 0;
+            for c in comps {
+                fields.push(convert_component(world, c, |i| values[k + i].get(t).unwrap_or(&Value::Null))?);
+                k += c.fields.len();
+            }
         }
     }
     // References too, as SPAWN and UPDATE check theirs: a refusal is this statement's, so in

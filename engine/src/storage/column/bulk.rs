@@ -6,6 +6,7 @@
 //! common sizes, so a row costs a few moves rather than a call to `memcpy`.
 
 use super::{AddedView, Column};
+use crate::component::ComponentInfo;
 use crate::tick::Tick;
 
 /// The removal of some rows of a table, checked once: the rows (ascending, distinct, in
@@ -61,6 +62,25 @@ impl<'r> RemovalPlan<'r> {
 }
 
 impl Column {
+    /// Appends `n` rows holding the component's zero value (`info`'s: this column's
+    /// component), added and changed at `tick`.
+    pub(crate) fn push_zeroed(&mut self, n: usize, tick: Tick, info: &ComponentInfo) {
+        debug_assert_eq!(info.layout(), self.item);
+        self.reserve(n);
+        let size = self.item.size();
+        if size != 0 {
+            let first = self.len * size;
+            // SAFETY: `reserve` made room for `n` values after the last row; each is written
+            // with the zero value before the length covers it.
+            unsafe { info.write_zeros(self.data.as_ptr().add(first), n) };
+        }
+        self.added.push_n(self.len, n, tick);
+        self.changed.resize(self.len + n, tick);
+        self.len += n;
+        let len = self.len;
+        self.log_note_range(len - n..len, len);
+    }
+
     /// Moves the rows of `plan` to the end of `dst` (same component) in their order, keeping
     /// their ticks, and removes them here.
     pub(crate) fn move_rows_to(&mut self, dst: &mut Column, plan: &RemovalPlan<'_>) {

@@ -104,6 +104,8 @@ enum Op {
         picks: Vec<usize>,
         mask: u8,
         seed: u32,
+        /// Every component at its zero value (no values given).
+        zero: bool,
     },
     Remove {
         picks: Vec<usize>,
@@ -120,7 +122,12 @@ fn op() -> impl Strategy<Value = Op> {
     let picks = proptest::collection::vec(0usize..64, 0..12);
     prop_oneof![
         (any::<u8>(), proptest::collection::vec(0u32..200, 0..10)).prop_map(|(mask, seeds)| Op::Spawn { mask, seeds }),
-        (picks.clone(), any::<u8>(), 0u32..200).prop_map(|(picks, mask, seed)| Op::Insert { picks, mask, seed }),
+        (picks.clone(), any::<u8>(), 0u32..200, any::<bool>()).prop_map(|(picks, mask, seed, zero)| Op::Insert {
+            picks,
+            mask,
+            seed,
+            zero
+        }),
         (picks.clone(), any::<u8>()).prop_map(|(picks, mask)| Op::Remove { picks, mask }),
         picks.prop_map(|picks| Op::Despawn { picks }),
         Just(Op::Tick),
@@ -161,7 +168,7 @@ fn apply(bulk: &mut World, model: &mut World, op: &Op) {
                 .collect();
             assert_eq!(got, want);
         }
-        Op::Insert { picks, mask, seed } => {
+        Op::Insert { picks, mask, seed, zero: false } => {
             let targets = pick(model, picks);
             let comps = names(*mask);
             let seeds: Vec<u32> = (0..targets.len() as u32).map(|i| seed + i).collect();
@@ -169,6 +176,16 @@ fn apply(bulk: &mut World, model: &mut World, op: &Op) {
             bulk.insert_many(&targets, &ids, values).unwrap();
             for (e, s) in targets.iter().zip(seeds) {
                 one_by_one_insert(model, *e, &comps, s);
+            }
+        }
+        Op::Insert { picks, mask, zero: true, .. } => {
+            let targets = pick(model, picks);
+            let comps = names(*mask);
+            let ids: Vec<_> = comps.iter().map(|c| bulk.component_id(c).unwrap()).collect();
+            bulk.insert_many(&targets, &ids, Vec::new()).unwrap();
+            let spec: Vec<(&str, &[(&str, Value)])> = comps.iter().map(|c| (*c, &[][..])).collect();
+            for e in &targets {
+                model.insert_values(*e, &spec).unwrap();
             }
         }
         Op::Remove { picks, mask } => {
