@@ -100,8 +100,29 @@ impl G {
 /// String values the world uses (also used as literals, so equalities hit).
 pub const TEAMS: [&str; 6] = ["red", "blue", "green", "gold", "", "Red"];
 pub const NAMES: [&str; 12] = ["zig", "ziggy", "Zag", "zag", "a_b", "100%", "", "o'neil", "héllo", "bob", "alice", "z"];
-const PATTERNS: [&str; 14] =
-    ["r%", "%e%", "_ed", "zig%", "%", "", "z_g%", "%g", "a_b", "100%", "%'%", "h_llo", "___", "Z%"];
+const PATTERNS: [&str; 21] = [
+    "r%",
+    "%e%",
+    "_ed",
+    "zig%",
+    "%",
+    "",
+    "z_g%",
+    "%g",
+    "a_b",
+    "100%",
+    "%'%",
+    "h_llo",
+    "___",
+    "Z%",
+    "red",
+    "ziggy",
+    "%ggy",
+    "hé%",
+    "%llo",
+    "o'neil%",
+    "ziggyziggy%",
+];
 
 /// A FROM term as generated.
 #[derive(Clone, Debug)]

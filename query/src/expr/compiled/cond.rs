@@ -228,18 +228,55 @@ impl CondNode<'_> {
             }
             CondNode::Like(col, matcher) => {
                 let mut v = [false; CHUNK];
-                // The pattern's kind is chosen once a chunk, so each loop below is specialised
-                // to one test (matched a row, the kinds' branches and loads stay in the loop).
-                match matcher {
-                    LikeMatcher::Prefix(p) => c.gather(col, &mut v, |s| like::has_prefix(s, p)),
-                    LikeMatcher::Suffix(p) => c.gather(col, &mut v, |s| like::has_suffix(s, p)),
-                    LikeMatcher::Exact(p) => c.gather(col, &mut v, |s| like::is_exact(s, p)),
-                    _ => c.gather(col, &mut v, |s| matcher.matches(s)),
-                }
+                like_chunk(c, col, matcher, &mut v);
                 let t = mask1(&v, n, |b| b);
                 (t, all & !t)
             }
         })
+    }
+}
+
+/// Whether each row of the chunk matches a `LIKE` pattern, into `v`. The pattern's kind is
+/// chosen once a chunk, so each loop is specialised to one test (matched a row, the kinds'
+/// branches and loads would stay in the loop); a prefix, suffix or exact pattern of 1 to 8
+/// bytes gets a loop for its length, which compares the row's bytes as one or two integers.
+fn like_chunk(c: Chunk<'_>, col: &FieldColumn<'_, String>, matcher: &LikeMatcher, v: &mut [bool; CHUNK]) {
+    match matcher {
+        LikeMatcher::Prefix(p) | LikeMatcher::Suffix(p) | LikeMatcher::Exact(p) if (1..=8).contains(&p.len()) => {
+            let p = p.as_bytes();
+            match p.len() {
+                1 => like_fixed::<1>(c, col, matcher, p, v),
+                2 => like_fixed::<2>(c, col, matcher, p, v),
+                3 => like_fixed::<3>(c, col, matcher, p, v),
+                4 => like_fixed::<4>(c, col, matcher, p, v),
+                5 => like_fixed::<5>(c, col, matcher, p, v),
+                6 => like_fixed::<6>(c, col, matcher, p, v),
+                7 => like_fixed::<7>(c, col, matcher, p, v),
+                _ => like_fixed::<8>(c, col, matcher, p, v),
+            }
+        }
+        LikeMatcher::Prefix(p) => c.gather(col, v, |s| like::has_prefix(s, p)),
+        LikeMatcher::Suffix(p) => c.gather(col, v, |s| like::has_suffix(s, p)),
+        LikeMatcher::Exact(p) => c.gather(col, v, |s| like::is_exact(s, p)),
+        _ => c.gather(col, v, |s| matcher.matches(s)),
+    }
+}
+
+/// [`like_chunk`] for a prefix, suffix or exact pattern of `K` bytes (`p`).
+#[inline(always)]
+fn like_fixed<const K: usize>(
+    c: Chunk<'_>,
+    col: &FieldColumn<'_, String>,
+    matcher: &LikeMatcher,
+    p: &[u8],
+    v: &mut [bool; CHUNK],
+) {
+    let Ok(p) = <[u8; K]>::try_from(p) else { return c.gather(col, v, |s| matcher.matches(s)) };
+    match matcher {
+        LikeMatcher::Prefix(_) => c.gather(col, v, |s| s.as_bytes().first_chunk::<K>() == Some(&p)),
+        LikeMatcher::Suffix(_) => c.gather(col, v, |s| s.as_bytes().last_chunk::<K>() == Some(&p)),
+        LikeMatcher::Exact(_) => c.gather(col, v, |s| s.len() == K && s.as_bytes().first_chunk::<K>() == Some(&p)),
+        _ => c.gather(col, v, |s| matcher.matches(s)),
     }
 }
 

@@ -223,7 +223,9 @@ fn cond_expr() -> impl Strategy<Value = Expr> {
         )),
         2 => (num_expr(), prop::collection::vec(number_literal(), 1..5), any::<bool>())
             .prop_map(|(x, list, negated)| expr(ExprKind::InList { expr: Box::new(x), list, negated })),
-        1 => (prop::sample::select(vec!["ab%", "%b", "%b%", "abc", "a_c", "", "%"]), any::<bool>()).prop_map(|(p, negated)| expr(ExprKind::Like {
+        1 => (prop::sample::select(vec![
+            "ab%", "%b", "%b%", "abc", "a_c", "", "%", "a%", "ΣΑ%", "%ΑΣ", "ΣΑΣ", "abcdefghi%", "%bcdefghij", "zz%%",
+        ]), any::<bool>()).prop_map(|(p, negated)| expr(ExprKind::Like {
             expr: Box::new(field(0, 6)),
             pattern: Box::new(expr(ExprKind::Literal(Value::Str(p.into())))),
             negated
