@@ -32,8 +32,9 @@ pub enum Mirrored {
     Stopped,
 }
 
-/// Rows copied between two looks at `stop`.
-const CHUNK: usize = 16_384;
+/// Rows copied between two looks at `stop` (a few under test, so that the tests' small
+/// tables stop within a table too).
+const CHUNK: usize = if cfg!(any(test, miri)) { 4 } else { 16_384 };
 
 impl World {
     /// Brings this world, a copy of `src` made earlier (a snapshot of it, or an earlier
@@ -45,8 +46,8 @@ impl World {
     /// Checks everything it relies on before copying anything, and fails (leaving every row
     /// as it was) when the copy cannot follow `src`: a component whose fields differ, or two
     /// tables of `src` that hold entities and differ only in components the copy lacks.
-    /// Rebuild the copy from a snapshot then. `stop` is asked between runs of rows while
-    /// values are copied, and between tables (and sparse sets) while rows move; after
+    /// Rebuild the copy from a snapshot then. `stop` is asked between chunks of rows, while
+    /// values are copied and while rows move, and before each sparse set is rebuilt; after
     /// [`Mirrored::Stopped`] the copy must not be read until a later call completes. A stop
     /// while rows move keeps what was moved: the copy remembers the entities that changed
     /// rows, and the next call, which finds the tables already moved holding the same
@@ -154,8 +155,7 @@ impl World {
                 stop_here!();
             }
             let source = plan.sources[dst].map(|s| &src.storage.tables[s]);
-            let moved = Moved { displaced: &mut displaced, placed: &mut placed };
-            self.mirror_table(TableId(dst as u32), source, ids, &plan.copies, window, tick, moved);
+            // Reported even if a stop comes within the table: its rows change either way.
             if let Some(from) = source {
                 for &c in from.components() {
                     changed[c.index()] = true;
@@ -165,6 +165,10 @@ impl World {
                 if let Some(&c) = plan.source_id.get(id.index()).filter(|&&c| c != usize::MAX) {
                     changed[c] = true;
                 }
+            }
+            let moved = Moved { displaced: &mut displaced, placed: &mut placed };
+            if self.mirror_table(TableId(dst as u32), source, ids, &plan.copies, window, tick, moved, stop) {
+                stop_here!();
             }
         }
         for &c in &rebuilt_sparse {
@@ -252,6 +256,13 @@ impl World {
 
     /// Makes table `dst` hold `source`'s rows (none: empty), noting the entities it held in
     /// rows that now hold another (or no) entity, and the indices of the entities put there.
+    /// True if `stop` stopped it, which it asks between chunks of rows.
+    ///
+    /// A stop leaves the table whole: every column as long as the entity column, each row
+    /// that changed hands holding its new entity's values, and the changes noted in `moved`.
+    /// The next call then finds only what is left: rows that still differ, rows still to
+    /// append. Rows both tables hold get their changed values first; a stop there only leaves
+    /// them to be copied again.
     #[allow(clippy::too_many_arguments)]
     fn mirror_table(
         &mut self,
@@ -262,47 +273,78 @@ impl World {
         window: &ChangeWindow,
         tick: Tick,
         moved: Moved<'_>,
-    ) {
+        stop: &dyn Fn() -> bool,
+    ) -> bool {
         let table = &mut self.storage.tables[dst.index()];
-        let (theirs, ours) = (source.map_or(&[][..], |s| s.entities()), table.entities());
-        let common = theirs.len().min(ours.len());
-        let differ: Vec<usize> = (0..common).filter(|&r| theirs[r] != ours[r]).collect();
-        moved.displaced.extend(differ.iter().map(|&r| (ours[r], dst)));
-        moved.displaced.extend(ours[common..].iter().map(|&e| (e, dst)));
-        moved.placed.extend(differ.iter().map(|&r| theirs[r].index()));
-        moved.placed.extend(theirs[common..].iter().map(|e| e.index()));
-        if let Some(from) = source {
-            for (&c, column) in from.components().iter().zip(from.columns()) {
-                let (Some(id), Some(copy)) = (ids[c.index()], &copies[c.index()]) else { continue };
-                let to = table.column_mut(id).expect("the table's image has every copied component");
-                for (start, end) in changed_runs(column, window) {
-                    let end = end.min(common);
-                    if start < end {
-                        // SAFETY: `copy` is the plan's for this component (source and copy
-                        // ids from `ids`), made by `ValueCopy::between`; two worlds' columns.
-                        unsafe { to.assign_rows_from(column, start..end, copy, tick) };
-                    }
-                }
-                for &r in &differ {
-                    // SAFETY: as above.
-                    unsafe { to.replace_row_from(r, column, r, copy, tick) };
-                }
-                to.reserve(theirs.len().saturating_sub(common));
-                for r in common..theirs.len() {
-                    // SAFETY: as above.
-                    unsafe { to.push_row_from(column, r, copy, tick) };
-                }
+        let theirs = source.map_or(&[][..], |s| s.entities());
+        // Each source column with the index of its image here and how to copy it: the table
+        // here holds exactly the images of its source's copied components.
+        let pairs: Vec<(usize, &Column, &ValueCopy)> = source.map_or_else(Vec::new, |from| {
+            from.components()
+                .iter()
+                .zip(from.columns())
+                .filter_map(|(&c, column)| {
+                    let (id, copy) = (ids[c.index()]?, copies[c.index()].as_ref()?);
+                    let at = table.column_index(id).expect("the table's image has every copied component");
+                    Some((at, column, copy))
+                })
+                .collect()
+        });
+        let common = theirs.len().min(table.len());
+        for &(at, column, copy) in &pairs {
+            let runs: Vec<(usize, usize)> = changed_runs(column, window)
+                .into_iter()
+                .map(|(start, end)| (start, end.min(common)))
+                .filter(|(start, end)| start < end)
+                .collect();
+            if assign_in_chunks(&mut table.columns_mut()[at], column, &runs, copy, tick, stop) {
+                return true;
             }
         }
+        let differ: Vec<usize> = (0..common).filter(|&r| theirs[r] != table.entities()[r]).collect();
+        for chunk in differ.chunks(CHUNK) {
+            if stop() {
+                return true;
+            }
+            let (entities, columns) = table.parts_mut();
+            for &(at, column, copy) in &pairs {
+                for &r in chunk {
+                    // SAFETY: `copy` is the plan's for this component (source and copy ids
+                    // from `ids`), made by `ValueCopy::between`; two worlds' columns.
+                    unsafe { columns[at].replace_row_from(r, column, r, copy, tick) };
+                }
+            }
+            for &r in chunk {
+                moved.displaced.push((entities[r], dst));
+                moved.placed.push(theirs[r].index());
+                entities[r] = theirs[r];
+            }
+        }
+        let appended = &theirs[common..];
+        for (i, chunk) in appended.chunks(CHUNK).enumerate() {
+            if stop() {
+                return true;
+            }
+            let first = common + i * CHUNK;
+            let (entities, columns) = table.parts_mut();
+            for &(at, column, copy) in &pairs {
+                columns[at].reserve(chunk.len());
+                for r in first..first + chunk.len() {
+                    // SAFETY: as above.
+                    unsafe { columns[at].push_row_from(column, r, copy, tick) };
+                }
+            }
+            entities.extend_from_slice(chunk);
+            moved.placed.extend(chunk.iter().map(|e| e.index()));
+        }
+        // Rows past the source's end: cut (their values are dropped, nothing is copied).
         let (entities, columns) = table.parts_mut();
+        moved.displaced.extend(entities.iter().skip(theirs.len()).map(|&e| (e, dst)));
         for column in columns.iter_mut() {
             column.truncate(theirs.len());
         }
-        entities.truncate(common);
-        for &r in &differ {
-            entities[r] = theirs[r];
-        }
-        entities.extend_from_slice(&theirs[common..]);
+        entities.truncate(theirs.len());
+        false
     }
 }
 

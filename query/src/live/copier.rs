@@ -13,8 +13,8 @@
 //!   world back. The copy is made while the writer is between ticks and no reader holds the
 //!   spare: the copier waits for readers to let go of it before it says it is ready for the
 //!   next state, and the writer does not lend its world before that. A writer that writes
-//!   again before the copy is done recalls its world: the copier stops within one run of
-//!   rows (values) or one table (rows moving), gives it back, and that state is skipped (but
+//!   again before the copy is done recalls its world: the copier stops within one chunk of
+//!   rows (values copied or rows moved), gives it back, and that state is skipped (but
 //!   never two in a row, so that a writer that never pauses still lets readers see new
 //!   states).
 //! - **Full** (the first state, or after components, indexes, references or systems were
