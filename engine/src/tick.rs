@@ -86,6 +86,18 @@ impl ChangeWindow {
     pub fn is_new(&self, tick: Tick) -> bool {
         is_new(tick, self.this_run, self.run_age)
     }
+
+    /// Whether any of `ticks` is new in this run, testing them all without a branch.
+    #[inline]
+    pub(crate) fn any_new(&self, ticks: &[Tick]) -> bool {
+        if self.run_age == EVERYTHING_NEW {
+            return !ticks.is_empty();
+        }
+        // Below `EVERYTHING_NEW` the age bound is at most `MAX_CHANGE_AGE`, so the cap in
+        // `tick_age` changes no answer: one subtraction and one compare a tick.
+        let (now, bound) = (self.this_run, self.run_age);
+        ticks.iter().fold(false, |any, &t| any | (now.wrapping_sub(t) < bound))
+    }
 }
 
 /// The age bound of a run at world tick `this_run` (a 64-bit count) for a query last run at
@@ -201,6 +213,22 @@ impl<T: std::fmt::Debug> std::fmt::Debug for Mut<'_, T> {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn any_new_answers_as_is_new_for_every_tick() {
+        let edges = [0, 1, 2, 1000, CHECK_TICK_THRESHOLD, MAX_CHANGE_AGE - 1, MAX_CHANGE_AGE, MAX_CHANGE_AGE + 1];
+        let ticks: Vec<Tick> = edges.iter().flat_map(|&d| [d, u32::MAX - d, d.wrapping_add(7)]).collect();
+        for this_run in [0u64, 5, u64::from(u32::MAX) - 3, u64::from(u32::MAX) + 9] {
+            for last in [None, Some(0), Some(this_run.saturating_sub(1)), Some(this_run), Some(this_run + 1)] {
+                let window = ChangeWindow::since(last, this_run);
+                for &t in &ticks {
+                    assert_eq!(window.any_new(&[t]), window.is_new(t), "tick {t}, run {this_run}, last {last:?}");
+                }
+                assert_eq!(window.any_new(&ticks), ticks.iter().any(|&t| window.is_new(t)));
+                assert!(!window.any_new(&[]));
+            }
+        }
+    }
     use super::*;
 
     #[test]

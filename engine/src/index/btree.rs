@@ -35,6 +35,10 @@ const EXACT_ROWS: u64 = if cfg!(miri) { 128 } else { 4096 };
 /// tests' few rows split blocks).
 const BLOCK: usize = if cfg!(miri) { 16 } else { 256 };
 
+/// Removals buffered before they are taken out of the blocks, at least (see
+/// `BtreeIndex::removed`; fewer under Miri, so that its tests reach the bound).
+const REMOVED_AT_MOST: usize = if cfg!(miri) { 8 } else { 4096 };
+
 type Entry<K> = (K, u32);
 /// Blocks in order, from some block on.
 type BlockRange<'a, K> = btree_map::Range<'a, Entry<K>, Vec<Entry<K>>>;
@@ -100,18 +104,36 @@ impl<K: KeyClass> Runs<K> {
         }
     }
 
-    fn remove(&mut self, item: &Entry<K>) -> bool {
-        let Some(key) = self.block_for(item) else { return false };
-        let Some(block) = self.blocks.get_mut(&key) else { return false };
-        let Ok(pos) = block.binary_search(item) else { return false };
-        block.remove(pos);
-        self.len -= 1;
-        if block.is_empty() {
-            self.blocks.remove(&key);
-        } else if pos == 0 {
-            self.rekey(&key);
+    /// Removes `items` (sorted, unique), each block they fall in in one pass: many removals
+    /// from one block shift its entries once, not once each.
+    fn remove_sorted(&mut self, items: &[Entry<K>]) {
+        let mut rest = items;
+        while let Some(first) = rest.first() {
+            let Some((key, _)) = self.blocks.range(..=first).next_back() else {
+                // Before every block: in none.
+                rest = &rest[1..];
+                continue;
+            };
+            let key = key.clone();
+            // This block's share: the items before the next block's first entry.
+            let next = self.blocks.range((Bound::Excluded(&key), Bound::Unbounded)).next().map(|(k, _)| k.clone());
+            let share = next.map_or(rest.len(), |n| rest.partition_point(|x| x < &n));
+            let (mine, later) = rest.split_at(share.max(1));
+            rest = later;
+            let Some(block) = self.blocks.get_mut(&key) else { continue };
+            let before = block.len();
+            let mut gone = mine.iter().peekable();
+            block.retain(|x| {
+                while gone.next_if(|g| *g < x).is_some() {}
+                gone.next_if(|g| *g == x).is_none()
+            });
+            self.len -= before - block.len();
+            if block.is_empty() {
+                self.blocks.remove(&key);
+            } else if block[0] != key {
+                self.rekey(&key);
+            }
         }
-        true
     }
 
     /// Entries with a key in the range, ascending.
@@ -273,6 +295,10 @@ pub(crate) struct BtreeIndex<K: KeyClass> {
     runs: Runs<K>,
     /// Entries gathered for a bulk build (after `clear`), sorted at `flush`.
     bulk: Option<Vec<Entry<K>>>,
+    /// Entries of entities that lost the component, taken out of `runs` at the next
+    /// `flush` or insert, in key order: a copy that mirrors despawns then leaves the work to
+    /// its first reader, and a run of despawns walks the blocks once in order.
+    removed: Vec<Entry<K>>,
     slots: Vec<Slot<K>>,
     present: RoaringBitmap,
     nulls: RoaringBitmap,
@@ -289,6 +315,7 @@ impl<K: KeyClass> Default for BtreeIndex<K> {
         BtreeIndex {
             runs: Runs::default(),
             bulk: Some(Vec::new()),
+            removed: Vec::new(),
             slots: Vec::new(),
             present: RoaringBitmap::new(),
             nulls: RoaringBitmap::new(),
@@ -434,6 +461,17 @@ impl<K: KeyClass> BtreeIndex<K> {
         })
     }
 
+    /// Takes the entries of `removed` out of `runs`.
+    fn take_out_removed(&mut self) {
+        if self.removed.is_empty() {
+            return;
+        }
+        self.removed.sort_unstable();
+        self.removed.dedup();
+        self.runs.remove_sorted(&self.removed);
+        self.removed.clear();
+    }
+
     fn unlink(&mut self, e: u32) {
         let Some(slot) = self.slots.get_mut(e as usize) else { return };
         match std::mem::replace(slot, Slot::Absent) {
@@ -442,7 +480,12 @@ impl<K: KeyClass> BtreeIndex<K> {
                 // In a bulk build the stale entry is dropped at `flush` (it no longer matches
                 // the entity's slot).
                 if self.bulk.is_none() {
-                    self.runs.remove(&(k, e));
+                    self.removed.push((k, e));
+                    // Bounded, for a world that despawns steadily and never reads the index:
+                    // taking out an eighth of the entries at once costs one pass over them.
+                    if self.removed.len() >= (self.runs.len / 8).max(REMOVED_AT_MOST) {
+                        self.take_out_removed();
+                    }
                 }
             }
             Slot::Null => {
@@ -524,7 +567,11 @@ impl<K: KeyClass> SecondaryIndex for BtreeIndex<K> {
             Stored::Key(k) => {
                 match &mut self.bulk {
                     Some(bulk) => bulk.push((k.clone(), entity)),
-                    None => self.runs.insert((k.clone(), entity)),
+                    None => {
+                        // An entry removed and put back must not be taken out after.
+                        self.take_out_removed();
+                        self.runs.insert((k.clone(), entity));
+                    }
                 }
                 Slot::Key(k)
             }
@@ -544,6 +591,7 @@ impl<K: KeyClass> SecondaryIndex for BtreeIndex<K> {
     }
 
     fn flush(&mut self) {
+        self.take_out_removed();
         if let Some(mut bulk) = self.bulk.take() {
             bulk.sort_unstable();
             bulk.dedup();
@@ -588,6 +636,31 @@ mod tests {
     use super::*;
     use crate::entity::Entity;
     use crate::index::keys::OrdF64;
+
+    #[test]
+    fn a_run_of_removals_is_taken_out_block_by_block() {
+        let mut b = BtreeIndex::<i64>::default();
+        let n = crate::test_size(5000u32, 300);
+        for e in 0..n {
+            b.update(e, &[Value::Int(i64::from(e % 97))]);
+        }
+        b.flush();
+        assert!(b.runs.blocks.len() > 3, "several blocks");
+        // Whole blocks, single entries, blocks' first entries, entities never present.
+        let gone = |e: u32| e.is_multiple_of(3) || (200..260).contains(&e) || e >= n - 40;
+        for e in (0..n + 10).filter(|&e| gone(e)) {
+            b.remove(e);
+        }
+        b.flush();
+        let mut want: Vec<(i64, u32)> = (0..n).filter(|&e| !gone(e)).map(|e| (i64::from(e % 97), e)).collect();
+        want.sort_unstable();
+        let all =
+            IndexPredicate::Ordered { low: Bound::Unbounded, high: Bound::Unbounded, descending: false, limit: None };
+        assert_eq!(ids(b.answer(&all).unwrap()), want.iter().map(|x| x.1).collect::<Vec<_>>());
+        assert_eq!((b.entries(), b.runs.len), (want.len() as u64, want.len()));
+        assert!(b.runs.blocks.values().all(|v| !v.is_empty() && v.len() <= BLOCK));
+        assert!(b.runs.blocks.iter().all(|(k, v)| *k == v[0]));
+    }
 
     #[test]
     fn runs_stay_sorted_through_splits_and_removals() {
