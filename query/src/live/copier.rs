@@ -50,10 +50,6 @@ pub(crate) struct Copier {
     last_recalled: bool,
     /// When each component last changed, for the published states.
     log: ChangeLog,
-    /// Threads for decoding full copies, as many as the reader pool has permits: the decode
-    /// runs after the world is back, and must not take the writer's core (the engine's
-    /// parallel loops use the pool they are called from). `None`: the global pool.
-    decode_pool: Option<rayon::ThreadPool>,
 }
 
 /// The two read-only copies.
@@ -113,16 +109,6 @@ impl Layout {
 }
 
 impl Copier {
-    /// A copier whose full copies decode on `threads` threads.
-    pub(crate) fn new(threads: usize) -> Copier {
-        let decode_pool = rayon::ThreadPoolBuilder::new()
-            .num_threads(threads.max(1))
-            .thread_name(|i| format!("ecsdb-publish-{i}"))
-            .build()
-            .ok();
-        Copier { decode_pool, ..Copier::default() }
-    }
-
     /// Makes the state of `job` and publishes it, then waits until no reader holds the older
     /// copy. False if it published nothing (the writer recalled its world first, or a
     /// snapshot failed): the readers keep the older state.
@@ -198,7 +184,8 @@ impl Copier {
             writer.components().iter().map(|c| (!c.is_opaque()).then(|| c.name().to_string())).collect();
         let layout = Layout::of(writer);
         drop(loan);
-        let _permit = shared.copier_permit();
+        // The decode runs after the world is back, on the reader pool's threads: never on
+        // the writer's core (the engine's parallel loops use the pool they are called from).
         // Indexes are built when a reader first wants them, in the reader's statement: a
         // copy's indexes that nobody reads cost nothing.
         let load = || {
@@ -207,8 +194,7 @@ impl Copier {
             world.load_bytes_into(&bytes, &opts).map(|_| world)
         };
         let decode = || (load(), load());
-        let (Ok(current), Ok(spare)) = self.decode_pool.as_ref().map_or_else(decode, |pool| pool.install(decode))
-        else {
+        let (Ok(current), Ok(spare)) = shared.pool.run_for_copier(decode) else {
             return false;
         };
         let components = names.iter().map(|n| n.as_deref().and_then(|n| current.component_id(n).ok())).collect();

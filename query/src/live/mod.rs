@@ -34,7 +34,10 @@ use crate::result::ResultSet;
 use crate::Database;
 
 mod copier;
+mod pool;
 use copier::{Copier, Job};
+use pool::ReaderPool;
+pub use pool::{default_pool_size, PoolOptions, ReaderPriority};
 
 /// A state of the world as of one tick, shared by readers.
 #[derive(Debug)]
@@ -188,10 +191,8 @@ struct Shared {
     published_cond: Condvar,
     queue: Mutex<VecDeque<QueuedExec>>,
     queue_cond: Condvar,
-    /// Permits of the reader pool: at most this many statements run at once.
-    pool: Mutex<Pool>,
-    pool_cond: Condvar,
-    pool_size: usize,
+    /// The threads readers' statements (and full copies' decoding) run on.
+    pool: ReaderPool,
     times: Mutex<VecDeque<f64>>,
     /// The writer's per-system statistics as of its last tick with a reader attached.
     systems: Mutex<Vec<SystemStat>>,
@@ -214,47 +215,9 @@ pub struct CopyStats {
     pub recalled: u64,
 }
 
-/// The reader pool's permits.
-struct Pool {
-    free: usize,
-    /// The copier waits for a permit: it gets the next one, before any reader (a new state
-    /// must not wait behind a queue of scans of the old one).
-    copier_waiting: bool,
-}
-
-impl Shared {
-    /// A permit of the reader pool for a reader's statement (waiting for one).
-    fn permit(&self) -> Permit<'_> {
-        let mut pool = lock(&self.pool);
-        while pool.free == 0 || pool.copier_waiting {
-            pool = self.pool_cond.wait(pool).unwrap_or_else(|p| p.into_inner());
-        }
-        pool.free -= 1;
-        Permit(self)
-    }
-
-    /// A permit for the copier's work after it gave the world back, ahead of waiting readers:
-    /// that work runs in the pool too, so the writer keeps its core.
-    fn copier_permit(&self) -> Permit<'_> {
-        let mut pool = lock(&self.pool);
-        pool.copier_waiting = true;
-        while pool.free == 0 {
-            pool = self.pool_cond.wait(pool).unwrap_or_else(|p| p.into_inner());
-        }
-        pool.free -= 1;
-        pool.copier_waiting = false;
-        Permit(self)
-    }
-}
-
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     // A panic elsewhere while holding one of these locks leaves plain data behind; go on.
     m.lock().unwrap_or_else(|p| p.into_inner())
-}
-
-/// The default size of the reader pool: the machine's cores less the writer's, at least 1.
-pub fn default_pool_size() -> usize {
-    std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2).saturating_sub(1).max(1)
 }
 
 /// The writer's side of the live handles. The owner of the [`Database`] (the game loop or
@@ -284,14 +247,26 @@ impl Default for Publisher {
 }
 
 impl Publisher {
-    /// Handles with a reader pool of [`default_pool_size`].
+    /// Handles with the default reader pool ([`PoolOptions::default`]).
     pub fn new() -> Publisher {
-        Publisher::with_pool_size(default_pool_size())
+        Publisher::with_pool(PoolOptions::default())
     }
 
-    /// Handles whose readers run at most `pool_size` statements at once (at least 1).
+    /// Handles whose readers run at most `pool_size` statements at once (at least 1), on
+    /// threads of [`ReaderPriority::Background`].
     pub fn with_pool_size(pool_size: usize) -> Publisher {
-        let pool_size = pool_size.max(1);
+        Publisher::with_pool(PoolOptions { size: pool_size, ..PoolOptions::default() })
+    }
+
+    /// Handles with the reader pool `options` describes.
+    ///
+    /// ```
+    /// use ecsdb_query::live::{PoolOptions, Publisher, ReaderPriority};
+    /// // Two statements at once, sharing the cores with the program's threads.
+    /// let publisher = Publisher::with_pool(PoolOptions { size: 2, priority: ReaderPriority::Normal });
+    /// assert_eq!(publisher.reader().pool_size(), 2);
+    /// ```
+    pub fn with_pool(options: PoolOptions) -> Publisher {
         let shared = Arc::new(Shared {
             state: ArcSwapOption::empty(),
             wanted: AtomicBool::new(false),
@@ -300,9 +275,7 @@ impl Publisher {
             published_cond: Condvar::new(),
             queue: Mutex::new(VecDeque::new()),
             queue_cond: Condvar::new(),
-            pool: Mutex::new(Pool { free: pool_size, copier_waiting: false }),
-            pool_cond: Condvar::new(),
-            pool_size,
+            pool: ReaderPool::new(options),
             times: Mutex::new(VecDeque::new()),
             systems: Mutex::new(Vec::new()),
             closed: AtomicBool::new(false),
@@ -446,7 +419,7 @@ impl Drop for Publisher {
 }
 
 fn copy_loop(rx: Receiver<Job>, shared: Arc<Shared>, copying: Arc<AtomicBool>) {
-    let mut copier = Copier::new(shared.pool_size);
+    let mut copier = Copier::default();
     while let Ok(job) = rx.recv() {
         // The writer woke this thread a moment before the end of its tick. On a busy machine
         // a thread woken may take its waker's core at once, and the writer's tick would then
@@ -492,14 +465,15 @@ pub fn keyed_by_entity(db: &Database, text: &str) -> Result<bool, Error> {
 }
 
 /// A handle that reads the world from any thread: `Send + Sync + Clone`. Each statement runs
-/// against one published state (one tick), on the calling thread, within the reader pool.
+/// against one published state (one tick), on a thread of the reader pool while the caller
+/// waits (see [`PoolOptions`]).
 pub struct Reader {
     shared: Arc<Shared>,
 }
 
 impl std::fmt::Debug for Reader {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Reader").field("pool_size", &self.shared.pool_size).finish()
+        f.debug_struct("Reader").field("pool_size", &self.shared.pool.size()).finish()
     }
 }
 
@@ -518,17 +492,6 @@ impl Drop for Reader {
 /// How long a reader waits for the first published state, or a write for the writer.
 pub const WAIT_LIMIT: Duration = Duration::from_secs(30);
 
-/// A permit of the reader pool, returned on drop.
-struct Permit<'a>(&'a Shared);
-
-impl Drop for Permit<'_> {
-    fn drop(&mut self) {
-        lock(&self.0.pool).free += 1;
-        // All: the copier, which goes first, may be among the waiters.
-        self.0.pool_cond.notify_all();
-    }
-}
-
 impl Reader {
     fn attach(shared: Arc<Shared>) -> Reader {
         shared.readers.fetch_add(1, Ordering::AcqRel);
@@ -538,7 +501,7 @@ impl Reader {
 
     /// The reader pool's size.
     pub fn pool_size(&self) -> usize {
-        self.shared.pool_size
+        self.shared.pool.size()
     }
 
     /// The newest published state, asking the writer for a newer one at its next tick
@@ -584,19 +547,14 @@ impl Reader {
         }
     }
 
-    /// Runs `f` on the newest state with a permit of the reader pool (waiting for one).
-    pub fn with_state<R>(&self, f: impl FnOnce(&Published) -> R) -> Result<R, Error> {
+    /// Runs `f` on the newest state, on a thread of the reader pool once it has room
+    /// (waiting for it), and returns what `f` returns.
+    pub fn with_state<R: Send>(&self, f: impl FnOnce(&Published) -> R + Send) -> Result<R, Error> {
         // Wait for a first state without a permit (the copier needs one to make it); then the
         // permit before taking the newest state: a state held while waiting for a permit would
         // be older by the time it is read, and would keep the copier from reusing it.
         drop(self.state()?);
-        let _permit = self.permit();
-        let state = self.state()?;
-        Ok(f(&state))
-    }
-
-    fn permit(&self) -> Permit<'_> {
-        self.shared.permit()
+        self.shared.pool.run(|| self.state().map(|state| f(&state)))
     }
 
     /// Runs one read-only statement against the newest published state; returns the tick it
