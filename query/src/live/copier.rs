@@ -14,9 +14,9 @@
 //!   spare: the copier waits for readers to let go of it before it says it is ready for the
 //!   next state, and the writer does not lend its world before that. A writer that writes
 //!   again before the copy is done recalls its world: the copier stops within one chunk of
-//!   rows (values copied or rows moved), gives it back, and that state is skipped (but
-//!   never two in a row, so that a writer that never pauses still lets readers see new
-//!   states).
+//!   rows (values copied or rows moved), gives it back, and that state is skipped (for at
+//!   most [`SKIP_LIMIT`] in a row, so that a writer that never pauses still lets readers see
+//!   new states).
 //! - **Full** (the first state, or after components, indexes, references or systems were
 //!   defined): a snapshot of the world, decoded into two fresh copies. The world is given
 //!   back as soon as the snapshot is encoded.
@@ -44,10 +44,11 @@ pub(crate) struct Job {
 #[derive(Default)]
 pub(crate) struct Copier {
     pair: Option<Pair>,
-    /// The last state was skipped because the writer recalled its world: this one is made
-    /// even if it recalls it again (a writer that never pauses would otherwise starve the
-    /// readers of new states; it waits for at most one incremental copy instead).
-    last_recalled: bool,
+    /// When the first state skipped since the last one published was skipped (the writer
+    /// recalled its world). Once that is [`SKIP_LIMIT`] ago, the next state is made even if
+    /// the writer recalls it again: a writer that never pauses long enough would otherwise
+    /// starve the readers of new states; it waits for one incremental copy instead.
+    skipping_since: Option<Instant>,
     /// When each component last changed, for the published states.
     log: ChangeLog,
 }
@@ -69,6 +70,12 @@ struct Copy {
     /// The writer's change run when this copy was made (rows stamped later changed since).
     synced_run: u64,
 }
+
+/// How long states may be skipped in a row because the writer wanted its world back before
+/// the copy was done (about 6 ticks at 60 Hz): the most a published state lags behind the
+/// writer beyond one copy. Skipping a state costs the readers freshness; making it costs
+/// the writer a wait, so a few are skipped first.
+const SKIP_LIMIT: Duration = Duration::from_millis(100);
 
 /// How long the copier waits for readers to let go of the older copy before it gives up on
 /// it (longer than any query should hold a state; a holder keeps it alive regardless).
@@ -118,7 +125,8 @@ impl Copier {
             Some(pair) => match Arc::get_mut(&mut pair.spare.state) {
                 Some(spare) => {
                     let target = Target { copy: spare.db.world_mut(), synced_run: pair.spare.synced_run };
-                    sync(&loan, !self.last_recalled, target, &pair.layout, &pair.components)
+                    let may_stop = self.skipping_since.is_none_or(|t| t.elapsed() < SKIP_LIMIT);
+                    sync(&loan, may_stop, target, &pair.layout, &pair.components)
                 }
                 None => Synced::NeedsFull,
             },
@@ -136,12 +144,15 @@ impl Copier {
             // change run, so the next copy covers the rows written into it just now too.
             Synced::Recalled => {
                 lock(&shared.copies).recalled += 1;
-                self.last_recalled = true;
+                self.skipping_since.get_or_insert_with(Instant::now);
+                // The readers' request for a newer state still stands: the writer's next
+                // tick boundary makes one.
+                shared.wanted.store(true, Ordering::Release);
                 return false;
             }
             Synced::NeedsFull => self.full(tick, loan, template, shared),
         };
-        self.last_recalled = false;
+        self.skipping_since = None;
         // Ready for the next job once the older copy is free (readers finishing a query). A
         // state kept longer (`Reader::state` hands out the `Arc`) is left to its holder: the
         // next state is then a full copy, rather than no new state at all.

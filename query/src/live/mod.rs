@@ -642,6 +642,50 @@ mod tests {
         assert!(p.published_tick.is_none());
     }
 
+    /// A state the writer recalled before the copy was done leaves the readers' request
+    /// standing: the next tick boundary makes a state although no reader asked again.
+    #[test]
+    fn a_state_skipped_by_a_recall_is_made_at_the_next_boundary() {
+        let mut db = world();
+        db.execute_script("CREATE COMPONENT Pos (x f64, y f64)").unwrap();
+        let rows: Vec<_> = (0..20_000).map(|i| format!("SPAWN Pos {{x: {i}, y: 0}}")).collect();
+        db.execute_script(&rows.join(";")).unwrap();
+        let mut p = Publisher::with_pool_size(1);
+        let r = p.reader();
+        p.end_tick(&mut db);
+        r.wait_for_tick(1, WAIT_LIMIT).unwrap();
+        // The newest state's tick, looked at without asking for a newer one.
+        let newest = |r: &Reader| r.shared.state.load().as_ref().map_or(0, |s| s.tick);
+        for _ in 0..200 {
+            let before = r.copy_stats();
+            r.shared.wanted.store(true, Ordering::Release);
+            db.execute("UPDATE Pos SET y = Pos.y + 1").unwrap();
+            p.end_tick(&mut db);
+            // At once: the copier is still copying (it waits 200 µs before it starts).
+            db.execute("UPDATE Pos SET y = Pos.y + 1").unwrap();
+            let deadline = Instant::now() + WAIT_LIMIT;
+            while r.copy_stats() == before && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            if r.copy_stats().recalled == before.recalled {
+                continue; // The copy was done first: try again.
+            }
+            // The copier says it is ready for the next job just after it counts the recall.
+            while p.copying.load(Ordering::Acquire) && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            let tick = p.tick() + 1;
+            p.end_tick(&mut db);
+            let deadline = Instant::now() + WAIT_LIMIT;
+            while newest(&r) < tick && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            assert_eq!(newest(&r), tick, "the skipped state's request was lost");
+            return;
+        }
+        panic!("no copy was recalled in 200 tries: {:?}", r.copy_stats());
+    }
+
     #[test]
     fn a_failing_script_changes_nothing_and_a_good_one_reports_its_tick() {
         let mut db = world();
