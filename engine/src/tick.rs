@@ -213,6 +213,7 @@ impl<T: std::fmt::Debug> std::fmt::Debug for Mut<'_, T> {
 
 #[cfg(test)]
 mod tests {
+    use super::*;
 
     #[test]
     fn any_new_answers_as_is_new_for_every_tick() {
@@ -229,7 +230,6 @@ mod tests {
             }
         }
     }
-    use super::*;
 
     #[test]
     fn ages_compare_across_wraparound() {

@@ -1,19 +1,20 @@
 //! Database handles for live access: one writer keeps the [`Database`]; any number of
-//! [`Reader`]s run read-only statements on their own threads against a state published at a
+//! [`Reader`]s run read-only statements on the reader pool against a state published at a
 //! tick boundary, and queue tool writes that the writer applies between two ticks.
 //!
 //! ```text
-//!  game loop ──► Database (the writer's) ──► Publisher::end_tick ──encode──► decoder thread
-//!                     ▲                                                         │
+//!  game loop ──► Database (the writer's) ──► Publisher::end_tick ──lends──► copier thread
+//!                     ▲                                                         │ two copies
 //!                     └── queued execs ◄── Reader::exec        Reader::query ◄──┘ Arc<Published>
 //! ```
 //!
-//! The writer pays, at a tick boundary and only when a reader asked for a newer state since the
-//! last publish, the encoding of the world into a snapshot buffer (columns of plain numbers
-//! travel as bytes, so this is close to a memory copy). A decoder thread turns the buffer into
-//! a world of its own, which readers share through an `Arc`; a reader therefore answers from
-//! exactly one tick, never stalls the writer, and a long scan only delays the next publish of
-//! its own copy. With no reader attached the writer pays nothing but a counter check.
+//! The writer pays, at a tick boundary and only when a reader asked for a newer state since
+//! the last publish, the lending of its world to the copier thread; its next write waits only
+//! if the copier has not given the world back by then, and then for one chunk of rows
+//! (`copier.rs`). The copier brings the spare of two read-only copies up to date and swaps it
+//! in; readers share it through an `Arc`, so a reader answers from exactly one tick and never
+//! stalls the writer. Statements run on the reader pool's background threads (`pool.rs`).
+//! With no reader attached the writer pays nothing but a counter check.
 //!
 //! Components that a snapshot cannot carry (opaque Rust types without serde functions) are
 //! left out of the readers' view: a query that names one is an `unknown_component` error.
