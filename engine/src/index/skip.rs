@@ -57,11 +57,10 @@ struct Block<K> {
     inserted: u32,
     /// Entities of the block that have the component.
     rows: u32,
-    /// Hashes of the last keys the filter took (the first `recent_len`): clustered data
-    /// writes the same few keys to a block over and over, and a repeat skips the filter's
-    /// probes.
+    /// Hashes of the last keys the filter took, once the block has a key (each slot the
+    /// first key's until others come): clustered data writes the same few keys to a block
+    /// over and over, and a repeat skips the filter's probes.
     recent: [u64; RECENT],
-    recent_len: u8,
 }
 
 /// Key hashes a block remembers.
@@ -69,7 +68,7 @@ const RECENT: usize = 4;
 
 impl<K> Default for Block<K> {
     fn default() -> Self {
-        Block { bounds: None, filter: None, capacity: 0, inserted: 0, rows: 0, recent: [0; RECENT], recent_len: 0 }
+        Block { bounds: None, filter: None, capacity: 0, inserted: 0, rows: 0, recent: [0; RECENT] }
     }
 }
 
@@ -216,26 +215,6 @@ impl<K: KeyClass + Hash> SkipIndex<K> {
         Some((0..self.blocks.len() as u32).filter(|&b| self.keeps(&self.blocks[b as usize], &test)).collect())
     }
 
-    fn block_mut(&mut self, entity: u32) -> &mut Block<K> {
-        let b = (entity / BLOCK) as usize;
-        if self.blocks.len() <= b {
-            self.blocks.resize_with(b + 1, Block::default);
-        }
-        &mut self.blocks[b]
-    }
-
-    /// Marks `entity` present; whether it was not.
-    fn set_present(&mut self, entity: u32) -> bool {
-        let (word, bit) = ((entity / 64) as usize, 1u64 << (entity % 64));
-        if self.present.len() <= word {
-            self.present.resize(word + 1, 0);
-        }
-        let new = self.present[word] & bit == 0;
-        self.present[word] |= bit;
-        self.present_count += u64::from(new);
-        new
-    }
-
     /// Marks `entity` absent; whether it was present.
     fn clear_present(&mut self, entity: u32) -> bool {
         let (word, bit) = ((entity / 64) as usize, 1u64 << (entity % 64));
@@ -245,6 +224,60 @@ impl<K: KeyClass + Hash> SkipIndex<K> {
             self.present_count -= 1;
         }
         was
+    }
+
+    /// Room in the presence bits and the blocks for ids up to `entity`.
+    #[inline]
+    fn make_room(&mut self, entity: u32) {
+        let (word, block) = ((entity / 64) as usize, (entity / BLOCK) as usize);
+        if self.present.len() <= word {
+            self.present.resize(word + 1, 0);
+        }
+        if self.blocks.len() <= block {
+            self.blocks.resize_with(block + 1, Block::default);
+        }
+    }
+
+    /// [`SecondaryIndex::update`] of one entity with the field's value (`None`: no value),
+    /// after [`make_room`](Self::make_room) for it. Inlined into the loop of a batch.
+    #[inline(always)]
+    fn update_one(&mut self, entity: u32, value: Option<&Value>) {
+        let (word, bit) = ((entity / 64) as usize, 1u64 << (entity % 64));
+        let new = self.present[word] & bit == 0;
+        self.present[word] |= bit;
+        self.present_count += u64::from(new);
+        let key = match value.and_then(K::stored) {
+            Some(Stored::Key(k)) => Some((self.hasher.hash_one(&k), k)),
+            _ => None,
+        };
+        let block = &mut self.blocks[(entity / BLOCK) as usize];
+        block.rows += u32::from(new);
+        let Some((hash, k)) = key else { return };
+        let first = block.bounds.is_none();
+        block.widen(&k);
+        if first {
+            block.recent = [hash; RECENT];
+        } else if block.recent.iter().fold(false, |seen, &r| seen | (r == hash)) {
+            return;
+        } else {
+            // The oldest goes.
+            let [a, b, c, _] = block.recent;
+            block.recent = [hash, a, b, c];
+        }
+        match &mut block.filter {
+            // A block with a filter takes the key now; one without waits for the flush,
+            // which sizes its first filter from all the keys it got.
+            Some(f) => {
+                if !f.contains_hash(hash) {
+                    f.insert_hash(hash);
+                    block.inserted += 1;
+                    if block.inserted == block.capacity + 1 {
+                        self.stale += 1;
+                    }
+                }
+            }
+            None => self.pending.push((entity / BLOCK, hash)),
+        }
     }
 
     /// Blocks that have rows.
@@ -293,37 +326,16 @@ impl<K: KeyClass + Hash> SecondaryIndex for SkipIndex<K> {
     }
 
     fn update(&mut self, entity: u32, values: &[Value]) {
-        let new = self.set_present(entity);
-        let key = match values.first().and_then(K::stored) {
-            Some(Stored::Key(k)) => Some((self.hasher.hash_one(&k), k)),
-            _ => None,
-        };
-        let block = self.block_mut(entity);
-        if new {
-            block.rows += 1;
+        self.make_room(entity);
+        self.update_one(entity, values.first());
+    }
+
+    fn update_each(&mut self, entities: &[u32], values: &[Value]) {
+        if let Some(&last) = entities.iter().max() {
+            self.make_room(last);
         }
-        let Some((hash, k)) = key else { return };
-        block.widen(&k);
-        if block.recent[..block.recent_len as usize].contains(&hash) {
-            return;
-        }
-        // The oldest goes.
-        let [a, b, c, _] = block.recent;
-        block.recent = [hash, a, b, c];
-        block.recent_len = (block.recent_len + 1).min(RECENT as u8);
-        match &mut block.filter {
-            // A block with a filter takes the key now; one without waits for the flush,
-            // which sizes its first filter from all the keys it got.
-            Some(f) => {
-                if !f.contains_hash(hash) {
-                    f.insert_hash(hash);
-                    block.inserted += 1;
-                    if block.inserted == block.capacity + 1 {
-                        self.stale += 1;
-                    }
-                }
-            }
-            None => self.pending.push((entity / BLOCK, hash)),
+        for (&entity, value) in entities.iter().zip(values) {
+            self.update_one(entity, Some(value));
         }
     }
 

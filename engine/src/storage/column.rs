@@ -149,7 +149,7 @@ impl Column {
             Some(log) => log.lock().unwrap_or_else(PoisonError::into_inner).drain(self.len),
             None => {
                 // Armed now: the writes from here on are noted.
-                let _ = self.log.set(Box::new(Mutex::new(WriteLog::Rows(Vec::new()))));
+                let _ = self.log.set(Box::new(Mutex::new(WriteLog::armed())));
                 WrittenRows::Scan
             }
         }

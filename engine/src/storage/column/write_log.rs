@@ -9,6 +9,12 @@
 //! *whole*, and so does a log grown past an eighth of the column: the next drain then scans
 //! the ticks, as it would without a log, and arms it again.
 //!
+//! Writers append rows to a list, in write order: the cheapest note (a bitset of the rows
+//! was tried: its mark is a write to a random line of a column-sized set, which a write
+//! path already busy with the entity's row misses in cache). The drain hands the rows back
+//! sorted and distinct (the order the indexes want: ordered inserts into their sets cost far
+//! less than random ones) through a two-level bitset kept with the log.
+//!
 //! The log is a superset: a noted row may hold a value written and then moved away (the
 //! index re-reads it, which changes nothing), and rows at or past the column's end are
 //! dropped when it is drained. It never misses a row: a swap-remove notes the row the last
@@ -20,10 +26,28 @@ pub(crate) enum WriteLog {
     /// Nobody drains this column's log: writers record nothing.
     #[default]
     Off,
-    /// Every row written since the last drain is among these (in write order, maybe twice).
-    Rows(Vec<u32>),
+    /// Every row written since the last drain is noted here.
+    Rows(Noted),
     /// Too many rows, or writes the log cannot follow: the drain must scan the ticks.
     Whole,
+}
+
+/// An armed log's rows, and the bitset its drain sorts them with.
+#[derive(Debug, Default)]
+pub(crate) struct Noted {
+    /// Every row written since the last drain is among these (in write order, maybe twice).
+    rows: Vec<u32>,
+    /// All clear between drains.
+    marks: RowMarks,
+}
+
+/// One bit a row, and one bit a word of them that says the word holds marks, so that
+/// reading them back visits only the words with marks.
+#[derive(Debug, Default)]
+struct RowMarks {
+    words: Vec<u64>,
+    /// Bit `w % 64` of `summary[w / 64]`: word `w` holds marks.
+    summary: Vec<u64>,
 }
 
 /// What a drain found.
@@ -37,25 +61,30 @@ pub enum WrittenRows {
 }
 
 impl WriteLog {
+    /// An armed log with nothing noted.
+    pub(crate) fn armed() -> WriteLog {
+        WriteLog::Rows(Noted::default())
+    }
+
     /// Notes one written row of a column of `len` rows.
     #[inline]
     pub(crate) fn note(&mut self, row: usize, len: usize) {
-        if let WriteLog::Rows(rows) = self {
-            if rows.len() > limit(len) {
+        if let WriteLog::Rows(noted) = self {
+            if noted.rows.len() > limit(len) {
                 *self = WriteLog::Whole;
             } else {
-                rows.push(row as u32);
+                noted.rows.push(row as u32);
             }
         }
     }
 
     /// Notes a run of written rows.
     pub(crate) fn note_range(&mut self, range: std::ops::Range<usize>, len: usize) {
-        if let WriteLog::Rows(rows) = self {
-            if rows.len() + range.len() > limit(len) {
+        if let WriteLog::Rows(noted) = self {
+            if noted.rows.len() + range.len() > limit(len) {
                 *self = WriteLog::Whole;
             } else {
-                rows.extend(range.map(|r| r as u32));
+                noted.rows.extend(range.map(|r| r as u32));
             }
         }
     }
@@ -70,49 +99,65 @@ impl WriteLog {
 
     /// Takes what was noted since the last drain and arms the log for the next one.
     pub(crate) fn drain(&mut self, len: usize) -> WrittenRows {
-        // The next window likely writes about as many rows as this one: room for them now
-        // spares the log a dozen doublings (and copies) while the writes go on.
-        let expected = match self {
-            WriteLog::Rows(rows) => rows.len(),
-            WriteLog::Off | WriteLog::Whole => 0,
-        };
-        match std::mem::replace(self, WriteLog::Rows(Vec::with_capacity(expected))) {
-            // In row order the indexes see entities about in id order, and ordered inserts
-            // into their sets cost far less than random ones (half, for a bitmap index).
-            WriteLog::Rows(rows) => WrittenRows::Rows(sorted_distinct(rows, len)),
-            WriteLog::Off | WriteLog::Whole => WrittenRows::Scan,
+        match self {
+            WriteLog::Rows(noted) => {
+                // The next window likely writes about as many rows as this one: room for
+                // them now spares the log a dozen doublings (and copies) while the writes go
+                // on.
+                let expected = noted.rows.len();
+                let mut rows = std::mem::replace(&mut noted.rows, Vec::with_capacity(expected));
+                noted.marks.sort_distinct(&mut rows, len);
+                WrittenRows::Rows(rows)
+            }
+            WriteLog::Off | WriteLog::Whole => {
+                *self = WriteLog::armed();
+                WrittenRows::Scan
+            }
         }
     }
-}
-
-/// `rows` below `len`, sorted and each once. Many rows go through a bitset over the column:
-/// marking thousands of rows and reading the marks back costs less than sorting them.
-fn sorted_distinct(mut rows: Vec<u32>, len: usize) -> Vec<u32> {
-    rows.retain(|&r| (r as usize) < len);
-    if rows.len() <= 64 {
-        rows.sort_unstable();
-        rows.dedup();
-        return rows;
-    }
-    let mut marks = vec![0u64; len.div_ceil(64)];
-    for &r in &rows {
-        marks[r as usize / 64] |= 1 << (r % 64);
-    }
-    rows.clear();
-    for (w, &word) in marks.iter().enumerate() {
-        let mut bits = word;
-        while bits != 0 {
-            rows.push((w * 64) as u32 + bits.trailing_zeros());
-            bits &= bits - 1;
-        }
-    }
-    rows
 }
 
 /// Notes a log keeps before a scan is as cheap: an eighth of the rows.
 #[inline]
 fn limit(len: usize) -> usize {
     len / 8 + 64
+}
+
+impl RowMarks {
+    /// `rows` below `len`, sorted and each once. A few are sorted; many go through the
+    /// bitset: marking thousands of rows and reading the marks back costs less than sorting
+    /// them, and the bitset stays allocated (and clear) from one drain to the next.
+    fn sort_distinct(&mut self, rows: &mut Vec<u32>, len: usize) {
+        rows.retain(|&r| (r as usize) < len);
+        if rows.len() <= 64 {
+            rows.sort_unstable();
+            rows.dedup();
+            return;
+        }
+        let words = len.div_ceil(64);
+        if self.words.len() < words {
+            self.words.resize(words, 0);
+            self.summary.resize(words.div_ceil(64), 0);
+        }
+        for &r in rows.iter() {
+            let w = r as usize / 64;
+            self.words[w] |= 1 << (r % 64);
+            self.summary[w / 64] |= 1 << (w % 64);
+        }
+        rows.clear();
+        for (s, summary) in self.summary.iter_mut().enumerate() {
+            let mut marked_words = std::mem::take(summary);
+            while marked_words != 0 {
+                let w = s * 64 + marked_words.trailing_zeros() as usize;
+                marked_words &= marked_words - 1;
+                let mut bits = std::mem::take(&mut self.words[w]);
+                while bits != 0 {
+                    rows.push((w * 64) as u32 + bits.trailing_zeros());
+                    bits &= bits - 1;
+                }
+            }
+        }
+    }
 }
 
 #[cfg(test)]
@@ -134,23 +179,55 @@ mod tests {
         assert_eq!(log.drain(10), WrittenRows::Rows(vec![]));
     }
 
+    /// Notes of rows and runs, in any order and at any density, come back as the sorted set
+    /// of the rows below the length (or as a scan past the limit), and the next drain
+    /// starts empty, whatever the column's length did in between.
     #[test]
-    fn many_notes_come_back_sorted_and_distinct() {
-        let mut log = WriteLog::Rows(Vec::new());
-        let rows: Vec<usize> = (0..500).map(|i| (i * 7919) % 997).collect();
-        for &r in &rows {
-            log.note(r, 10_000);
+    fn notes_come_back_sorted_and_distinct_at_any_density() {
+        let mut x = 0x9e37_79b9_u64;
+        let mut next = move |n: u64| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x % n
+        };
+        let mut log = WriteLog::armed();
+        for (len, notes) in
+            [(10_000usize, 5), (10_000, 500), (10_000, 1_200), (64, 30), (1, 3), (130, 40), (20_000, 2_000)]
+        {
+            let (mut expected, mut noted) = (std::collections::BTreeSet::new(), 0);
+            for _ in 0..notes {
+                if next(8) == 0 {
+                    let start = next(len as u64 + 70) as usize;
+                    let end = start + next(20) as usize;
+                    log.note_range(start..end, len);
+                    noted += end - start;
+                    expected.extend((start..end).filter(|&r| r < len).map(|r| r as u32));
+                } else {
+                    let row = next(len as u64 + 5) as usize;
+                    log.note(row, len);
+                    noted += 1;
+                    if row < len {
+                        expected.insert(row as u32);
+                    }
+                }
+            }
+            match log.drain(len) {
+                WrittenRows::Rows(rows) => {
+                    assert_eq!(rows, expected.into_iter().collect::<Vec<_>>(), "len {len}, {notes} notes")
+                }
+                WrittenRows::Scan => {
+                    assert!(noted > limit(len), "len {len}: {noted} rows noted asked for a scan");
+                    continue;
+                }
+            }
+            assert_eq!(log.drain(len), WrittenRows::Rows(vec![]), "len {len}: marks cleared");
         }
-        log.note(12_000, 10_000);
-        let mut expected: Vec<u32> = rows.iter().map(|&r| r as u32).collect();
-        expected.sort_unstable();
-        expected.dedup();
-        assert_eq!(log.drain(10_000), WrittenRows::Rows(expected));
     }
 
     #[test]
     fn a_log_past_its_limit_or_losing_track_asks_for_a_scan_once() {
-        let mut log = WriteLog::Rows(Vec::new());
+        let mut log = WriteLog::armed();
         for r in 0..=limit(100) + 1 {
             log.note(r % 100, 100);
         }
