@@ -72,7 +72,8 @@ impl<'s> LiteralSpawner<'s> {
     fn convert(&mut self, world: &World, script: &Script, spawn: &LiteralSpawn, batch: &mut SpawnBatch) -> Option<()> {
         let src = self.src;
         for c in script.components(spawn) {
-            let id = self.id(world, &src[c.name.start..c.name.end])?;
+            let name = c.name();
+            let id = self.id(world, &src[name.start..name.end])?;
             let info = world.components().info(id);
             if self.ids.contains(&id) || info.is_opaque() {
                 return None;
@@ -80,7 +81,8 @@ impl<'s> LiteralSpawner<'s> {
             // Bit `i`: field `i` given (fields past 64 are rare: declined).
             let mut given = 0u64;
             for f in script.fields(c) {
-                let name = &src[f.name.start..f.name.end];
+                let name = f.name();
+                let name = &src[name.start..name.end];
                 let index = info.fields().iter().position(|field| same_name(&field.name, name))?;
                 let field = &info.fields()[index];
                 let bit = 1u64.checked_shl(u32::try_from(index).ok()?)?;

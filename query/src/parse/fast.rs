@@ -79,7 +79,8 @@ fn read_script_piece(text: &str, piece: std::ops::Range<usize>, script: &mut Scr
             }
             Some(_) => {
                 let (pos, last_end) = (p.pos, p.last_end);
-                let item = match p.literal_spawn(script) {
+                let flat = if text.len() <= Script::FLAT_LIMIT { p.literal_spawn(script) } else { None };
+                let item = match flat {
                     Some(spawn) => ScriptItem::Spawn(spawn),
                     None => {
                         (p.pos, p.last_end) = (pos, last_end);
@@ -361,7 +362,7 @@ impl<'s> Fast<'s> {
         if !matches!(self.peek(), Some(b',' | b'}')) {
             return None;
         }
-        Some(LiteralField { name, value, value_span })
+        Some(LiteralField::new(name, value, value_span))
     }
 
     /// `C` or `C {field: value, …}`.

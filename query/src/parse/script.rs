@@ -43,9 +43,9 @@ pub(crate) struct LiteralSpawn {
 #[derive(Clone, Debug)]
 pub(crate) struct LiteralComponent {
     /// The component's name.
-    pub name: Span,
+    name: TextRange,
     /// The component value, braces included.
-    pub span: Span,
+    span: TextRange,
     fields: Range<u32>,
 }
 
@@ -53,11 +53,32 @@ pub(crate) struct LiteralComponent {
 #[derive(Clone, Debug)]
 pub(crate) struct LiteralField {
     /// The field's name.
-    pub name: Span,
+    name: TextRange,
+    /// The literal as written (a sign included; a string's quotes included).
+    value_span: TextRange,
     /// The value.
     pub value: LiteralValue,
-    /// The literal as written (a sign included; a string's quotes included).
-    pub value_span: Span,
+}
+
+/// A [`Span`] in 32-bit offsets: a bulk load's arrays hold one a field and two a component,
+/// and at half the size they take half the fresh memory (whose first touch, a page fault
+/// every 4 KiB, cost a bulk load more than reading its numbers). Scripts past 4 GiB take the
+/// syntax tree's way ([`Script::FLAT_LIMIT`]).
+#[derive(Clone, Copy, Debug)]
+struct TextRange {
+    start: u32,
+    end: u32,
+}
+
+impl TextRange {
+    fn new(span: Span) -> TextRange {
+        debug_assert!(span.end <= Script::FLAT_LIMIT, "a flat SPAWN past the limit");
+        TextRange { start: span.start as u32, end: span.end as u32 }
+    }
+
+    fn span(self) -> Span {
+        Span::new(self.start as usize, self.end as usize)
+    }
 }
 
 /// The value of a literal in a [`LiteralField`].
@@ -83,6 +104,9 @@ pub(crate) struct Mark {
 }
 
 impl Script {
+    /// The longest text whose SPAWNs may be kept flat (offsets in 32 bits).
+    pub const FLAT_LIMIT: usize = u32::MAX as usize;
+
     /// The components of `spawn`.
     pub fn components(&self, spawn: &LiteralSpawn) -> &[LiteralComponent] {
         &self.components[spawn.components.start as usize..spawn.components.end as usize]
@@ -112,7 +136,7 @@ impl Script {
     /// Pushes a component whose fields are the ones pushed since `mark`.
     pub fn push_component(&mut self, name: Span, span: Span, mark: Mark) {
         let fields = mark.fields as u32..self.fields.len() as u32;
-        self.components.push(LiteralComponent { name, span, fields });
+        self.components.push(LiteralComponent { name: TextRange::new(name), span: TextRange::new(span), fields });
     }
 
     /// The SPAWN of the components pushed since `mark`.
@@ -127,17 +151,17 @@ impl Script {
             .components(spawn)
             .iter()
             .map(|c| ComponentValue {
-                component: ident(c.name),
+                component: ident(c.name()),
                 fields: self
                     .fields(c)
                     .iter()
                     .map(|f| FieldInit {
-                        field: ident(f.name),
-                        value: Expr::new(ExprKind::Literal(f.literal(src)), f.value_span),
+                        field: ident(f.name()),
+                        value: Expr::new(ExprKind::Literal(f.literal(src)), f.value_span()),
                         span: f.span(),
                     })
                     .collect(),
-                span: c.span,
+                span: c.span(),
             })
             .collect();
         Statement::Spawn(Spawn { components, span: spawn.span })
@@ -156,15 +180,42 @@ impl Script {
     }
 }
 
+impl LiteralComponent {
+    /// The component's name.
+    pub fn name(&self) -> Span {
+        self.name.span()
+    }
+
+    /// The component value, braces included.
+    pub fn span(&self) -> Span {
+        self.span.span()
+    }
+}
+
 impl LiteralField {
+    /// `field: literal`, for a field read at offsets below [`Script::FLAT_LIMIT`].
+    pub fn new(name: Span, value: LiteralValue, value_span: Span) -> LiteralField {
+        LiteralField { name: TextRange::new(name), value_span: TextRange::new(value_span), value }
+    }
+
+    /// The field's name.
+    pub fn name(&self) -> Span {
+        self.name.span()
+    }
+
+    /// The literal as written (a sign included; a string's quotes included).
+    pub fn value_span(&self) -> Span {
+        self.value_span.span()
+    }
+
     /// `field: literal`.
     pub fn span(&self) -> Span {
-        Span::new(self.name.start, self.value_span.end)
+        Span::new(self.name.start as usize, self.value_span.end as usize)
     }
 
     /// A string's value: the text between its quotes.
     pub fn str<'s>(&self, src: &'s str) -> &'s str {
-        &src[self.value_span.start + 1..self.value_span.end - 1]
+        &src[self.value_span.start as usize + 1..self.value_span.end as usize - 1]
     }
 
     /// The value as a syntax tree's literal.
