@@ -60,10 +60,11 @@ pub(crate) struct LiteralField {
     pub value: LiteralValue,
 }
 
-/// A [`Span`] in 32-bit offsets: a bulk load's arrays hold one a field and two a component,
-/// and at half the size they take half the fresh memory (whose first touch, a page fault
-/// every 4 KiB, cost a bulk load more than reading its numbers). Scripts past 4 GiB take the
-/// syntax tree's way ([`Script::FLAT_LIMIT`]).
+/// A [`Span`] in 32-bit offsets: a bulk load's arrays hold two a field and two a component,
+/// and at half a span's size they make those arrays a third smaller (a field 48 bytes to 32,
+/// a component 40 to 24), which is a third less fresh memory to touch for the first time, a
+/// page fault every 4 KiB. Scripts past 4 GiB take the syntax tree's way
+/// ([`Script::FLAT_LIMIT`]).
 #[derive(Clone, Copy, Debug)]
 struct TextRange {
     start: u32,

@@ -65,8 +65,8 @@ impl<'w> FieldPair<'w> {
         let out = &mut out[..len];
         let FieldPair { kx, cx, ky, cy, .. } = *self;
         // A side whose factor is 1 skips its multiply (`v * 1.0` is `v` for every float): the
-        // common shapes (`x + v * $dt`, `min(max, hp + 5)`) are a field and a scaled or
-        // shifted one, and the multiply is a sixth of such a row's work.
+        // common shapes (`x + v * $dt`, `min(max, hp + 5)`) are a bare field and a scaled or
+        // shifted one, whose rows cost a handful of operations each.
         let (unit_x, unit_y) = (kx == 1.0, ky == 1.0);
         match (&self.columns, self.adds) {
             (Columns::F32(x, y), false) => match (unit_x, unit_y) {
