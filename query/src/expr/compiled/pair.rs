@@ -137,12 +137,10 @@ impl<'w> FieldPair<'w> {
         let (Chunk::Range { start, len }, Columns::F32(x, y)) = (c, &self.columns) else { return false };
         let out = &mut out[..len];
         let (kx, cx, ky, cy) = (self.kx as f32, self.cx as f32, self.ky as f32, self.cy as f32);
-        if kx == 1.0 && ky == 1.0 && !self.adds {
-            x.zip_range(y, start, out, |o, p, q| f(o, *p, *q));
-        } else if kx == 1.0 && ky == 1.0 {
-            x.zip_range(y, start, out, |o, p, q| f(o, *p + cx, *q + cy));
-        } else {
-            x.zip_range(y, start, out, |o, p, q| f(o, *p * kx + cx, *q * ky + cy));
+        match (kx == 1.0 && ky == 1.0, self.adds) {
+            (true, false) => x.zip_range(y, start, out, |o, p, q| f(o, *p, *q)),
+            (true, true) => x.zip_range(y, start, out, |o, p, q| f(o, *p + cx, *q + cy)),
+            (false, _) => x.zip_range(y, start, out, |o, p, q| f(o, *p * kx + cx, *q * ky + cy)),
         }
         true
     }
