@@ -94,6 +94,12 @@ trait NumericField: SchemaField + Copy + Default {
     fn push_f32s(_xs: &[f32], _out: &mut Vec<Self>) -> bool {
         false
     }
+
+    /// Room for `len` more values narrowed to f32 at the end of `out`, for
+    /// [`Program::f32s_run`] to fill; only an f32 field has it.
+    fn f32_room(_out: &mut Vec<Self>, _len: usize) -> Option<&mut [f32]> {
+        None
+    }
 }
 
 macro_rules! int_fields {
@@ -139,7 +145,12 @@ impl NumericField for f32 {
     /// does not convert): such a batch is left to the row-by-row path, which tells.
     fn push_f32s(xs: &[f32], out: &mut Vec<f32>) -> bool {
         out.extend_from_slice(xs);
-        !sized(xs.len(), |n| xs[..n].iter().fold(false, |inf, y| inf | y.is_infinite()))
+        !has_infinity(xs)
+    }
+    fn f32_room(out: &mut Vec<f32>, len: usize) -> Option<&mut [f32]> {
+        let at = out.len();
+        out.resize(at + len, 0.0);
+        Some(&mut out[at..])
     }
     fn cast_f64(x: f64) -> f32 {
         x as f32
@@ -185,6 +196,13 @@ impl NumericField for f64 {
             None
         }
     }
+}
+
+/// Whether an infinity is among `xs`: values narrowed to f32 where one may stand for a finite
+/// value too large for an f32, which does not convert. One fold with no early exit, so it
+/// vectorises.
+fn has_infinity(xs: &[f32]) -> bool {
+    sized(xs.len(), |n| xs[..n].iter().fold(false, |inf, y| inf | y.is_infinite()))
 }
 
 /// Appends every value cast with `cast` to `out`; returns whether every one `fits`. Two
@@ -272,12 +290,20 @@ impl StagingBuffers {
     }
 }
 
+/// What computes a run of values narrowed to f32 into the room given
+/// ([`Program::f32s_run`]): `None` where it cannot, [`Bail`] where it gives up.
+type F32Fill<'a> = dyn FnMut(&mut [f32]) -> Option<Result<(), Bail>> + 'a;
+
 /// New values of one numeric field being computed chunk by chunk, in the field's type.
 trait StagedNumbers {
     /// Converts and appends a chunk's values.
     fn push(&mut self, chunk: Numbers<'_>);
     /// Appends a chunk's values computed in f32 ([`NumericField::push_f32s`]).
     fn push_f32s(&mut self, xs: &[f32]);
+    /// Appends the values of a run of `len` rows computed in f32 by `fill` straight into the
+    /// vector ([`Program::f32s_run`]); `None` (nothing appended) where the field is not an
+    /// f32 one or `fill` cannot.
+    fn push_f32_run(&mut self, len: usize, fill: &mut F32Fill<'_>) -> Option<Result<(), Bail>>;
     /// The values, if every one converted.
     fn finish(self: Box<Self>) -> Option<TypedFieldValues>;
 }
@@ -297,6 +323,19 @@ impl<T: NumericField> StagedNumbers for Staged<T> {
 
     fn push_f32s(&mut self, xs: &[f32]) {
         self.ok &= T::push_f32s(xs, &mut self.values);
+    }
+
+    fn push_f32_run(&mut self, len: usize, fill: &mut F32Fill<'_>) -> Option<Result<(), Bail>> {
+        let at = self.values.len();
+        let room = T::f32_room(&mut self.values, len)?;
+        let done = fill(room);
+        match done {
+            Some(Ok(())) => self.ok &= !has_infinity(room),
+            // Nothing filled: the room goes, for the chunk path to fill instead.
+            None => self.values.truncate(at),
+            Some(Err(Bail)) => {}
+        }
+        done
     }
 
     fn finish(self: Box<Self>) -> Option<TypedFieldValues> {
@@ -325,10 +364,33 @@ fn staged_numbers(ty: FieldType, n: usize, buffers: &StagingBuffers) -> Option<B
     })
 }
 
-/// Every program's values over `rows` (`n` of them) converted into its field's type: chunk
-/// by chunk, every program on a chunk before the next chunk, so the columns they read are
-/// brought into cache once. `None` where a program is not numeric, a row is null or a value
-/// does not convert.
+/// One program's values over rows `rows.0..rows.1` into `out`: straight into it in one call
+/// for an f32 field whose program can, else chunk by chunk. `None` where the program gives up.
+fn run_block(
+    program: &Program<'_>,
+    out: &mut dyn StagedNumbers,
+    in_f32: bool,
+    (start, end): (usize, usize),
+    buffers: &mut ChunkBuffers,
+) -> Option<()> {
+    if in_f32 {
+        if let Some(done) = out.push_f32_run(end - start, &mut |room| program.f32s_run(start, room)) {
+            return done.ok();
+        }
+    }
+    RowSet::Range(start, end).for_each_chunk(|chunk| program.numbers(chunk, buffers, |numbers| out.push(numbers))).ok()
+}
+
+/// Rows of a consecutive run that [`convert_compiled`] computes every program over before
+/// the next ones: a few tens of KiB of each column read, so a program's columns are still in
+/// cache for the next program of the same component, and the per-call work of an f32 run
+/// is paid once for a thousand rows.
+const RUN_BLOCK: usize = 1024;
+
+/// Every program's values over `rows` (`n` of them) converted into its field's type: every
+/// program on a piece of the rows before the next piece (a [`RUN_BLOCK`] of consecutive
+/// rows, or a chunk of listed ones), so the columns they read are brought into cache once.
+/// `None` where a program is not numeric, a row is null or a value does not convert.
 pub(crate) fn convert_compiled(
     programs: &[(Rc<Program<'_>>, FieldType)],
     rows: RowSet<'_>,
@@ -340,6 +402,18 @@ pub(crate) fn convert_compiled(
     // An f32 field's values narrowed to f32 as they are computed, where the program can.
     let in_f32: Vec<bool> = programs.iter().map(|(p, ty)| *ty == FieldType::F32 && p.gives_f32()).collect();
     let mut buffers = ChunkBuffers::default();
+    if let RowSet::Range(start, end) = rows {
+        // Consecutive rows (a whole table, the common case) go a block at a time, every
+        // program on a block before the next (its columns' lines still in cache); an f32
+        // field's values are computed straight into its vector, a block in one call.
+        for block in (start..end).step_by(RUN_BLOCK) {
+            let rows = (block, end.min(block + RUN_BLOCK));
+            for (((program, _), out), &in_f32) in programs.iter().zip(&mut staged).zip(&in_f32) {
+                run_block(program, &mut **out, in_f32, rows, &mut buffers)?;
+            }
+        }
+        return staged.into_iter().map(|s| s.finish()).collect();
+    }
     rows.for_each_chunk(|chunk| {
         for (((program, _), out), &in_f32) in programs.iter().zip(&mut staged).zip(&in_f32) {
             if in_f32 {

@@ -337,4 +337,45 @@ mod tests {
             es.iter().filter(|e| db.world().get_field(**e, "C", "f").unwrap() == Value::Float(f64::INFINITY));
         assert_eq!(infinite.count(), es.len() - 1, "every row but the one at 0");
     }
+
+    /// Whole tables longer than a block of the run path: every block's values are the
+    /// evaluator's (f32 fields computed straight into their vectors, an int field chunk by
+    /// chunk, side by side), and a value that does not convert in the last block leaves every
+    /// earlier block unwritten.
+    #[test]
+    fn long_runs_convert_block_by_block_or_change_nothing() {
+        use crate::Database;
+        use ecsdb_engine::ComponentDef;
+        let n = 2 * 1024 + 300;
+        let mut world = World::new();
+        let fields = [("f", FieldType::F32), ("g", FieldType::F32), ("v", FieldType::I16)];
+        world.define_component(&ComponentDef::new("C", &fields)).unwrap();
+        let es: Vec<Entity> = (0..n)
+            .map(|i| {
+                let fields = [
+                    ("f", Value::Float(i as f64 / 3.0)),
+                    ("g", Value::Float(1.0 - i as f64 / 7.0)),
+                    ("v", Value::Int(i as i64 % 1000)),
+                ];
+                world.spawn_values(&[("C", &fields)]).unwrap()
+            })
+            .collect();
+        let mut db = Database::from_world(world);
+        let read = |db: &Database, e: Entity, f: &str| db.world().get_field(e, "C", f).unwrap().as_f64().unwrap();
+        let before: Vec<[f64; 3]> =
+            es.iter().map(|e| [read(&db, *e, "f"), read(&db, *e, "g"), read(&db, *e, "v")]).collect();
+        // From row 2,127 on (the third block), `f * 4.8e35` overflows an f32.
+        let err = db.execute("UPDATE C SET g = C.g + C.f, f = C.f * 4.8e35").expect_err("out of range");
+        assert!(err.span.is_some(), "{err:?}");
+        let after: Vec<[f64; 3]> =
+            es.iter().map(|e| [read(&db, *e, "f"), read(&db, *e, "g"), read(&db, *e, "v")]).collect();
+        assert_eq!(after, before, "a failed UPDATE changed something");
+        db.execute("UPDATE C SET f = C.f * 0.5 + C.g, v = C.v - 3, g = min(C.g, C.f + 1)").unwrap();
+        for (e, [f, g, v]) in es.iter().zip(&before) {
+            let (f32_of, (f, g)) = (|x: f64| (x as f32) as f64, (*f, *g));
+            assert_eq!(read(&db, *e, "f"), f32_of(f * 0.5 + g), "{e:?}");
+            assert_eq!(read(&db, *e, "g"), f32_of(g.min(f + 1.0)), "{e:?}");
+            assert_eq!(read(&db, *e, "v"), v - 3.0, "{e:?}");
+        }
+    }
 }

@@ -50,7 +50,8 @@ pub enum Chunk<'r> {
     Range {
         /// First row.
         start: usize,
-        /// Number of rows (at most [`CHUNK`]).
+        /// Number of rows (at most [`CHUNK`], except for [`FloatNode::eval_f32`], which
+        /// takes a run of any length: see [`Program::f32s_run`]).
         len: usize,
     },
     /// These rows (at most [`CHUNK`]).
@@ -367,6 +368,18 @@ impl<'w> Program<'w> {
         let Program::Float(node) = self else { return None };
         let done = node.eval_f32(chunk, &mut buffers.f32s)?;
         Some(done.map(|()| f(&buffers.f32s[..chunk.len()])))
+    }
+
+    /// For a program that [gives f32](Program::gives_f32), its values over the consecutive
+    /// rows `start .. start + out.len()` narrowed to f32 into `out`, as [`Program::f32s`]
+    /// gives them a chunk at a time: a run of any length in one call, written where the
+    /// caller keeps them (an UPDATE's staged values), with no chunk buffer to copy from and
+    /// the per-call work paid once a run. `None` (nothing done) for another program.
+    pub fn f32s_run(&self, start: usize, out: &mut [f32]) -> Option<Result<(), Bail>> {
+        let Program::Float(node) = self else { return None };
+        // The f32 nodes walk their columns over `out[..len]` (a field or two, zipped), so
+        // they take a range longer than a chunk.
+        node.eval_f32(Chunk::Range { start, len: out.len() }, out)
     }
 
     /// The program's values over `rows` as floats (integers promoted) into `xs`, with
