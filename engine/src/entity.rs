@@ -188,8 +188,8 @@ impl Entities {
         let known = self.meta.len().min(src.meta.len());
         self.meta.truncate(src.meta.len());
         self.meta.extend(src.meta[known..].iter().map(copy));
-        for index in touched {
-            let i = index as usize;
+        // Slots from `known` on were all copied just now.
+        for i in touched.into_iter().map(|index| index as usize).filter(|&i| i < known) {
             self.meta[i] = copy(&src.meta[i]);
         }
         self.free.clone_from(&src.free);

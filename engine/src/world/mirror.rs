@@ -321,6 +321,13 @@ impl World {
             }
         }
         let appended = &theirs[common..];
+        // Room for every row to append at once: growing chunk by chunk would copy the columns
+        // again at each doubling, megabytes with no look at `stop` in between.
+        let (entities, columns) = table.parts_mut();
+        entities.reserve(appended.len());
+        for &(at, ..) in &pairs {
+            columns[at].reserve(appended.len());
+        }
         for (i, chunk) in appended.chunks(CHUNK).enumerate() {
             if stop() {
                 return true;
@@ -328,11 +335,8 @@ impl World {
             let first = common + i * CHUNK;
             let (entities, columns) = table.parts_mut();
             for &(at, column, copy) in &pairs {
-                columns[at].reserve(chunk.len());
-                for r in first..first + chunk.len() {
-                    // SAFETY: as above.
-                    unsafe { columns[at].push_row_from(column, r, copy, tick) };
-                }
+                // SAFETY: as above.
+                unsafe { columns[at].extend_rows_from(column, first..first + chunk.len(), copy, tick) };
             }
             entities.extend_from_slice(chunk);
             moved.placed.extend(chunk.iter().map(|e| e.index()));

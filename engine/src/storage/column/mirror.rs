@@ -193,6 +193,49 @@ impl Column {
         }
     }
 
+    /// Appends copies of rows `rows` of `src`, stamped added and changed at `tick`: one copy
+    /// of the bytes for plain data, value by value otherwise ([`Column::push_row_from`] for
+    /// a run of rows, such as a table's rows appended to its copy).
+    ///
+    /// # Panics
+    /// When a row is out of bounds.
+    ///
+    /// # Safety
+    /// `copy` was made by [`ValueCopy::between`] for `src`'s component (the source) and this
+    /// column's (the destination), and `src` is another column than this one.
+    pub(crate) unsafe fn extend_rows_from(&mut self, src: &Column, rows: Range<usize>, copy: &ValueCopy, tick: Tick) {
+        assert!(rows.start <= rows.end && rows.end <= src.len, "rows out of range");
+        let n = rows.len();
+        self.reserve(n);
+        let (size, src_size, at) = (self.item.size(), src.item.size(), self.len);
+        if matches!(copy.how, How::Bytes) {
+            // SAFETY: one layout of plain data on both sides (the caller's contract), the
+            // source rows exist (checked), `reserve` made room for `n` rows from `at`, and the
+            // columns are different allocations.
+            unsafe {
+                std::ptr::copy_nonoverlapping(
+                    src.data.as_ptr().add(rows.start * size),
+                    self.data.as_ptr().add(at * size),
+                    n * size,
+                );
+            }
+        } else {
+            for (i, row) in rows.enumerate() {
+                // SAFETY: the source row exists (checked) and holds a valid value of the pair
+                // `copy` was made for (the caller's contract); row `at + i` is room reserved
+                // above, uninitialised until `write_new` initialises it. A panic here leaves
+                // the length as it was: the values written so far leak, none is dropped twice.
+                unsafe {
+                    copy.write_new(src.data.as_ptr().add(row * src_size), self.data.as_ptr().add((at + i) * size), size)
+                };
+            }
+        }
+        self.log_note_range(at..at + n, at + n);
+        self.added.push_n(at, n, tick);
+        self.changed.extend(std::iter::repeat_n(tick, n));
+        self.len = at + n;
+    }
+
     /// Drops the rows from `len` on.
     pub(crate) fn truncate(&mut self, len: usize) {
         if len >= self.len {
@@ -280,6 +323,53 @@ mod tests {
         assert_eq!(read(&dst, &i), [(1, "one".into())]);
         dst.truncate(3);
         assert_eq!(dst.len(), 1);
+    }
+
+    /// A run of rows appended at once holds what appending them one by one holds: the values
+    /// (strings cloned, bytes copied), and the rows stamped added and changed at the tick.
+    #[test]
+    fn runs_of_rows_append_like_rows_one_by_one() {
+        let s = info(&ComponentDef::new("S", &[("n", FieldType::I32), ("s", FieldType::String)]));
+        let copy = ValueCopy::between(&s, &s).unwrap();
+        let src = seed(&s, &[(1, "one"), (2, "two"), (3, "three"), (4, "four")]);
+        let mut dst = strings(&s, &copy, &src, &[3]);
+        // SAFETY: `copy` was made for this component on both sides; two columns.
+        unsafe { dst.extend_rows_from(&src, 1..3, &copy, 7) };
+        assert_eq!(read(&dst, &s), [(4, "four".into()), (2, "two".into()), (3, "three".into())]);
+        assert_eq!(dst.changed_ticks(), [1, 7, 7]);
+        assert_eq!((0..3).map(|r| dst.added_ticks().get(r)).collect::<Vec<_>>(), [Some(1), Some(7), Some(7)]);
+        drop(src);
+        assert_eq!(read(&dst, &s)[1], (2, "two".into()), "the strings are the copy's own");
+
+        let p = info(&ComponentDef::new("P", &[("x", FieldType::F32), ("n", FieldType::I64)]));
+        let copy = ValueCopy::between(&p, &p).unwrap();
+        let mut src = Column::new(&p);
+        for k in 0..5i64 {
+            // SAFETY: the zero value, then its fields written with their own types.
+            unsafe {
+                let row = src.push_uninit(1);
+                p.write_zero(row);
+                *(row.add(p.fields()[0].offset) as *mut f32) = k as f32 / 2.0;
+                *(row.add(p.fields()[1].offset) as *mut i64) = -k;
+            }
+        }
+        let mut dst = Column::new(&p);
+        // SAFETY: as above.
+        unsafe {
+            dst.extend_rows_from(&src, 0..0, &copy, 2);
+            dst.extend_rows_from(&src, 2..5, &copy, 3);
+        }
+        let values: Vec<(f32, i64)> = (0..dst.len())
+            .map(|r| {
+                let row = dst.get_ptr(r);
+                // SAFETY: rows below len hold valid values with these fields.
+                unsafe {
+                    (*(row.add(p.fields()[0].offset) as *const f32), *(row.add(p.fields()[1].offset) as *const i64))
+                }
+            })
+            .collect();
+        assert_eq!(values, [(1.0, -2), (1.5, -3), (2.0, -4)]);
+        assert_eq!(dst.changed_ticks(), [3, 3, 3]);
     }
 
     #[test]
