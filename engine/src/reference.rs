@@ -504,10 +504,18 @@ impl World {
 
     /// [`EngineError::MutableReference`] when one of `writes` (components a typed borrow would
     /// write) holds a declared reference.
+    /// The test of a world with no references is inlined: every `get_mut` and one-shot
+    /// `query_mut` makes it.
+    #[inline]
     pub(crate) fn refuse_mutable_references(&self, writes: &[ComponentId]) -> Result<()> {
         if self.references.is_empty() {
             return Ok(());
         }
+        self.refuse_declared_references(writes)
+    }
+
+    #[inline(never)]
+    fn refuse_declared_references(&self, writes: &[ComponentId]) -> Result<()> {
         for &id in writes {
             if let Some(r) = self.references.on(id).next() {
                 let info = self.components.info(id);

@@ -274,6 +274,7 @@ impl World {
     }
 
     /// Where a live entity's row is.
+    #[inline]
     pub fn location(&self, e: Entity) -> Result<EntityLocation> {
         // A match, not `ok_or`: the error is made (and dropped) only when there is one.
         match self.entities.location(e) {
@@ -681,25 +682,34 @@ impl World {
     /// ([`EngineError::MutableReference`]): write it with [`World::insert`] or
     /// [`World::set_reference`], which check the target.
     pub fn get_mut<T: Component>(&mut self, e: Entity) -> Result<Mut<'_, T>> {
-        let (id, loc, _) = self.typed_ptr::<T>(e)?;
+        let loc = self.location(e)?;
+        let missing = || EngineError::MissingComponent { entity: e, component: T::schema().name.to_string() };
+        let id = self.components.id_of::<T>().ok_or_else(missing)?;
+        // Where the value lives, found once: the column's position in its table, or the
+        // row in the sparse set.
+        let place = match T::STORAGE {
+            StorageKind::Table => self.storage.tables[loc.table as usize].column_index(id),
+            StorageKind::Sparse => self.storage.sparse.get(id.index()).and_then(|s| s.as_ref()?.row(e)),
+        }
+        .ok_or_else(missing)?;
         self.refuse_mutable_references(&[id])?;
         let tick = self.write_tick();
         let (col, row) = match T::STORAGE {
             StorageKind::Table => {
                 let t = &mut self.storage.tables[loc.table as usize];
-                (t.column_mut(id).expect("presence checked"), loc.row as usize)
+                // SAFETY: `place` is a position `column_index` gave for this table, which has
+                // a column for each of its components.
+                (unsafe { t.column_at_unchecked_mut(place) }, loc.row as usize)
             }
             StorageKind::Sparse => {
-                let set = self.storage.sparse[id.index()].as_mut().expect("presence checked");
-                let r = set.row(e).expect("presence checked");
-                (set.column_mut(), r)
+                (self.storage.sparse[id.index()].as_mut().expect("presence checked").column_mut(), place)
             }
         };
         let ptr = col.get_ptr(row) as *mut T;
         // SAFETY: the row holds a live `T`; `&mut self` guarantees exclusive access, and the
         // value and its tick are disjoint memory.
         let value = unsafe { &mut *ptr };
-        let changed = col.changed_tick_logged(row, tick);
+        let changed = col.changed_tick_logged(row);
         Ok(Mut::new(value, changed, tick))
     }
 

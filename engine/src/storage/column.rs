@@ -108,14 +108,17 @@ impl Column {
         &mut self.changed
     }
 
-    /// Row `row`'s changed tick, to stamp it `tick`: the row goes to the write log, unless it
-    /// holds `tick` already. Such a row was written since the last drain (a drain happens in
-    /// an index refresh, which takes a new tick for every write after it), so it is noted.
+    /// Row `row`'s changed tick, to stamp; the row goes to the write log.
+    ///
+    /// The note is made whole and inline, without first reading the row's tick to see
+    /// whether the row was noted already this tick: on scattered writes that read misses
+    /// the cache, and the write would wait for it (the guard only stores the tick). The
+    /// log drops a repeat of the row noted last, and the drain drops the rest.
     #[inline]
-    pub(crate) fn changed_tick_logged(&mut self, row: usize, tick: Tick) -> &mut Tick {
-        if self.changed[row] != tick {
-            let len = self.len;
-            self.log_note(row, len);
+    pub(crate) fn changed_tick_logged(&mut self, row: usize) -> &mut Tick {
+        let len = self.len;
+        if let Some(log) = self.log_mut() {
+            log.note(row, len);
         }
         &mut self.changed[row]
     }
@@ -362,7 +365,7 @@ impl Column {
     pub(crate) unsafe fn replace(&mut self, row: usize, src: *const u8, tick: Tick) {
         let dst = self.get_ptr(row);
         self.added.set(self.len, row, tick);
-        *self.changed_tick_logged(row, tick) = tick;
+        *self.changed_tick_logged(row) = tick;
         /// Moves the new value in when dropped: after the old value's drop returns, and also
         /// when it panics, so the row never holds a dropped value.
         struct MoveIn {
@@ -568,14 +571,14 @@ mod tests {
             unsafe { c.push_from((&v as *const u32).cast(), 1) };
         }
         assert_eq!(c.drain_written(), WrittenRows::Scan, "the first drain scans and arms");
-        *c.changed_tick_logged(4, 2) = 2;
-        *c.changed_tick_logged(4, 2) = 2;
-        *c.changed_tick_logged(5, 2) = 2;
+        *c.changed_tick_logged(4) = 2;
+        *c.changed_tick_logged(4) = 2;
+        *c.changed_tick_logged(5) = 2;
         c.stamp_changed(&[1, 5], 2);
         c.swap_remove_drop(0);
         // Row 5 moved into row 0: it is past the end now, and row 0 is noted.
         assert_eq!(c.drain_written(), WrittenRows::Rows(vec![0, 1, 4]));
-        *c.changed_tick_logged(4, 3) = 3;
+        *c.changed_tick_logged(4) = 3;
         assert_eq!(c.drain_written(), WrittenRows::Rows(vec![4]), "a later tick notes it again");
         let _ = c.changed_ticks_mut();
         assert_eq!(c.drain_written(), WrittenRows::Scan);

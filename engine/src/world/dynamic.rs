@@ -250,7 +250,7 @@ impl World {
             // SAFETY: `base` is a live value of the component; `fv` was converted for this field.
             unsafe { fv.write(base, &info.fields()[idx]) };
         }
-        *col.changed_tick_logged(row, tick) = tick;
+        *col.changed_tick_logged(row) = tick;
         Ok(())
     }
 

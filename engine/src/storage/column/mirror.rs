@@ -170,7 +170,7 @@ impl Column {
         // for, in two columns (the caller's contract).
         unsafe { copy.assign(src.get_ptr(src_row), self.get_ptr(row), self.item.size()) };
         self.added.set(self.len, row, tick);
-        *self.changed_tick_logged(row, tick) = tick;
+        *self.changed_tick_logged(row) = tick;
     }
 
     /// Appends a copy of row `src_row` of `src`, stamped added at `tick`.

@@ -66,10 +66,14 @@ impl WriteLog {
         WriteLog::Rows(Noted::default())
     }
 
-    /// Notes one written row of a column of `len` rows.
+    /// Notes one written row of a column of `len` rows (a repeat of the row noted last is
+    /// dropped: an entity written several times in a row is noted once).
     #[inline]
     pub(crate) fn note(&mut self, row: usize, len: usize) {
         if let WriteLog::Rows(noted) = self {
+            if noted.rows.last() == Some(&(row as u32)) {
+                return;
+            }
             if noted.rows.len() > limit(len) {
                 *self = WriteLog::Whole;
             } else {
@@ -177,6 +181,17 @@ mod tests {
         log.note(12, 10);
         assert_eq!(log.drain(10), WrittenRows::Rows(vec![1, 3]), "sorted, once each, past the end dropped");
         assert_eq!(log.drain(10), WrittenRows::Rows(vec![]));
+    }
+
+    #[test]
+    fn a_row_noted_again_right_after_itself_is_kept_once() {
+        let mut log = WriteLog::armed();
+        for r in [5, 5, 5, 6, 5, 5] {
+            log.note(r, 10);
+        }
+        let WriteLog::Rows(noted) = &log else { panic!("armed") };
+        assert_eq!(noted.rows, [5, 6, 5], "only back-to-back repeats are dropped at note time");
+        assert_eq!(log.drain(10), WrittenRows::Rows(vec![5, 6]));
     }
 
     /// Notes of rows and runs, in any order and at any density, come back as the sorted set
