@@ -72,6 +72,7 @@ impl Storage {
     }
 
     /// Pointer to an entity's value of a component, if it has one.
+    #[inline]
     fn component_ptr(
         &self,
         loc: EntityLocation,
