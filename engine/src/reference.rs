@@ -504,6 +504,7 @@ impl World {
 
     /// [`EngineError::MutableReference`] when one of `writes` (components a typed borrow would
     /// write) holds a declared reference.
+    ///
     /// The test of a world with no references is inlined: every `get_mut` and one-shot
     /// `query_mut` makes it.
     #[inline]

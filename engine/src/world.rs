@@ -72,7 +72,6 @@ impl Storage {
     }
 
     /// Pointer to an entity's value of a component, if it has one.
-    #[inline]
     fn component_ptr(
         &self,
         loc: EntityLocation,
@@ -663,17 +662,34 @@ impl World {
         }
     }
 
-    fn typed_ptr<T: Component>(&self, e: Entity) -> Result<(ComponentId, EntityLocation, *const u8)> {
+    /// Where an entity's `T` lives, found once: its component id, its location, and the
+    /// column's position in its table (table storage) or its row in the sparse set.
+    #[inline]
+    fn typed_place<T: Component>(&self, e: Entity) -> Result<(ComponentId, EntityLocation, usize)> {
         let loc = self.location(e)?;
         let missing = || EngineError::MissingComponent { entity: e, component: T::schema().name.to_string() };
         let id = self.components.id_of::<T>().ok_or_else(missing)?;
-        let ptr = self.storage.component_ptr(loc, e, id, self.components.info(id)).ok_or_else(missing)?;
-        Ok((id, loc, ptr))
+        let place = match T::STORAGE {
+            StorageKind::Table => self.storage.tables[loc.table as usize].column_index(id),
+            StorageKind::Sparse => self.storage.sparse.get(id.index()).and_then(|s| s.as_ref()?.row(e)),
+        }
+        .ok_or_else(missing)?;
+        Ok((id, loc, place))
     }
 
     /// A shared reference to an entity's component.
     pub fn get<T: Component>(&self, e: Entity) -> Result<&T> {
-        let (_, _, ptr) = self.typed_ptr::<T>(e)?;
+        let (id, loc, place) = self.typed_place::<T>(e)?;
+        let ptr = match T::STORAGE {
+            StorageKind::Table => {
+                // SAFETY: `place` is a position `column_index` gave for this table, which has
+                // a column for each of its components.
+                unsafe { self.storage.tables[loc.table as usize].column_at_unchecked(place) }.get_ptr(loc.row as usize)
+            }
+            StorageKind::Sparse => {
+                self.storage.sparse[id.index()].as_ref().expect("presence checked").column().get_ptr(place)
+            }
+        };
         // SAFETY: the id was registered for `T`, so the pointer is a live `T` owned by self.
         Ok(unsafe { &*(ptr as *const T) })
     }
@@ -683,16 +699,7 @@ impl World {
     /// ([`EngineError::MutableReference`]): write it with [`World::insert`] or
     /// [`World::set_reference`], which check the target.
     pub fn get_mut<T: Component>(&mut self, e: Entity) -> Result<Mut<'_, T>> {
-        let loc = self.location(e)?;
-        let missing = || EngineError::MissingComponent { entity: e, component: T::schema().name.to_string() };
-        let id = self.components.id_of::<T>().ok_or_else(missing)?;
-        // Where the value lives, found once: the column's position in its table, or the
-        // row in the sparse set.
-        let place = match T::STORAGE {
-            StorageKind::Table => self.storage.tables[loc.table as usize].column_index(id),
-            StorageKind::Sparse => self.storage.sparse.get(id.index()).and_then(|s| s.as_ref()?.row(e)),
-        }
-        .ok_or_else(missing)?;
+        let (id, loc, place) = self.typed_place::<T>(e)?;
         self.refuse_mutable_references(&[id])?;
         let tick = self.write_tick();
         let (col, row) = match T::STORAGE {
