@@ -13,12 +13,25 @@ use ecsdb_engine::{ComponentDef, FieldType};
 use proptest::prelude::*;
 
 /// Every component, every field, every entity: sorted rows.
-const DUMPS: [&str; 4] = [
+/// The last two read the names' string heads, which a copy keeps between states: `answers`
+/// checks them against the second.
+const DUMPS: [&str; 6] = [
     "SELECT entity, Pos.x, Pos.y, Pos.z FROM Pos ORDER BY entity",
     "SELECT entity, Name.s FROM Name ORDER BY entity",
     "SELECT entity, Boost.v FROM Boost ORDER BY entity",
     "SELECT entity FROM Tag ORDER BY entity",
+    "SELECT entity FROM Name WHERE Name.s LIKE 'r1%' ORDER BY entity",
+    "SELECT entity FROM Name WHERE Name.s = 'n12' OR Name.s LIKE 's2%' ORDER BY entity",
 ];
+
+/// The rows of the names dump whose name passes `keep`, as the heads' dumps give them.
+fn names_where(names: &[Vec<ecsdb::Value>], keep: impl Fn(&str) -> bool) -> Vec<Vec<ecsdb::Value>> {
+    names
+        .iter()
+        .filter(|row| matches!(&row[1], ecsdb::Value::Str(s) if keep(s)))
+        .map(|row| vec![row[0].clone()])
+        .collect()
+}
 
 #[derive(Clone, Debug)]
 enum Op {
@@ -120,7 +133,10 @@ fn assert_reader_sees(reader: &Reader, db: &Database) {
 }
 
 fn answers(db: &Database) -> Vec<Vec<Vec<ecsdb::Value>>> {
-    DUMPS.iter().map(|q| db.query(q).unwrap().rows).collect()
+    let dumps: Vec<_> = DUMPS.iter().map(|q| db.query(q).unwrap().rows).collect();
+    assert_eq!(dumps[4], names_where(&dumps[1], |s| s.starts_with("r1")), "{}", DUMPS[4]);
+    assert_eq!(dumps[5], names_where(&dumps[1], |s| s == "n12" || s.starts_with("s2")), "{}", DUMPS[5]);
+    dumps
 }
 
 proptest! {

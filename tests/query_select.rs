@@ -400,7 +400,15 @@ fn explain_shows_the_plan() {
     assert!(all.contains("TOP-K 10 BY Health.hp DESC, then entity"), "{all}");
     assert!(all.contains("no index"), "{all}");
     assert!(all.contains("Health.hp < 50 [f32 column kernel]"), "{all}");
-    assert!(all.contains("Team.name = 'red' [string column kernel]"), "{all}");
+    assert!(all.contains("Team.name = 'red' [string heads]"), "{all}");
+    let lines = |text: &str| -> String {
+        let rs = q(&db, text);
+        rs.rows.iter().map(|r| r[0].to_string()).collect::<Vec<_>>().join("\n")
+    };
+    let suffix = lines("EXPLAIN SELECT entity WHERE Team.name LIKE '%d'");
+    assert!(suffix.contains("Team.name LIKE '%d' [evaluator]"), "a suffix pattern reads the strings: {suffix}");
+    let prefix = lines("EXPLAIN SELECT entity WHERE Team.name LIKE 're%'");
+    assert!(prefix.contains("Team.name LIKE 're%' [string heads]"), "{prefix}");
     assert!(all.contains("TABLE {"), "{all}");
     let rs = q(&db, "EXPLAIN SELECT Team.name, count(*) FROM ?Level WHERE Level.value > 5 GROUP BY Team.name");
     let all: Vec<String> = rs.rows.iter().map(|r| r[0].to_string()).collect();

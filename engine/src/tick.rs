@@ -211,6 +211,41 @@ impl<T: std::fmt::Debug> std::fmt::Debug for Mut<'_, T> {
     }
 }
 
+/// Calls `f(row)`, in row order, for every row whose tick is new for a refresh at `this`
+/// with age bound `run_age` (see the module docs). Ticks go 64 at a time: a word with no new
+/// tick is passed over after one vectorised test; in the others, a mask of the new rows is
+/// made without branches and only its set bits are visited (writes scattered over a large
+/// column dirty about half the words, so the scan must not branch per row).
+pub(crate) fn for_each_changed(ticks: &[Tick], this: Tick, run_age: u32, mut f: impl FnMut(usize)) {
+    const WORD: usize = 64;
+    let mut words = ticks.chunks_exact(WORD);
+    for (w, word) in words.by_ref().enumerate() {
+        if !word.iter().fold(false, |any, &t| any | is_new(t, this, run_age)) {
+            continue;
+        }
+        let mut flags = [0u8; WORD];
+        for (flag, &t) in flags.iter_mut().zip(word) {
+            *flag = u8::from(is_new(t, this, run_age));
+        }
+        let mut mask = 0u64;
+        for (j, eight) in flags.chunks_exact(8).enumerate() {
+            // Eight 0/1 bytes to eight bits: the multiply moves byte i's bit to bit 56 + i.
+            let bytes = u64::from_le_bytes(eight.try_into().expect("eight bytes"));
+            mask |= (bytes.wrapping_mul(0x0102_0408_1020_4080) >> 56) << (j * 8);
+        }
+        while mask != 0 {
+            f(w * WORD + mask.trailing_zeros() as usize);
+            mask &= mask - 1;
+        }
+    }
+    let base = ticks.len() - words.remainder().len();
+    for (i, &t) in words.remainder().iter().enumerate() {
+        if is_new(t, this, run_age) {
+            f(base + i);
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -263,5 +298,25 @@ mod tests {
         let oldest = now.wrapping_sub(MAX_CHANGE_AGE);
         // 101 lies "in the future": its wrapping age is huge, so it is clamped too.
         assert_eq!(ticks, [99, 100, oldest, oldest, oldest]);
+    }
+
+    #[test]
+    fn for_each_changed_visits_exactly_the_new_rows_in_order() {
+        let mut x = 0x9e37_79b9_u32;
+        for len in [0usize, 1, 63, 64, 65, 200, 1000] {
+            let ticks: Vec<Tick> = (0..len)
+                .map(|_| {
+                    x ^= x << 13;
+                    x ^= x >> 17;
+                    x ^= x << 5;
+                    x % 40
+                })
+                .collect();
+            let (this, age) = (30, 7);
+            let mut seen = Vec::new();
+            for_each_changed(&ticks, this, age, |r| seen.push(r));
+            let expected: Vec<usize> = (0..len).filter(|&r| is_new(ticks[r], this, age)).collect();
+            assert_eq!(seen, expected, "len {len}");
+        }
     }
 }

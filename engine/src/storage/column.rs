@@ -15,12 +15,15 @@ use crate::tick::Tick;
 
 mod added;
 mod bulk;
+mod heads;
 mod mirror;
 mod write_log;
 
 use added::AddedTicks;
 pub use added::AddedView;
 pub(crate) use bulk::RemovalPlan;
+use heads::HeadCache;
+pub use heads::{string_head, StringHeads};
 pub(crate) use mirror::ValueCopy;
 use write_log::WriteLog;
 pub use write_log::WrittenRows;
@@ -42,6 +45,9 @@ pub struct Column {
     /// and reach the log without locking; the lock lets a refresh, which holds the world
     /// shared, drain it.
     log: OnceLock<Box<Mutex<WriteLog>>>,
+    /// String fields' heads (see `heads`), made by the first reader that asks; readers hold
+    /// the column shared and refresh them under the lock, writers reach them without it.
+    heads: OnceLock<Box<Mutex<HeadCache>>>,
 }
 
 // SAFETY: a Column only stores values of `Component` types (which are `Send + Sync`) or
@@ -67,6 +73,7 @@ impl Column {
             added: AddedTicks::default(),
             changed: Vec::new(),
             log: OnceLock::new(),
+            heads: OnceLock::new(),
         }
     }
 
@@ -208,7 +215,37 @@ impl Column {
     /// Bytes held (values and ticks, by capacity).
     pub fn memory_bytes(&self) -> (usize, usize) {
         let data = if self.item.size() == 0 { 0 } else { self.cap * self.item.size() };
-        (data, self.added.memory_bytes() + self.changed.capacity() * std::mem::size_of::<Tick>())
+        let heads = self.heads.get().map_or(0, |h| h.lock().unwrap_or_else(PoisonError::into_inner).memory_bytes());
+        (data, self.added.memory_bytes() + self.changed.capacity() * std::mem::size_of::<Tick>() + heads)
+    }
+
+    /// The heads of string field `field` of every row (see `heads`), brought up to the reader's
+    /// tick that `take_tick` takes (64-bit; taken under the lock, so that refreshes go in tick
+    /// order); `heads_of(rows, out)` reads the heads of a batch of rows from their values.
+    pub(crate) fn string_heads(
+        &self,
+        field: usize,
+        take_tick: impl FnOnce() -> u64,
+        heads_of: impl FnMut(&[u32], &mut [u64]),
+    ) -> StringHeads {
+        let cache = self.heads.get_or_init(Box::default);
+        // A refresh that panicked may have left the heads half made: start again.
+        let mut cache = cache.lock().unwrap_or_else(|poisoned| {
+            let mut cache = poisoned.into_inner();
+            *cache = HeadCache::default();
+            cache
+        });
+        cache.refresh(field, &self.changed, take_tick(), heads_of)
+    }
+
+    #[inline]
+    fn heads_mut(&mut self) -> Option<&mut HeadCache> {
+        let cache = self.heads.get_mut()?;
+        if cache.is_poisoned() {
+            cache.clear_poison();
+            *cache.get_mut().unwrap_or_else(PoisonError::into_inner) = HeadCache::default();
+        }
+        Some(cache.get_mut().unwrap_or_else(PoisonError::into_inner))
     }
 
     /// Pointer to the start of the values. It carries the allocation's provenance (no
@@ -420,6 +457,22 @@ impl Column {
         if row < len {
             self.log_note(row, len);
         }
+        if self.heads.get().is_some() {
+            self.heads_after_swap_remove(row);
+        }
+    }
+
+    /// [`Column::note_moved_into`]'s part for the string heads: the old last row (now at the
+    /// length) moved into `row`, unless it was `row` itself.
+    #[inline(never)]
+    fn heads_after_swap_remove(&mut self, row: usize) {
+        let len = self.len;
+        if let Some(heads) = self.heads_mut() {
+            if row < len {
+                heads.moved(row, len);
+            }
+            heads.truncate(len);
+        }
     }
 
     /// Removes row `row` by swap-remove, dropping its value. The column is made consistent
@@ -473,6 +526,9 @@ impl Column {
         self.added.clear();
         self.changed.clear();
         self.log_lose_track();
+        if let Some(heads) = self.heads_mut() {
+            heads.truncate(0);
+        }
         if let Some(d) = &self.drop {
             for row in 0..len {
                 // SAFETY: rows below the old len were initialised and are dropped once.

@@ -17,7 +17,7 @@
 use std::marker::PhantomData;
 
 use crate::component::ComponentId;
-use crate::storage::{Column, TableId};
+use crate::storage::{string_head, Column, StringHeads, TableId};
 use crate::world::World;
 
 /// The Rust types a field of each [`FieldType`](crate::FieldType) holds: the engine's one sealed mapping,
@@ -508,6 +508,40 @@ impl World {
         // SAFETY: the column belongs to component `id` of this world, whose schema puts an
         // initialised `T` (checked: the field's type is `T::FIELD_TYPE`) at `offset` of every row.
         Some(unsafe { FieldColumn::new(column, offset) })
+    }
+
+    /// The heads of string field `field` of component `id` in every row of table `table` (each
+    /// row's first seven bytes and length in one `u64`: see [`string_head`]), for scans that
+    /// test short prefixes without reading the strings. The column keeps them after the first
+    /// call and brings them up to date on each (re-reading only rows written or moved since),
+    /// at eight bytes a row. `None` where [`World::table_field::<String>`] is `None`.
+    ///
+    /// ```
+    /// use ecsdb_engine::storage::{string_head, TableId};
+    /// use ecsdb_engine::{Component, World};
+    /// #[derive(Component)] struct Name { value: String }
+    /// let mut world = World::new();
+    /// let e = world.spawn(Name { value: "zig".into() });
+    /// let (id, table) = (world.component_id("Name").unwrap(), TableId(world.location(e).unwrap().table));
+    /// assert_eq!(world.table_string_heads(table, id, 0).unwrap().as_slice(), [string_head("zig")]);
+    /// world.get_mut::<Name>(e).unwrap().value = "orc".into();
+    /// assert_eq!(world.table_string_heads(table, id, 0).unwrap().as_slice(), [string_head("orc")]);
+    /// ```
+    pub fn table_string_heads(&self, table: TableId, id: ComponentId, field: usize) -> Option<StringHeads> {
+        let strings = self.table_field::<String>(table, id, field)?;
+        let column = self.storage.tables.get(table.index())?.column(id)?;
+        let take_tick = || self.read_change_tick_wide();
+        let mut views: Vec<&str> = Vec::new();
+        let heads_of = |rows: &[u32], out: &mut [u64]| {
+            // Two passes, each of loads that do not wait on one another, so that the cache
+            // misses of scattered rows overlap: the rows' strings, then their bytes.
+            views.clear();
+            views.extend(rows.iter().map(|&r| strings.get(r as usize).map_or("", String::as_str)));
+            for (o, s) in out.iter_mut().zip(&views) {
+                *o = string_head(s);
+            }
+        };
+        Some(column.string_heads(field, take_tick, heads_of))
     }
 
     /// Field `field` of sparse component `id` over the dense rows of its sparse set (row `i`

@@ -5,7 +5,7 @@
 
 use std::borrow::Cow;
 
-use ecsdb_engine::storage::{FieldColumn, FieldScalar};
+use ecsdb_engine::storage::{FieldColumn, FieldScalar, StringHeads};
 use ecsdb_engine::{Entity, Value, World};
 
 use crate::error::Error;
@@ -190,6 +190,11 @@ impl<'w> Columns<'w> for TableCtx<'w> {
 
     fn field_count(&self, slot: usize) -> usize {
         self.meta.get(slot).map_or(0, |m| m.fields.len())
+    }
+
+    fn string_heads(&self, slot: usize, field: usize) -> Option<StringHeads> {
+        self.dense_reader(slot, field)?;
+        self.world.table_string_heads(self.table.id(), self.meta.get(slot)?.id, field)
     }
 }
 

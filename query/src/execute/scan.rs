@@ -14,7 +14,7 @@ use ecsdb_engine::index::IndexPredicate;
 use ecsdb_engine::storage::{
     ArchetypeTable, FieldColumn, FieldNum, FieldPlace, FieldScalar, FieldView, SparseSet, TableId,
 };
-use ecsdb_engine::{ChangeWindow, Entity, Value, World};
+use ecsdb_engine::{ChangeWindow, Entity, FieldType, Value, World};
 use roaring::RoaringBitmap;
 
 use crate::error::{Error, ErrorKind};
@@ -471,7 +471,12 @@ pub fn rows_in_batches<'w, S: Sink<'w> + ?Sized>(sink: &mut S, ctx: &TableCtx<'w
 /// Runs a filter step over a selection.
 fn apply_step(step: &FilterStep, ctx: &TableCtx<'_>, sel: &mut Selection, params: &[Value]) -> Result<(), Error> {
     match step {
-        FilterStep::Compare { slot, field, op, rhs, expr, .. } => {
+        FilterStep::Compare { slot, field, op, rhs, expr, ty } => {
+            // A string field's `=` and `!=` test the field's heads (the compiled tier), not
+            // every string.
+            if *ty == FieldType::String && select_compiled(expr, ctx, sel, params) {
+                return Ok(());
+            }
             let rhs = rhs.resolve(params);
             let reader = match ctx.slots.get(*slot) {
                 Some(SlotReader::Dense(readers)) => readers.get(*field).copied().unwrap_or(FieldView::Missing),
@@ -480,19 +485,8 @@ fn apply_step(step: &FilterStep, ctx: &TableCtx<'_>, sel: &mut Selection, params
             compare_kernel(&reader, *op, rhs, sel).map_err(|m| eval_error(expr, m))
         }
         FilterStep::Expr(expr) => {
-            if let Some(cond) = ctx.compiled(expr, params) {
-                if let Some(cond) = cond.as_cond() {
-                    let mut kept = Vec::new();
-                    let done = match &*sel {
-                        Selection::All(n) => Program::select_all(cond, *n, &mut kept),
-                        Selection::Rows(rows) => Program::select(cond, rows, &mut kept),
-                    };
-                    if done.is_ok() {
-                        *sel = Selection::Rows(kept);
-                        return Ok(());
-                    }
-                    // A row needs the evaluator's general rules: filter with it instead.
-                }
+            if select_compiled(expr, ctx, sel, params) {
+                return Ok(());
             }
             let ev = Evaluator::new(ctx, params);
             let rows = std::mem::replace(sel, Selection::Rows(Vec::new()));
@@ -518,10 +512,32 @@ fn apply_step(step: &FilterStep, ctx: &TableCtx<'_>, sel: &mut Selection, params
     }
 }
 
+/// Narrows `sel` to the rows where `expr` holds with its compiled program; `false` (and `sel`
+/// untouched) where it does not compile or a row needs the evaluator's general rules.
+fn select_compiled(expr: &Expr, ctx: &TableCtx<'_>, sel: &mut Selection, params: &[Value]) -> bool {
+    let Some(program) = ctx.compiled(expr, params) else { return false };
+    let Some(cond) = program.as_cond() else { return false };
+    let mut kept = Vec::new();
+    let done = match &*sel {
+        Selection::All(n) => Program::select_all(cond, *n, &mut kept),
+        Selection::Rows(rows) => Program::select(cond, rows, &mut kept),
+    };
+    if done.is_err() {
+        return false;
+    }
+    *sel = Selection::Rows(kept);
+    true
+}
+
 /// The number of rows of `sel` that pass `step`, when it can be counted without listing
 /// them (a compiled condition); `None` to apply the step instead.
 fn count_step(step: &FilterStep, ctx: &TableCtx<'_>, sel: &Selection, params: &[Value]) -> Option<usize> {
-    let FilterStep::Expr(expr) = step else { return None };
+    let expr = match step {
+        FilterStep::Expr(expr) => expr,
+        // As in `apply_step`: a string field's comparison may compile (`=` and `!=` do).
+        FilterStep::Compare { ty: FieldType::String, expr, .. } => expr,
+        FilterStep::Compare { .. } => return None,
+    };
     let program = ctx.compiled(expr, params)?;
     let cond = program.as_cond()?;
     match sel {

@@ -61,6 +61,66 @@ impl LikeMatcher {
     }
 }
 
+/// A `LIKE` test on string heads (each string's first seven bytes and its length capped at
+/// 255, packed as [`ecsdb_engine::storage::string_head`] does): a prefix or exact pattern of up
+/// to seven bytes is decided by the head alone; a longer one is ruled out by it for most rows,
+/// and the others are matched on the string.
+///
+/// Most tests are one masked compare: an exact pattern compares the length byte too, and a
+/// prefix without a zero byte needs no length test (the head holds zeros past a string's end,
+/// so a string shorter than the prefix differs from it there).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct HeadTest {
+    mask: u64,
+    /// The head's bits under `mask` that a match has.
+    want: u64,
+    /// The smallest length byte a match has; 0 when the compare alone tells.
+    min_len: u64,
+    /// Whether the head decides (the pattern fits in it); otherwise it only rules rows out.
+    decides: bool,
+}
+
+impl HeadTest {
+    /// The head test of a prefix or exact pattern; `None` for other kinds and for an empty
+    /// prefix (which every string has).
+    pub fn new(m: &LikeMatcher) -> Option<HeadTest> {
+        let (p, exact) = match m {
+            LikeMatcher::Exact(p) => (p.as_bytes(), true),
+            LikeMatcher::Prefix(p) if !p.is_empty() => (p.as_bytes(), false),
+            _ => return None,
+        };
+        let n = p.len().min(7);
+        let mut bytes = [0u8; 8];
+        bytes[..n].copy_from_slice(&p[..n]);
+        let len = p.len().min(255) as u64;
+        let (mut want, mut mask) = (u64::from_le_bytes(bytes), (1u64 << (8 * n)) - 1);
+        let mut min_len = 0;
+        if exact {
+            want |= len << 56;
+            mask |= 0xff << 56;
+        } else if p[..n].contains(&0) {
+            min_len = len;
+        }
+        Some(HeadTest { mask, want, min_len, decides: p.len() <= 7 })
+    }
+
+    /// Whether a string with head `head` may match (does match, when [`HeadTest::decides`]).
+    #[inline(always)]
+    pub fn test(&self, head: u64) -> bool {
+        (head & self.mask == self.want) & (head >> 56 >= self.min_len)
+    }
+
+    /// [`HeadTest::test`] when it is one masked compare: `(mask, want)`.
+    pub fn masked_compare(&self) -> Option<(u64, u64)> {
+        (self.min_len == 0).then_some((self.mask, self.want))
+    }
+
+    /// Whether [`HeadTest::test`] is the whole answer.
+    pub fn decides(&self) -> bool {
+        self.decides
+    }
+}
+
 /// `s LIKE 'p'` for a `p` without wildcards.
 #[inline(always)]
 pub(crate) fn is_exact(s: &str, p: &str) -> bool {
@@ -152,5 +212,36 @@ mod tests {
         assert_eq!(LikeMatcher::new("zi%"), LikeMatcher::Prefix("zi".into()));
         assert_eq!(LikeMatcher::new("%zi"), LikeMatcher::Suffix("zi".into()));
         assert_eq!(LikeMatcher::new("%zi%"), LikeMatcher::Contains("zi".into()));
+    }
+
+    #[test]
+    fn head_tests_agree_with_the_matcher() {
+        use ecsdb_engine::storage::string_head;
+        let long = "z".repeat(300);
+        let patterns =
+            ["zi%", "zi", "", "z%", "zigzag%", "zigzagz%", "zigzagzag%", "zigzagz", "zigzagzag", "é%", "éé", "\0%"];
+        let mut strings =
+            vec!["zi", "zig", "zigzag", "zigzagz", "zigzagzag", "zigzagzagzag", "", "z", "é", "éé", "\0", "\0a"];
+        strings.push(&long);
+        let mut patterns: Vec<String> = patterns.iter().map(|p| p.to_string()).collect();
+        patterns.push(long.clone());
+        patterns.push(format!("{}%", &long[..260]));
+        for p in &patterns {
+            let m = LikeMatcher::new(p);
+            let Some(t) = HeadTest::new(&m) else {
+                assert!(!matches!(m, LikeMatcher::Exact(_)), "{p:?}: an exact pattern always has a head test");
+                continue;
+            };
+            for s in &strings {
+                let (head, full) = (t.test(string_head(s)), m.matches(s));
+                if t.decides() {
+                    assert_eq!(head, full, "{p:?} on {s:?}");
+                } else {
+                    assert!(head || !full, "{p:?} on {s:?}: the head rules out a match");
+                }
+            }
+        }
+        assert!(HeadTest::new(&LikeMatcher::new("%zi")).is_none());
+        assert!(HeadTest::new(&LikeMatcher::new("%")).is_none());
     }
 }

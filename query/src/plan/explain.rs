@@ -5,15 +5,39 @@
 //! PROJECT entity, Health.hp (est. 10 rows)
 //! `--TOP-K 10 BY Health.hp DESC, then entity (est. 10 rows)
 //!    `--SCAN Health, Team: 4 tables, 1000 rows; no index applies (est. 100 rows)
-//!       |--TABLE {Health, Player, Position, Team}: 450 rows; Team.name = 'red' [string column kernel] (est. 45 rows)
-//!       `--TABLE {Frozen, Health, Player, Position, Team}: 50 rows; Team.name = 'red' [string column kernel] (est. 5 rows)
+//!       |--TABLE {Health, Player, Position, Team}: 450 rows; Team.name = 'red' [string heads] (est. 45 rows)
+//!       `--TABLE {Frozen, Health, Player, Position, Team}: 50 rows; Team.name = 'red' [string heads] (est. 5 rows)
 //! ```
 
-use ecsdb_engine::World;
+use ecsdb_engine::{StorageKind, Value, World};
 
-use crate::plan::logical::{literal_text, slot_fields, DisplayContext, Expr, ExprKind, ParamSpec, SelectPlan, SortKey};
-use crate::plan::physical::{Access, FilterStep, Operand, RowCheck, TableFilter};
+use crate::expr::like::{HeadTest, LikeMatcher};
+use crate::plan::logical::{
+    literal_text, slot_fields, BinaryOp, DisplayContext, Expr, ExprKind, ParamSpec, SelectPlan, SortKey,
+};
+use crate::plan::physical::{Access, FilterStep, Operand, PhysicalSlot, RowCheck, TableFilter};
 use crate::plan::{PhysicalSelect, Strategy};
+
+/// Whether a filter step tests a string field's heads when it runs (see
+/// [`World::table_string_heads`]): `=` or `!=` of a string column and a value, and `LIKE` of a
+/// table component's field with a constant prefix or exact pattern.
+fn reads_string_heads(step: &FilterStep, slots: &[PhysicalSlot]) -> bool {
+    match step {
+        FilterStep::Compare { ty, op, .. } => {
+            *ty == ecsdb_engine::FieldType::String && matches!(op, BinaryOp::Eq | BinaryOp::Ne)
+        }
+        FilterStep::Expr(e) => match &e.kind {
+            ExprKind::Like { expr, pattern, .. } => match (&expr.kind, &pattern.kind) {
+                (ExprKind::Field { slot, .. }, ExprKind::Literal(Value::Str(p))) => {
+                    slots.get(*slot).is_some_and(|s| s.storage == StorageKind::Table)
+                        && HeadTest::new(&LikeMatcher::new(p)).is_some()
+                }
+                _ => false,
+            },
+            _ => false,
+        },
+    }
+}
 
 struct Node {
     text: String,
@@ -110,7 +134,14 @@ pub fn explain_select(phys: &PhysicalSelect, world: &World, params: &[ParamSpec]
                                 Operand::Value(v) => literal_text(v),
                                 Operand::Param(n) => params.get(*n).map_or_else(|| "?".into(), |p| p.key.to_string()),
                             };
-                            format!("{column} {} {value} [{ty} column kernel]", op.symbol())
+                            if reads_string_heads(s, &scan.slots) {
+                                format!("{column} {} {value} [string heads]", op.symbol())
+                            } else {
+                                format!("{column} {} {value} [{ty} column kernel]", op.symbol())
+                            }
+                        }
+                        FilterStep::Expr(e) if reads_string_heads(s, &scan.slots) => {
+                            format!("{} [string heads]", show(e))
                         }
                         FilterStep::Expr(e) => format!("{} [evaluator]", show(e)),
                     };

@@ -28,11 +28,11 @@ use crate::component::ComponentId;
 use crate::entity::Entity;
 use crate::error::Result;
 use crate::storage::WrittenRows;
-use crate::tick::{run_age, Tick, EVERYTHING_NEW};
+use crate::tick::{for_each_changed, run_age, Tick, EVERYTHING_NEW};
 use crate::value::Value;
 use crate::world::World;
 
-use feed::{for_each_changed, segments, RowReader, Segment};
+use feed::{segments, RowReader, Segment};
 
 type DynFn = Arc<dyn Fn(&Value) -> bool + Send + Sync>;
 type TypedFn = Arc<dyn Fn(&World, Entity) -> Option<bool> + Send + Sync>;

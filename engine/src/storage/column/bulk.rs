@@ -133,6 +133,12 @@ impl Column {
                 self.log_note(hole as usize, from as usize);
             }
         }
+        if let Some(heads) = self.heads_mut() {
+            for &(hole, from) in &plan.moves {
+                heads.moved(hole as usize, from as usize);
+            }
+            heads.truncate(new_len);
+        }
         self.len = new_len;
         self.changed.truncate(new_len);
         self.added.truncate(new_len);

@@ -246,6 +246,9 @@ impl Column {
         self.len = len;
         self.added.truncate(len);
         self.changed.truncate(len);
+        if let Some(heads) = self.heads_mut() {
+            heads.truncate(len);
+        }
         if let Some(d) = &self.drop {
             for row in len..old {
                 // SAFETY: rows below the old length were initialised; each is dropped once,

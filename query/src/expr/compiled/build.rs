@@ -7,7 +7,7 @@
 //! the evaluator, and become constants; an error there leaves the whole expression to the
 //! evaluator, which reports it where it would.
 
-use ecsdb_engine::storage::FieldView;
+use ecsdb_engine::storage::{FieldColumn, FieldView, StringHeads};
 use ecsdb_engine::Value;
 
 use crate::expr::compiled::cond::CondNode;
@@ -15,7 +15,7 @@ use crate::expr::compiled::num::{exact_reciprocal, ArithOp, FloatFn, FloatNode, 
 use crate::expr::compiled::pair::FieldPair;
 use crate::expr::compiled::{float_leaf, Program};
 use crate::expr::eval::{Evaluator, NoRows};
-use crate::expr::like::LikeMatcher;
+use crate::expr::like::{HeadTest, LikeMatcher};
 use crate::functions::{Builtin, Function};
 use crate::plan::logical::{BinaryOp, Expr, ExprKind};
 
@@ -28,6 +28,14 @@ pub trait Columns<'w> {
 
     /// The number of fields of the component in `slot`.
     fn field_count(&self, slot: usize) -> usize;
+
+    /// The heads of string field `field` of the component in `slot` (see
+    /// [`World::table_string_heads`](ecsdb_engine::World::table_string_heads)), where
+    /// [`Columns::column`] reads the field; `None` to read the strings themselves.
+    fn string_heads(&self, slot: usize, field: usize) -> Option<StringHeads> {
+        let _ = (slot, field);
+        None
+    }
 }
 
 /// A compiled sub-expression, by type.
@@ -37,8 +45,8 @@ enum Typed<'w> {
     Float(FloatNode<'w>),
     Int(IntNode<'w>),
     Cond(CondNode<'w>),
-    /// A string field (only `LIKE` reads one here).
-    Str(ecsdb_engine::storage::FieldColumn<'w, String>),
+    /// A string field, with its slot and field (only `LIKE`, `=` and `!=` read one here).
+    Str(FieldColumn<'w, String>, usize, usize),
     /// A 2- or 3-vector, per coordinate.
     Point(Vec<FloatNode<'w>>),
 }
@@ -50,7 +58,7 @@ pub fn compile<'w>(e: &Expr, cols: &dyn Columns<'w>, params: &[Value]) -> Option
         Typed::Float(f) => Some(Program::Float(f)),
         Typed::Int(i) => Some(Program::Int(i)),
         Typed::Cond(c) => Some(Program::Cond(c)),
-        Typed::Null | Typed::Str(_) | Typed::Point(_) => None,
+        Typed::Null | Typed::Str(..) | Typed::Point(_) => None,
     }
 }
 
@@ -113,7 +121,7 @@ fn can_bail(t: &Typed<'_>) -> bool {
         Typed::Int(i) => i.can_bail(),
         Typed::Cond(c) => c.can_bail(),
         Typed::Point(coords) => coords.iter().any(FloatNode::can_bail),
-        Typed::Null | Typed::Str(_) => false,
+        Typed::Null | Typed::Str(..) => false,
     }
 }
 
@@ -137,7 +145,7 @@ impl<'w> Compiler<'_, 'w> {
             ExprKind::Field { slot, field } => match self.cols.column(*slot, *field)? {
                 FieldView::Bool(c) => Typed::Cond(CondNode::Field(c)),
                 view if view.is_int() || matches!(view, FieldView::U64(_)) => Typed::Int(IntNode::Field(view)),
-                FieldView::Str(c) => Typed::Str(c),
+                FieldView::Str(c) => Typed::Str(c, *slot, *field),
                 view => Typed::Float(float_leaf(&view)?),
             },
             ExprKind::ComponentVector(slot) => {
@@ -175,7 +183,10 @@ impl<'w> Compiler<'_, 'w> {
                 let (a, b) = (boxed(cond(self.node(left)?)?), boxed(cond(self.node(right)?)?));
                 Typed::Cond(if *op == BinaryOp::And { CondNode::And(a, b) } else { CondNode::Or(a, b) })
             }
-            ExprKind::Binary { op, left, right } => self.binary(*op, self.node(left)?, self.node(right)?)?,
+            ExprKind::Binary { op, left, right } => match self.string_equality(*op, left, right) {
+                Some(t) => t,
+                None => self.binary(*op, self.node(left)?, self.node(right)?)?,
+            },
             ExprKind::Between { expr, low, high, negated } => {
                 let ge = self.binary(BinaryOp::Ge, self.node(expr)?, self.node(low)?)?;
                 let le = self.binary(BinaryOp::Le, self.node(expr)?, self.node(high)?)?;
@@ -193,12 +204,12 @@ impl<'w> Compiler<'_, 'w> {
             }
             ExprKind::InList { expr, list, negated } => self.in_list(expr, list, *negated)?,
             ExprKind::Like { expr, pattern, negated } => {
-                let Typed::Str(col) = self.node(expr)? else { return None };
+                let Typed::Str(col, slot, field) = self.node(expr)? else { return None };
                 if pattern.reads_row() {
                     return None;
                 }
                 match Evaluator::new(&NoRows, self.params).eval_one(pattern).ok()? {
-                    Value::Str(p) => Typed::Cond(not(CondNode::Like(col, LikeMatcher::new(&p)), *negated)),
+                    Value::Str(p) => Typed::Cond(not(self.like(col, slot, field, &LikeMatcher::new(&p)), *negated)),
                     Value::Null => Typed::Null,
                     _ => return None,
                 }
@@ -206,6 +217,34 @@ impl<'w> Compiler<'_, 'w> {
             ExprKind::Call { func: Function::Builtin(b), args } => self.builtin(*b, args)?,
             _ => return None,
         })
+    }
+
+    /// `s = 'text'` or `s != 'text'` (either way round) for a string field `s`: an exact
+    /// `LIKE` (a string field is never null; a null constant makes the comparison null).
+    fn string_equality(&self, op: BinaryOp, left: &Expr, right: &Expr) -> Option<Typed<'w>> {
+        let negated = match op {
+            BinaryOp::Eq => false,
+            BinaryOp::Ne => true,
+            _ => return None,
+        };
+        let (field, constant) = if right.reads_row() { (right, left) } else { (left, right) };
+        if !matches!(field.kind, ExprKind::Field { .. }) || constant.reads_row() {
+            return None;
+        }
+        let Typed::Str(col, slot, f) = self.node(field)? else { return None };
+        match Evaluator::new(&NoRows, self.params).eval_one(constant).ok()? {
+            Value::Str(p) => Some(Typed::Cond(not(self.like(col, slot, f, &LikeMatcher::Exact(p)), negated))),
+            Value::Null => Some(Typed::Null),
+            _ => None,
+        }
+    }
+
+    /// `col LIKE` a compiled pattern, on the field's string heads where the pattern has a test
+    /// on them.
+    fn like(&self, col: FieldColumn<'w, String>, slot: usize, field: usize, matcher: &LikeMatcher) -> CondNode<'w> {
+        let heads =
+            HeadTest::new(matcher).and_then(|test| Some(Box::new((self.cols.string_heads(slot, field)?, test))));
+        CondNode::Like(col, matcher.clone(), heads)
     }
 
     /// `a op b` for arithmetic and comparisons.

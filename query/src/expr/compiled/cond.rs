@@ -5,12 +5,12 @@
 //! both are true and false where either is false; `OR` is its mirror; `NOT` swaps the masks.
 //! Comparisons follow [`crate::execute::ops::compare`]: null or NaN on either side is null.
 
-use ecsdb_engine::storage::{FieldColumn, FieldView};
+use ecsdb_engine::storage::{FieldColumn, FieldView, StringHeads};
 
 use crate::expr::compiled::num::{squared_distance, FloatNode, IntNode};
 use crate::expr::compiled::pair::FieldPair;
 use crate::expr::compiled::{mask1, mask2, pack, Bail, Chunk, CHUNK};
-use crate::expr::like::{self, LikeMatcher};
+use crate::expr::like::{self, HeadTest, LikeMatcher};
 use crate::plan::logical::BinaryOp;
 
 /// A condition.
@@ -45,8 +45,9 @@ pub enum CondNode<'w> {
     Within(Vec<(FloatNode<'w>, FloatNode<'w>)>, Box<FloatNode<'w>>),
     /// `inside(p, lo, hi)`: per coordinate, `(p, lo, hi)`.
     Inside(Vec<(FloatNode<'w>, FloatNode<'w>, FloatNode<'w>)>),
-    /// `s LIKE pattern` for a string field and a constant pattern.
-    Like(FieldColumn<'w, String>, LikeMatcher),
+    /// `s LIKE pattern` for a string field and a constant pattern, with the field's heads
+    /// where the pattern has a test on them.
+    Like(FieldColumn<'w, String>, LikeMatcher, Option<Box<(StringHeads, HeadTest)>>),
     /// A comparison of two fields read together ([`FieldPair`]); the general node it stands
     /// for runs chunks of listed rows.
     PairCmp(BinaryOp, Box<FieldPair<'w>>, Box<CondNode<'w>>),
@@ -226,9 +227,12 @@ impl CondNode<'_> {
                 }
                 (t & valid, !t & valid)
             }
-            CondNode::Like(col, matcher) => {
+            CondNode::Like(col, matcher, heads) => {
                 let mut v = [false; CHUNK];
-                like_chunk(c, col, matcher, &mut v);
+                match heads.as_deref() {
+                    Some((heads, test)) => like_heads_chunk(c, col, matcher, heads.as_slice(), test, &mut v),
+                    None => like_chunk(c, col, matcher, &mut v),
+                }
                 let t = mask1(&v, n, |b| b);
                 (t, all & !t)
             }
@@ -259,6 +263,61 @@ fn like_chunk(c: Chunk<'_>, col: &FieldColumn<'_, String>, matcher: &LikeMatcher
         LikeMatcher::Suffix(p) => c.gather(col, v, |s| like::has_suffix(s, p)),
         LikeMatcher::Exact(p) => c.gather(col, v, |s| like::is_exact(s, p)),
         _ => c.gather(col, v, |s| matcher.matches(s)),
+    }
+}
+
+/// [`like_chunk`] on the field's string heads: eight bytes a row from one array, where the
+/// strings themselves lie scattered over the heap. A pattern longer than a head reads the
+/// strings of the rows whose head it does not rule out.
+fn like_heads_chunk(
+    c: Chunk<'_>,
+    col: &FieldColumn<'_, String>,
+    matcher: &LikeMatcher,
+    heads: &[u64],
+    test: &HeadTest,
+    v: &mut [bool; CHUNK],
+) {
+    match test.masked_compare() {
+        Some((mask, want)) => heads_chunk(c, heads, v, |h| h & mask == want),
+        None => heads_chunk(c, heads, v, |h| test.test(h)),
+    }
+    if test.decides() {
+        return;
+    }
+    // The few rows the heads keep are matched on their strings.
+    let full = |row: usize| col.get(row).is_some_and(|s| matcher.matches(s));
+    match c {
+        Chunk::Range { start, len } => {
+            for (j, out) in v[..len].iter_mut().enumerate() {
+                if *out {
+                    *out = full(start + j);
+                }
+            }
+        }
+        Chunk::Rows(rows) => {
+            for (out, &r) in v.iter_mut().zip(rows) {
+                if *out {
+                    *out = full(r as usize);
+                }
+            }
+        }
+    }
+}
+
+/// `v[j] = test(head of the chunk's row j)`: one loop a test, with nothing else in it.
+#[inline(always)]
+fn heads_chunk(c: Chunk<'_>, heads: &[u64], v: &mut [bool; CHUNK], test: impl Fn(u64) -> bool) {
+    match c {
+        Chunk::Range { start, len } => {
+            for (out, &h) in v[..len].iter_mut().zip(&heads[start..start + len]) {
+                *out = test(h);
+            }
+        }
+        Chunk::Rows(rows) => {
+            for (out, &r) in v.iter_mut().zip(rows) {
+                *out = test(heads[r as usize]);
+            }
+        }
     }
 }
 
