@@ -409,6 +409,8 @@ fn explain_shows_the_plan() {
     assert!(suffix.contains("Team.name LIKE '%d' [evaluator]"), "a suffix pattern reads the strings: {suffix}");
     let prefix = lines("EXPLAIN SELECT entity WHERE Team.name LIKE 're%'");
     assert!(prefix.contains("Team.name LIKE 're%' [string heads]"), "{prefix}");
+    let listed = lines("EXPLAIN SELECT entity WHERE Team.name IN ('red', 'blue')");
+    assert!(listed.contains("[string heads]"), "{listed}");
     assert!(all.contains("TABLE {"), "{all}");
     let rs = q(&db, "EXPLAIN SELECT Team.name, count(*) FROM ?Level WHERE Level.value > 5 GROUP BY Team.name");
     let all: Vec<String> = rs.rows.iter().map(|r| r[0].to_string()).collect();

@@ -2,7 +2,7 @@
 //! seven bytes and length, kept by the column between statements): a world changed through
 //! every write path (typed `get_mut` and `query_mut`, text UPDATE, bulk DESPAWN, ADD and REMOVE
 //! that move rows between tables, single despawns, spawns, `clear`), and after each round the
-//! text answers of random patterns must equal a plain scan of the strings, and every table's
+//! text answers of random patterns (`LIKE`, `=`, `!=`, `IN`) must equal a plain scan of the strings, and every table's
 //! heads must equal the heads of its current values.
 
 use ecsdb::query::Database;
@@ -96,6 +96,15 @@ fn check(db: &Database, round: usize) {
             assert_eq!(ne, names.len() as i64 - like, "round {round}: != '{p}'");
         }
     }
+    // `IN` of strings: one exact test a string (a null in the list goes to the evaluator).
+    let listed = ["zi", "orc", "zigzagzag", "é", "nope"];
+    let want = names.iter().filter(|s| listed.contains(&s.as_str())).count() as i64;
+    let list = listed.map(|s| format!("'{s}'")).join(", ");
+    assert_eq!(count(db, &format!("SELECT count(*) WHERE Name.value IN ({list})")), want, "round {round}: IN");
+    let not_in = count(db, &format!("SELECT count(*) WHERE Name.value NOT IN ({list})"));
+    assert_eq!(not_in, names.len() as i64 - want, "round {round}: NOT IN");
+    assert_eq!(count(db, &format!("SELECT count(*) WHERE Name.value IN ({list}, null)")), want, "round {round}");
+    assert_eq!(count(db, &format!("SELECT count(*) WHERE Name.value NOT IN ({list}, null)")), 0, "round {round}");
     let id = world.component_id("Name").unwrap();
     for (t, table) in world.tables().iter().enumerate() {
         if let Some(heads) = world.table_string_heads(TableId(t as u32), id, 0) {

@@ -11,6 +11,7 @@
 
 use ecsdb_engine::{StorageKind, Value, World};
 
+use crate::expr::compiled::MAX_STRING_IN;
 use crate::expr::like::{HeadTest, LikeMatcher};
 use crate::plan::logical::{
     literal_text, slot_fields, BinaryOp, DisplayContext, Expr, ExprKind, ParamSpec, SelectPlan, SortKey,
@@ -20,7 +21,8 @@ use crate::plan::{PhysicalSelect, Strategy};
 
 /// Whether a filter step tests a string field's heads when it runs (see
 /// [`World::table_string_heads`]): `=` or `!=` of a string column and a value, and `LIKE` of a
-/// table component's field with a constant prefix or exact pattern.
+/// table component's field with a constant prefix or exact pattern, or `IN` of such a field
+/// and a short list of strings.
 fn reads_string_heads(step: &FilterStep, slots: &[PhysicalSlot]) -> bool {
     match step {
         FilterStep::Compare { ty, op, .. } => {
@@ -31,6 +33,14 @@ fn reads_string_heads(step: &FilterStep, slots: &[PhysicalSlot]) -> bool {
                 (ExprKind::Field { slot, .. }, ExprKind::Literal(Value::Str(p))) => {
                     slots.get(*slot).is_some_and(|s| s.storage == StorageKind::Table)
                         && HeadTest::new(&LikeMatcher::new(p)).is_some()
+                }
+                _ => false,
+            },
+            ExprKind::InList { expr, list, .. } => match &expr.kind {
+                ExprKind::Field { slot, .. } => {
+                    slots.get(*slot).is_some_and(|s| s.storage == StorageKind::Table)
+                        && list.len() <= MAX_STRING_IN
+                        && list.iter().all(|e| matches!(e.kind, ExprKind::Literal(Value::Str(_))))
                 }
                 _ => false,
             },

@@ -19,6 +19,10 @@ use crate::expr::like::{HeadTest, LikeMatcher};
 use crate::functions::{Builtin, Function};
 use crate::plan::logical::{BinaryOp, Expr, ExprKind};
 
+/// The longest list of strings `IN` compiles (a test a string per row): longer lists go to the
+/// evaluator's set.
+pub const MAX_STRING_IN: usize = 16;
+
 /// The columns of the table an expression is compiled against.
 pub trait Columns<'w> {
     /// The typed view of field `field` of the component in `slot`, when every row of the
@@ -310,6 +314,21 @@ impl<'w> Compiler<'_, 'w> {
                     _ => None,
                 });
                 CondNode::FloatIn(boxed(x), floats.collect::<Option<_>>()?)
+            }
+            Typed::Str(col, slot, field) if items.len() <= MAX_STRING_IN => {
+                // Strings against strings only (a null in the list is the evaluator's): one
+                // exact test a string, on the field's heads when it has them.
+                let heads = self.cols.string_heads(slot, field);
+                let mut tests = items.into_iter().map(|v| match v {
+                    Value::Str(p) => {
+                        let m = LikeMatcher::Exact(p);
+                        let on_heads = heads.clone().zip(HeadTest::new(&m)).map(Box::new);
+                        Some(CondNode::Like(col, m, on_heads))
+                    }
+                    _ => None,
+                });
+                let first = tests.next()??;
+                tests.try_fold(first, |any, t| Some(CondNode::Or(boxed(any), boxed(t?))))?
             }
             _ => return None,
         };

@@ -32,7 +32,7 @@ use ecsdb_engine::storage::{FieldColumn, FieldScalar, FieldView};
 
 use crate::expr::vector::{Prim, Vector};
 
-pub use build::{compile, Columns};
+pub use build::{compile, Columns, MAX_STRING_IN};
 use cond::CondNode;
 use num::{FloatNode, IntNode};
 

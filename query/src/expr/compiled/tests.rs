@@ -16,9 +16,11 @@ use crate::plan::logical::{BinaryOp, DataType, Expr, ExprKind};
 /// Rows in the table: two full chunks and a partial one.
 const ROWS: usize = 150;
 
-/// One table's columns, read by the evaluator through plain gathers (no compiled tier).
+/// One table's columns, read by the evaluator through plain gathers (no compiled tier); the
+/// compiled tier reads string fields' heads from `heads`' world, where it is set.
 struct Table<'w> {
     views: Vec<Vec<FieldView<'w>>>,
+    heads: Option<(&'w World, TableId)>,
 }
 
 impl<'w> Columns<'w> for Table<'w> {
@@ -28,6 +30,12 @@ impl<'w> Columns<'w> for Table<'w> {
 
     fn field_count(&self, slot: usize) -> usize {
         self.views.get(slot).map_or(0, Vec::len)
+    }
+
+    fn string_heads(&self, slot: usize, field: usize) -> Option<ecsdb_engine::storage::StringHeads> {
+        let (world, t) = self.heads?;
+        let id = world.component_id(["T", "V"].get(slot)?).ok()?;
+        world.table_string_heads(t, id, field)
     }
 }
 
@@ -153,6 +161,12 @@ fn literal() -> impl Strategy<Value = Expr> {
     prop::sample::select(values).prop_map(|v| expr(ExprKind::Literal(v)))
 }
 
+/// Strings the string field holds, and some it does not (null included).
+fn string_literal() -> impl Strategy<Value = Expr> {
+    let values = ["", "ab", "abc", "zz%", "ΣΑΣ", "b", "abcdefgh", "ΣΑ"].map(|s| Value::Str(s.into()));
+    prop::sample::select([values.as_slice(), &[Value::Null]].concat()).prop_map(|v| expr(ExprKind::Literal(v)))
+}
+
 fn leaf() -> impl Strategy<Value = Expr> {
     prop_oneof![
         4 => (0..7usize).prop_map(|f| field(0, f)),
@@ -230,6 +244,10 @@ fn cond_expr() -> impl Strategy<Value = Expr> {
             pattern: Box::new(expr(ExprKind::Literal(Value::Str(p.into())))),
             negated
         })),
+        1 => (prop::sample::select(vec![BinaryOp::Eq, BinaryOp::Ne, BinaryOp::Lt]), string_literal(), any::<bool>())
+            .prop_map(|(op, s, flip)| if flip { bin(op, s, field(0, 6)) } else { bin(op, field(0, 6), s) }),
+        1 => (prop::collection::vec(string_literal(), 1..5), any::<bool>())
+            .prop_map(|(list, negated)| expr(ExprKind::InList { expr: Box::new(field(0, 6)), list, negated })),
         1 => (point(num_expr()), point(num_expr()), num_expr()).prop_map(|(p, c, r)| call(Builtin::Within, vec![p, c, r])),
         1 => (point(num_expr()), point(num_expr()), point(num_expr())).prop_map(|(p, l, h)| call(Builtin::Inside, vec![p, l, h])),
     ];
@@ -399,7 +417,7 @@ fn both_components(world: &World, t: TableId) -> Table<'_> {
             (0..*n).map(|f| FieldView::new(world, FieldPlace::Table(t), id, f)).collect()
         })
         .collect();
-    Table { views }
+    Table { views, heads: Some((world, t)) }
 }
 
 proptest! {
@@ -423,7 +441,7 @@ fn common_shapes_compile() {
     let (world, t) = world();
     let id = world.component_id("T").unwrap();
     let views = vec![(0..7).map(|f| FieldView::new(&world, FieldPlace::Table(t), id, f)).collect()];
-    let table = Table { views };
+    let table = Table { views, heads: None };
     let lit = |v: Value| expr(ExprKind::Literal(v));
     let bin = |op, l, r| expr(ExprKind::Binary { op, left: Box::new(l), right: Box::new(r) });
     let half = bin(BinaryOp::Div, field(0, 1), lit(Value::Int(2)));
@@ -455,7 +473,7 @@ fn narrow_in_lists_agree_with_the_evaluator() {
     let (world, t) = world();
     let id = world.component_id("T").unwrap();
     let views = vec![(0..7).map(|f| FieldView::new(&world, FieldPlace::Table(t), id, f)).collect()];
-    let table = Table { views };
+    let table = Table { views, heads: None };
     let lit = |v: i64| expr(ExprKind::Literal(Value::Int(v)));
     let all: Vec<u32> = (0..ROWS as u32).collect();
     let scattered: Vec<u32> = (0..ROWS as u32).filter(|r| r % 3 != 1).collect();
@@ -597,7 +615,7 @@ fn one_field_f32_results_are_the_f64_results_narrowed() {
         last = Some(world.spawn_values(&[("P", &[("a", Value::Float(a as f64))])]).unwrap());
     }
     let t = TableId(world.location(last.unwrap()).unwrap().table);
-    let table = Table { views: vec![vec![FieldView::new(&world, FieldPlace::Table(t), id, 0)]] };
+    let table = Table { views: vec![vec![FieldView::new(&world, FieldPlace::Table(t), id, 0)]], heads: None };
     let lit = |v: f64| expr(ExprKind::Literal(Value::Float(v)));
     let x = || field(0, 0);
     let all: Vec<u32> = (0..rows as u32).collect();
@@ -614,4 +632,29 @@ fn one_field_f32_results_are_the_f64_results_narrowed() {
     }
     let checked = F32_ROWS_CHECKED.load(std::sync::atomic::Ordering::Relaxed) - before;
     assert!(checked >= 20 * rows, "{checked} rows compared");
+}
+
+/// String `=`, `!=`, `IN` and `LIKE` prefixes compile on a table with string heads, and agree
+/// with the evaluator over all and scattered rows.
+#[test]
+fn string_tests_compile_on_heads() {
+    let (world, t) = world();
+    let table = both_components(&world, t);
+    let s = |v: &str| expr(ExprKind::Literal(Value::Str(v.into())));
+    let like = |p: &str| expr(ExprKind::Like { expr: Box::new(field(0, 6)), pattern: Box::new(s(p)), negated: false });
+    let shapes = [
+        bin(BinaryOp::Eq, field(0, 6), s("abc")),
+        bin(BinaryOp::Ne, s(""), field(0, 6)),
+        expr(ExprKind::InList { expr: Box::new(field(0, 6)), list: vec![s("ab"), s("ΣΑΣ"), s("q")], negated: true }),
+        like("ab%"),
+        like("ΣΑ%"),
+        like("abcdefgh%"),
+    ];
+    for e in &shapes {
+        assert!(compile(e, &table, &[]).is_some(), "{e:?} compiles");
+        let all: Vec<u32> = (0..ROWS as u32).collect();
+        check(&table, e, &all).unwrap();
+        let scattered: Vec<u32> = (0..ROWS as u32).filter(|r| r % 3 != 1).collect();
+        check(&table, e, &scattered).unwrap();
+    }
 }
