@@ -61,6 +61,61 @@ impl LikeMatcher {
     }
 }
 
+/// A suffix or substring `LIKE` test on the head of a string of up to seven bytes, which
+/// holds the string whole (see [`HeadTest`] for the layout): the pattern's bytes compared at
+/// the string's end, or at each place it fits, without branches.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ShortTest {
+    want: u64,
+    mask: u64,
+    /// The pattern's length in bytes (0 for `Never`).
+    len: u64,
+    kind: ShortKind,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum ShortKind {
+    Suffix,
+    Contains,
+    /// A pattern longer than seven bytes: no short string holds it.
+    Never,
+}
+
+impl ShortTest {
+    /// The short-string test of a suffix or substring pattern; `None` for other kinds (and the
+    /// empty substring, which every string has).
+    pub fn new(m: &LikeMatcher) -> Option<ShortTest> {
+        let (p, kind) = match m {
+            LikeMatcher::Suffix(p) => (p.as_bytes(), ShortKind::Suffix),
+            LikeMatcher::Contains(p) if !p.is_empty() => (p.as_bytes(), ShortKind::Contains),
+            _ => return None,
+        };
+        if p.len() > 7 {
+            return Some(ShortTest { want: 0, mask: 0, len: 0, kind: ShortKind::Never });
+        }
+        let mut bytes = [0u8; 8];
+        bytes[..p.len()].copy_from_slice(p);
+        let mask = (1u64 << (8 * p.len())) - 1;
+        Some(ShortTest { want: u64::from_le_bytes(bytes), mask, len: p.len() as u64, kind })
+    }
+
+    /// Whether the string whose head is `head` (of at most seven bytes) matches.
+    #[inline(always)]
+    pub fn test(&self, head: u64) -> bool {
+        let len = head >> 56;
+        match self.kind {
+            ShortKind::Suffix => {
+                let at = len.saturating_sub(self.len);
+                (len >= self.len) & ((head >> (8 * at)) & self.mask == self.want)
+            }
+            ShortKind::Contains => (0..7u64).fold(false, |found, at| {
+                found | ((at + self.len <= len) & ((head >> (8 * at)) & self.mask == self.want))
+            }),
+            ShortKind::Never => false,
+        }
+    }
+}
+
 /// A `LIKE` test on string heads (each string's first seven bytes and its length capped at
 /// 255, packed as [`ecsdb_engine::storage::string_head`] does): a prefix or exact pattern of up
 /// to seven bytes is decided by the head alone; a longer one is ruled out by it for most rows,
@@ -243,5 +298,23 @@ mod tests {
         }
         assert!(HeadTest::new(&LikeMatcher::new("%zi")).is_none());
         assert!(HeadTest::new(&LikeMatcher::new("%")).is_none());
+    }
+
+    #[test]
+    fn short_tests_agree_with_the_matcher_on_strings_of_up_to_seven_bytes() {
+        use ecsdb_engine::storage::string_head;
+        let patterns =
+            ["%zi", "%zi%", "%i", "%z%", "%é", "%é%", "%zigzag", "%zigzag%", "%zigzagz", "%zigzagz%", "%\0%"];
+        let strings =
+            ["zi", "zig", "gzi", "azib", "", "z", "é", "xé", "aéb", "zigzag", "zigzagz", "izigza", "\0", "a\0"];
+        for p in patterns {
+            let m = LikeMatcher::new(p);
+            let t = ShortTest::new(&m).unwrap_or_else(|| panic!("{p:?} has a short test"));
+            for s in strings {
+                assert_eq!(t.test(string_head(s)), m.matches(s), "{p:?} on {s:?}");
+            }
+        }
+        assert!(ShortTest::new(&LikeMatcher::new("%")).is_none());
+        assert!(ShortTest::new(&LikeMatcher::new("z_g%")).is_none());
     }
 }

@@ -12,7 +12,7 @@
 use ecsdb_engine::{StorageKind, Value, World};
 
 use crate::expr::compiled::MAX_STRING_IN;
-use crate::expr::like::{HeadTest, LikeMatcher};
+use crate::expr::like::{HeadTest, LikeMatcher, ShortTest};
 use crate::plan::logical::{
     literal_text, slot_fields, BinaryOp, DisplayContext, Expr, ExprKind, ParamSpec, SelectPlan, SortKey,
 };
@@ -20,9 +20,9 @@ use crate::plan::physical::{Access, FilterStep, Operand, PhysicalSlot, RowCheck,
 use crate::plan::{PhysicalSelect, Strategy};
 
 /// Whether a filter step tests a string field's heads when it runs (see
-/// [`World::table_string_heads`]): `=` or `!=` of a string column and a value, and `LIKE` of a
-/// table component's field with a constant prefix or exact pattern, or `IN` of such a field
-/// and a short list of strings.
+/// [`World::table_string_heads`]): `=` or `!=` of a string column and a value, `LIKE` of a
+/// table component's field and a constant prefix, exact, suffix or substring pattern, and
+/// `IN` of such a field and a short list of strings.
 fn reads_string_heads(step: &FilterStep, slots: &[PhysicalSlot]) -> bool {
     match step {
         FilterStep::Compare { ty, op, .. } => {
@@ -31,8 +31,9 @@ fn reads_string_heads(step: &FilterStep, slots: &[PhysicalSlot]) -> bool {
         FilterStep::Expr(e) => match &e.kind {
             ExprKind::Like { expr, pattern, .. } => match (&expr.kind, &pattern.kind) {
                 (ExprKind::Field { slot, .. }, ExprKind::Literal(Value::Str(p))) => {
+                    let m = LikeMatcher::new(p);
                     slots.get(*slot).is_some_and(|s| s.storage == StorageKind::Table)
-                        && HeadTest::new(&LikeMatcher::new(p)).is_some()
+                        && (HeadTest::new(&m).is_some() || ShortTest::new(&m).is_some())
                 }
                 _ => false,
             },

@@ -10,12 +10,12 @@
 use ecsdb_engine::storage::{FieldColumn, FieldView, StringHeads};
 use ecsdb_engine::Value;
 
-use crate::expr::compiled::cond::CondNode;
+use crate::expr::compiled::cond::{CondNode, LikeOnHeads};
 use crate::expr::compiled::num::{exact_reciprocal, ArithOp, FloatFn, FloatNode, IntNode, PairOp};
 use crate::expr::compiled::pair::FieldPair;
 use crate::expr::compiled::{float_leaf, Program};
 use crate::expr::eval::{Evaluator, NoRows};
-use crate::expr::like::{HeadTest, LikeMatcher};
+use crate::expr::like::{HeadTest, LikeMatcher, ShortTest};
 use crate::functions::{Builtin, Function};
 use crate::plan::logical::{BinaryOp, Expr, ExprKind};
 
@@ -243,12 +243,15 @@ impl<'w> Compiler<'_, 'w> {
         }
     }
 
-    /// `col LIKE` a compiled pattern, on the field's string heads where the pattern has a test
-    /// on them.
+    /// `col LIKE` a compiled pattern, on the field's string heads (see [`LikeOnHeads`]) where
+    /// the pattern has a test on them (all but wildcards and `%`).
     fn like(&self, col: FieldColumn<'w, String>, slot: usize, field: usize, matcher: &LikeMatcher) -> CondNode<'w> {
-        let heads =
-            HeadTest::new(matcher).and_then(|test| Some(Box::new((self.cols.string_heads(slot, field)?, test))));
-        CondNode::Like(col, matcher.clone(), heads)
+        let on_heads = match (HeadTest::new(matcher), ShortTest::new(matcher)) {
+            (Some(test), _) => self.cols.string_heads(slot, field).map(|h| LikeOnHeads::Head(h, test)),
+            (None, Some(test)) => self.cols.string_heads(slot, field).map(|h| LikeOnHeads::Short(h, test)),
+            (None, None) => None,
+        };
+        CondNode::Like(col, matcher.clone(), on_heads.map(Box::new))
     }
 
     /// `a op b` for arithmetic and comparisons.
@@ -322,7 +325,8 @@ impl<'w> Compiler<'_, 'w> {
                 let mut tests = items.into_iter().map(|v| match v {
                     Value::Str(p) => {
                         let m = LikeMatcher::Exact(p);
-                        let on_heads = heads.clone().zip(HeadTest::new(&m)).map(Box::new);
+                        let on_heads =
+                            heads.clone().zip(HeadTest::new(&m)).map(|(h, t)| Box::new(LikeOnHeads::Head(h, t)));
                         Some(CondNode::Like(col, m, on_heads))
                     }
                     _ => None,

@@ -10,8 +10,17 @@ use ecsdb_engine::storage::{FieldColumn, FieldView, StringHeads};
 use crate::expr::compiled::num::{squared_distance, FloatNode, IntNode};
 use crate::expr::compiled::pair::FieldPair;
 use crate::expr::compiled::{mask1, mask2, pack, Bail, Chunk, CHUNK};
-use crate::expr::like::{self, HeadTest, LikeMatcher};
+use crate::expr::like::{self, HeadTest, LikeMatcher, ShortTest};
 use crate::plan::logical::BinaryOp;
+
+/// A string field's heads, for `LIKE` (see [`ecsdb_engine::storage::string_head`]).
+pub enum LikeOnHeads {
+    /// A prefix or exact pattern, tested on the heads.
+    Head(StringHeads, HeadTest),
+    /// A suffix or substring, tested on the head of a string of up to seven bytes (which holds
+    /// it whole) and on the string itself otherwise.
+    Short(StringHeads, ShortTest),
+}
 
 /// A condition.
 pub enum CondNode<'w> {
@@ -45,9 +54,9 @@ pub enum CondNode<'w> {
     Within(Vec<(FloatNode<'w>, FloatNode<'w>)>, Box<FloatNode<'w>>),
     /// `inside(p, lo, hi)`: per coordinate, `(p, lo, hi)`.
     Inside(Vec<(FloatNode<'w>, FloatNode<'w>, FloatNode<'w>)>),
-    /// `s LIKE pattern` for a string field and a constant pattern, with the field's heads
-    /// where the pattern has a test on them.
-    Like(FieldColumn<'w, String>, LikeMatcher, Option<Box<(StringHeads, HeadTest)>>),
+    /// `s LIKE pattern` for a string field and a constant pattern, on the field's heads
+    /// where it has them.
+    Like(FieldColumn<'w, String>, LikeMatcher, Option<Box<LikeOnHeads>>),
     /// A comparison of two fields read together ([`FieldPair`]); the general node it stands
     /// for runs chunks of listed rows.
     PairCmp(BinaryOp, Box<FieldPair<'w>>, Box<CondNode<'w>>),
@@ -230,7 +239,12 @@ impl CondNode<'_> {
             CondNode::Like(col, matcher, heads) => {
                 let mut v = [false; CHUNK];
                 match heads.as_deref() {
-                    Some((heads, test)) => like_heads_chunk(c, col, matcher, heads.as_slice(), test, &mut v),
+                    Some(LikeOnHeads::Head(heads, test)) => {
+                        like_heads_chunk(c, col, matcher, heads.as_slice(), test, &mut v)
+                    }
+                    Some(LikeOnHeads::Short(heads, test)) => {
+                        like_short_chunk(c, col, matcher, heads.as_slice(), test, &mut v)
+                    }
                     None => like_chunk(c, col, matcher, &mut v),
                 }
                 let t = mask1(&v, n, |b| b);
@@ -299,6 +313,38 @@ fn like_heads_chunk(
                 if *out {
                     *out = full(r as usize);
                 }
+            }
+        }
+    }
+}
+
+/// [`like_chunk`] for a suffix or substring: a string of up to seven bytes is tested on its
+/// head, which holds it whole, and only longer ones are read from the heap.
+fn like_short_chunk(
+    c: Chunk<'_>,
+    col: &FieldColumn<'_, String>,
+    matcher: &LikeMatcher,
+    heads: &[u64],
+    test: &ShortTest,
+    v: &mut [bool; CHUNK],
+) {
+    let one = |row: usize| {
+        let head = heads[row];
+        if head >> 56 <= 7 {
+            test.test(head)
+        } else {
+            col.get(row).is_some_and(|s| matcher.matches(s))
+        }
+    };
+    match c {
+        Chunk::Range { start, len } => {
+            for (j, out) in v[..len].iter_mut().enumerate() {
+                *out = one(start + j);
+            }
+        }
+        Chunk::Rows(rows) => {
+            for (out, &r) in v.iter_mut().zip(rows) {
+                *out = one(r as usize);
             }
         }
     }

@@ -91,7 +91,8 @@ fn world() -> (World, TableId) {
         let d = FLOATS[(r * 7 + 3) % FLOATS.len()];
         let l = INTS[(r * 3 + 1) % INTS.len()];
         let i = INTS[r % INTS.len()].clamp(i32::MIN as i64, i32::MAX as i64);
-        let s = ["", "ab", "abc", "zz%", "ΣΑΣ", "b"][r % 6];
+        // Strings whole in their heads (up to seven bytes) and longer ones.
+        let s = ["", "ab", "abc", "zz%", "ΣΑΣ", "b", "abcdefghij", "xΣΑΣΑΣ"][r % 8];
         last = Some(
             world
                 .spawn_values(&[
