@@ -299,23 +299,11 @@ fn like_heads_chunk(
         return;
     }
     // The few rows the heads keep are matched on their strings.
-    let full = |row: usize| col.get(row).is_some_and(|s| matcher.matches(s));
-    match c {
-        Chunk::Range { start, len } => {
-            for (j, out) in v[..len].iter_mut().enumerate() {
-                if *out {
-                    *out = full(start + j);
-                }
-            }
+    each_row(c, v, |out, row| {
+        if *out {
+            *out = col.get(row).is_some_and(|s| matcher.matches(s));
         }
-        Chunk::Rows(rows) => {
-            for (out, &r) in v.iter_mut().zip(rows) {
-                if *out {
-                    *out = full(r as usize);
-                }
-            }
-        }
-    }
+    });
 }
 
 /// [`like_chunk`] for a suffix or substring: a string of up to seven bytes is tested on its
@@ -328,25 +316,18 @@ fn like_short_chunk(
     test: &ShortTest,
     v: &mut [bool; CHUNK],
 ) {
-    let one = |row: usize| {
+    each_row(c, v, |out, row| {
         let head = heads[row];
-        if head >> 56 <= 7 {
-            test.test(head)
-        } else {
-            col.get(row).is_some_and(|s| matcher.matches(s))
-        }
-    };
+        *out = if head >> 56 <= 7 { test.test(head) } else { col.get(row).is_some_and(|s| matcher.matches(s)) };
+    });
+}
+
+/// `f(&mut v[j], row j of the chunk)` for each row of the chunk.
+#[inline(always)]
+fn each_row(c: Chunk<'_>, v: &mut [bool; CHUNK], mut f: impl FnMut(&mut bool, usize)) {
     match c {
-        Chunk::Range { start, len } => {
-            for (j, out) in v[..len].iter_mut().enumerate() {
-                *out = one(start + j);
-            }
-        }
-        Chunk::Rows(rows) => {
-            for (out, &r) in v.iter_mut().zip(rows) {
-                *out = one(r as usize);
-            }
-        }
+        Chunk::Range { start, len } => v[..len].iter_mut().enumerate().for_each(|(j, out)| f(out, start + j)),
+        Chunk::Rows(rows) => v.iter_mut().zip(rows).for_each(|(out, &r)| f(out, r as usize)),
     }
 }
 
