@@ -213,7 +213,7 @@ impl<'w> Compiler<'_, 'w> {
                     return None;
                 }
                 match Evaluator::new(&NoRows, self.params).eval_one(pattern).ok()? {
-                    Value::Str(p) => Typed::Cond(not(self.like(col, slot, field, &LikeMatcher::new(&p)), *negated)),
+                    Value::Str(p) => Typed::Cond(not(self.like(col, slot, field, LikeMatcher::new(&p)), *negated)),
                     Value::Null => Typed::Null,
                     _ => return None,
                 }
@@ -237,7 +237,7 @@ impl<'w> Compiler<'_, 'w> {
         }
         let Typed::Str(col, slot, f) = self.node(field)? else { return None };
         match Evaluator::new(&NoRows, self.params).eval_one(constant).ok()? {
-            Value::Str(p) => Some(Typed::Cond(not(self.like(col, slot, f, &LikeMatcher::Exact(p)), negated))),
+            Value::Str(p) => Some(Typed::Cond(not(self.like(col, slot, f, LikeMatcher::Exact(p)), negated))),
             Value::Null => Some(Typed::Null),
             _ => None,
         }
@@ -245,13 +245,10 @@ impl<'w> Compiler<'_, 'w> {
 
     /// `col LIKE` a compiled pattern, on the field's string heads (see [`LikeOnHeads`]) where
     /// the pattern has a test on them (all but wildcards and `%`).
-    fn like(&self, col: FieldColumn<'w, String>, slot: usize, field: usize, matcher: &LikeMatcher) -> CondNode<'w> {
-        let on_heads = match (HeadTest::new(matcher), ShortTest::new(matcher)) {
-            (Some(test), _) => self.cols.string_heads(slot, field).map(|h| LikeOnHeads::Head(h, test)),
-            (None, Some(test)) => self.cols.string_heads(slot, field).map(|h| LikeOnHeads::Short(h, test)),
-            (None, None) => None,
-        };
-        CondNode::Like(col, matcher.clone(), on_heads.map(Box::new))
+    fn like(&self, col: FieldColumn<'w, String>, slot: usize, field: usize, matcher: LikeMatcher) -> CondNode<'w> {
+        let has_test = HeadTest::new(&matcher).is_some() || ShortTest::new(&matcher).is_some();
+        let heads = if has_test { self.cols.string_heads(slot, field) } else { None };
+        like_on(col, heads.as_ref(), matcher)
     }
 
     /// `a op b` for arithmetic and comparisons.
@@ -323,12 +320,7 @@ impl<'w> Compiler<'_, 'w> {
                 // exact test a string, on the field's heads when it has them.
                 let heads = self.cols.string_heads(slot, field);
                 let mut tests = items.into_iter().map(|v| match v {
-                    Value::Str(p) => {
-                        let m = LikeMatcher::Exact(p);
-                        let on_heads =
-                            heads.clone().zip(HeadTest::new(&m)).map(|(h, t)| Box::new(LikeOnHeads::Head(h, t)));
-                        Some(CondNode::Like(col, m, on_heads))
-                    }
+                    Value::Str(p) => Some(like_on(col, heads.as_ref(), LikeMatcher::Exact(p))),
                     _ => None,
                 });
                 let first = tests.next()??;
@@ -408,6 +400,16 @@ fn distance<'w>(a: Vec<FloatNode<'w>>, b: Vec<FloatNode<'w>>) -> Option<FloatNod
 }
 
 /// A constant value as a compiled node.
+/// `col LIKE matcher`, on `heads` (the field's) where the pattern has a test on them.
+fn like_on<'w>(col: FieldColumn<'w, String>, heads: Option<&StringHeads>, matcher: LikeMatcher) -> CondNode<'w> {
+    let on_heads = heads.and_then(|h| match (HeadTest::new(&matcher), ShortTest::new(&matcher)) {
+        (Some(test), _) => Some(LikeOnHeads::Head(h.clone(), test)),
+        (None, Some(test)) => Some(LikeOnHeads::Short(h.clone(), test)),
+        (None, None) => None,
+    });
+    CondNode::Like(col, matcher, on_heads.map(Box::new))
+}
+
 fn constant<'w>(v: &Value) -> Option<Typed<'w>> {
     Some(match v {
         Value::Null => Typed::Null,
