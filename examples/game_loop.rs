@@ -132,6 +132,7 @@ fn serve_forever(mut db: Database) {
     println!("{}", live.url());
     loop {
         let started = Instant::now();
+        publisher.begin_tick();
         for (mut p, v) in db.world_mut().query_filtered_mut::<(&mut Position, &Velocity), Without<Frozen>>() {
             p.x += v.x;
             p.y += v.y;

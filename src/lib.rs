@@ -46,6 +46,7 @@ pub use ecsdb_transfer as transfer;
 /// let live = serve(publisher.reader(), ServeOptions::default()).unwrap();
 /// println!("{}", live.url());
 /// loop {
+///     publisher.begin_tick(); // tools' scans pause while the tick runs
 ///     // ... the game's systems on `db` ...
 ///     publisher.end_tick(&mut db);
 /// }

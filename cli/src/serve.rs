@@ -99,6 +99,8 @@ fn run_loop(db: &mut Database, publisher: &mut Publisher, hz: f64, stop: &Atomic
     let mut reported = None;
     while !stop.load(Ordering::Acquire) {
         let started = Instant::now();
+        // Readers' statements pause while the systems run (see `Publisher::begin_tick`).
+        publisher.begin_tick();
         run_systems(db, period.as_secs_f64(), &mut reported);
         publisher.end_tick(db);
         publisher.record_tick_time(started.elapsed());

@@ -15,6 +15,7 @@
 //! let live = serve(publisher.reader(), ServeOptions::default()).unwrap();
 //! println!("{}", live.url());
 //! loop {
+//!     publisher.begin_tick(); // tools' scans pause while the tick runs
 //!     // ... run the game's systems on `db` ...
 //!     publisher.end_tick(&mut db);
 //!     # break;

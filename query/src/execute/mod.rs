@@ -10,7 +10,8 @@
 //! - [`literal_spawn`]: a script's SPAWNs of literal values, converted without syntax trees;
 //! - [`update`]: UPDATE, computed and checked column by column, then written in place;
 //! - [`convert`]: values converted into a field's Rust type, a batch at a time;
-//! - [`catalog`]: CREATE COMPONENT, indexes, SHOW, DESCRIBE.
+//! - [`catalog`]: CREATE COMPONENT, indexes, SHOW, DESCRIBE;
+//! - [`pace`]: pause points, where a statement in the background gives way to the program.
 
 pub mod aggregate;
 pub mod catalog;
@@ -19,6 +20,7 @@ pub mod leaves;
 pub(crate) mod literal_spawn;
 pub mod mutate;
 pub mod ops;
+pub mod pace;
 pub mod relations;
 pub mod scan;
 pub mod select;

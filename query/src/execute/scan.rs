@@ -16,6 +16,7 @@ use ecsdb_engine::{ChangeWindow, Entity, FieldType, Value, World};
 use roaring::RoaringBitmap;
 
 use crate::error::{Error, ErrorKind};
+use crate::execute::pace;
 use crate::expr::compiled::Program;
 use crate::expr::{eval_error, Evaluator, Leaves};
 use crate::plan::logical::Expr;
@@ -262,6 +263,7 @@ pub fn rows_in_batches<'w, S: Sink<'w> + ?Sized>(sink: &mut S, ctx: &TableCtx<'w
         let end = (start as usize + BATCH).min(n) as u32;
         buf.clear();
         buf.extend(start..end);
+        pace::point();
         if !sink.rows(ctx, &buf)? {
             return Ok(false);
         }
@@ -488,6 +490,7 @@ pub fn run_scan<'w>(
     // Made for the first table whose rows are read (a bare count reads none).
     let mut function_sets = None;
     for (plan_index, tp) in plan.tables.iter().enumerate() {
+        pace::point();
         let steps = match &*tp.filter {
             TableFilter::Never => continue,
             TableFilter::Steps(steps) => steps,
@@ -552,6 +555,7 @@ pub fn run_scan<'w>(
             }
             Selection::Rows(rows) => {
                 for chunk in rows.chunks(BATCH) {
+                    pace::point();
                     if !sink.rows(&ctx, chunk)? {
                         return Ok(());
                     }

@@ -29,6 +29,7 @@ use arc_swap::ArcSwapOption;
 use ecsdb_engine::{SaveOptions, World};
 
 use crate::error::{Error, ErrorKind};
+use crate::execute::pace::Gate;
 use crate::params::Params;
 use crate::parse;
 use crate::result::ResultSet;
@@ -38,7 +39,7 @@ mod copier;
 mod pool;
 use copier::{Copier, Job};
 use pool::ReaderPool;
-pub use pool::{default_pool_size, PoolOptions, ReaderPriority};
+pub use pool::{default_pool_size, PoolOptions, ReaderPriority, TICK_PAUSE_LIMIT};
 
 /// A state of the world as of one tick, shared by readers.
 #[derive(Debug)]
@@ -194,6 +195,9 @@ struct Shared {
     queue_cond: Condvar,
     /// The threads readers' statements (and full copies' decoding) run on.
     pool: ReaderPool,
+    /// Closed by the writer for the length of its tick ([`Publisher::begin_tick`]): the
+    /// pool's statements wait at their pause points meanwhile.
+    gate: Arc<Gate>,
     times: Mutex<VecDeque<f64>>,
     /// The writer's per-system statistics as of its last tick with a reader attached.
     systems: Mutex<Vec<SystemStat>>,
@@ -264,10 +268,11 @@ impl Publisher {
     /// ```
     /// use ecsdb_query::live::{PoolOptions, Publisher, ReaderPriority};
     /// // Two statements at once, sharing the cores with the program's threads.
-    /// let publisher = Publisher::with_pool(PoolOptions { size: 2, priority: ReaderPriority::Normal });
+    /// let publisher = Publisher::with_pool(PoolOptions { size: 2, priority: ReaderPriority::Normal, ..PoolOptions::default() });
     /// assert_eq!(publisher.reader().pool_size(), 2);
     /// ```
     pub fn with_pool(options: PoolOptions) -> Publisher {
+        let gate = Arc::new(Gate::new(options.pause_limit));
         let shared = Arc::new(Shared {
             state: ArcSwapOption::empty(),
             wanted: AtomicBool::new(false),
@@ -276,7 +281,8 @@ impl Publisher {
             published_cond: Condvar::new(),
             queue: Mutex::new(VecDeque::new()),
             queue_cond: Condvar::new(),
-            pool: ReaderPool::new(options),
+            pool: ReaderPool::new(options, Arc::clone(&gate)),
+            gate,
             times: Mutex::new(VecDeque::new()),
             systems: Mutex::new(Vec::new()),
             closed: AtomicBool::new(false),
@@ -329,9 +335,37 @@ impl Publisher {
         t.push_back(d.as_secs_f64() * 1e3);
     }
 
-    /// Ends a tick: advances the live tick, applies the queued tool writes (each advances it
-    /// again), then publishes the state if a reader wants it.
+    /// Starts a tick: readers' statements pause until [`Publisher::end_tick`], so that a
+    /// tool's scan does not share the machine's cores and memory bandwidth with the tick.
+    ///
+    /// Optional: a loop that never calls it lets readers run through its ticks (on the
+    /// pool's low-priority threads). A statement pauses at its next pause point, a few
+    /// thousand rows on (see [`crate::execute::pace`]), and for at most
+    /// [`PoolOptions::pause_limit`] a tick ([`TICK_PAUSE_LIMIT`] by default): a tick that runs longer, or a loop that stops between
+    /// `begin_tick` and `end_tick`, lets readers go on. Pausing changes no answer: a
+    /// statement reads the published state it started with.
+    ///
+    /// ```
+    /// use ecsdb_query::{live::Publisher, Database};
+    /// let mut db = Database::new();
+    /// db.execute("CREATE COMPONENT Hp (v f32)").unwrap();
+    /// let mut publisher = Publisher::new();
+    /// for _ in 0..3 {
+    ///     publisher.begin_tick();
+    ///     db.execute("SPAWN Hp {v: 10}").unwrap();
+    ///     publisher.end_tick(&mut db);
+    /// }
+    /// assert_eq!(publisher.tick(), 3);
+    /// ```
+    pub fn begin_tick(&self) {
+        self.shared.gate.close();
+    }
+
+    /// Ends a tick: lets readers' statements go on (see [`Publisher::begin_tick`]), advances
+    /// the live tick, applies the queued tool writes (each advances it again), then
+    /// publishes the state if a reader wants it.
     pub fn end_tick(&mut self, db: &mut Database) {
+        self.shared.gate.open();
         self.tick += 1;
         self.apply_queued(db);
         if self.shared.readers.load(Ordering::Acquire) > 0 {
@@ -408,6 +442,7 @@ impl Publisher {
 impl Drop for Publisher {
     fn drop(&mut self) {
         self.shared.closed.store(true, Ordering::Release);
+        self.shared.gate.open();
         self.to_copier = None;
         if let Some(d) = self.copier.take() {
             let _ = d.join();
@@ -633,6 +668,59 @@ mod tests {
         p.end_tick(&mut db);
         let s = r.wait_for_tick(2, WAIT_LIMIT).unwrap();
         assert_eq!(s.db.query("SELECT count(*)").unwrap().rows[0][0], ecsdb_engine::Value::Int(3));
+    }
+
+    /// While the writer is in a tick, a reader's statement waits at its pause points; it
+    /// answers when the tick ends, from the state it started on.
+    #[test]
+    fn readers_statements_pause_while_the_writer_ticks() {
+        let mut db = world();
+        let options = PoolOptions { size: 1, pause_limit: Duration::from_secs(60), ..PoolOptions::default() };
+        let mut p = Publisher::with_pool(options);
+        let r = p.reader();
+        p.end_tick(&mut db);
+        r.wait_for_tick(1, WAIT_LIMIT).unwrap();
+        p.begin_tick();
+        let answered = Arc::new(AtomicBool::new(false));
+        let asker = {
+            let (r, answered) = (r.clone(), Arc::clone(&answered));
+            std::thread::spawn(move || {
+                let out = r.query("SELECT count(*) WHERE Health.hp > 0", &Params::new());
+                answered.store(true, Ordering::SeqCst);
+                out
+            })
+        };
+        // The statement reaches a pause point and stays there.
+        let deadline = Instant::now() + WAIT_LIMIT;
+        while p.shared.gate.waiting() == 0 {
+            assert!(!answered.load(Ordering::SeqCst), "a reader's statement ran through the writer's tick");
+            assert!(Instant::now() < deadline, "the statement never reached a pause point");
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+        assert!(!answered.load(Ordering::SeqCst), "a reader's statement ran through the writer's tick");
+        db.execute("SPAWN Health {hp: 3}").unwrap();
+        p.end_tick(&mut db);
+        let (tick, rs) = asker.join().unwrap().unwrap();
+        assert_eq!((tick, rs.rows[0][0].clone()), (1, ecsdb_engine::Value::Int(2)));
+        // Between ticks statements run at once.
+        let (_, rs) = r.query("SELECT count(*) WHERE Health.hp > 0", &Params::new()).unwrap();
+        assert!(matches!(rs.rows[0][0], ecsdb_engine::Value::Int(2 | 3)));
+    }
+
+    /// A pause limit of zero never holds a statement.
+    #[test]
+    fn a_zero_pause_limit_never_pauses() {
+        let mut db = world();
+        let mut p =
+            Publisher::with_pool(PoolOptions { size: 1, pause_limit: Duration::ZERO, ..PoolOptions::default() });
+        let r = p.reader();
+        p.end_tick(&mut db);
+        r.wait_for_tick(1, WAIT_LIMIT).unwrap();
+        p.begin_tick();
+        let (_, rs) = r.query("SELECT count(*) WHERE Health.hp > 0", &Params::new()).unwrap();
+        assert_eq!(rs.rows[0][0], ecsdb_engine::Value::Int(2));
+        p.end_tick(&mut db);
     }
 
     #[test]

@@ -11,12 +11,19 @@
 //!   system gives a core to the program's own threads (the game loop, the copier that holds
 //!   the writer's world) before a reader's scan. A reader then uses only the time the
 //!   program leaves idle, and its scan never delays the writer's tick by making it wait for a
-//!   core.
+//!   core;
+//! - the pool's threads hold the publisher's pause gate ([`crate::execute::pace`]): while the
+//!   writer is in a tick ([`Publisher::begin_tick`](super::Publisher::begin_tick)), their
+//!   statements wait at their next pause point, so a scan on another core does not take the
+//!   memory bandwidth and shared cache the tick needs.
 //!
 //! The copier's full copies decode on the same threads, with a permit it gets ahead of any
 //! waiting reader (a new state must not wait behind a queue of scans of the old one).
 
-use std::sync::{Condvar, Mutex};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::Duration;
+
+use crate::execute::pace::{hold_gate, Gate};
 
 use super::lock;
 
@@ -41,11 +48,19 @@ pub struct PoolOptions {
     pub size: usize,
     /// How the pool's threads are scheduled. Default: [`ReaderPriority::Background`].
     pub priority: ReaderPriority,
+    /// The longest the pool's statements pause for one tick of the writer
+    /// ([`Publisher::begin_tick`](super::Publisher::begin_tick)); `Duration::ZERO` never
+    /// pauses them. Default: [`TICK_PAUSE_LIMIT`].
+    pub pause_limit: Duration,
 }
+
+/// The longest readers' statements pause for one tick by default
+/// ([`PoolOptions::pause_limit`]): a tick that runs longer (a level loading) lets them go on.
+pub const TICK_PAUSE_LIMIT: Duration = Duration::from_millis(100);
 
 impl Default for PoolOptions {
     fn default() -> PoolOptions {
-        PoolOptions { size: default_pool_size(), priority: ReaderPriority::default() }
+        PoolOptions { size: default_pool_size(), priority: ReaderPriority::default(), pause_limit: TICK_PAUSE_LIMIT }
     }
 }
 
@@ -71,13 +86,15 @@ struct Permits {
 }
 
 impl ReaderPool {
-    pub(crate) fn new(options: PoolOptions) -> ReaderPool {
+    /// The pool; its threads' statements wait at `gate` while it is closed.
+    pub(crate) fn new(options: PoolOptions, gate: Arc<Gate>) -> ReaderPool {
         let size = options.size.max(1);
         let background = options.priority == ReaderPriority::Background;
         let threads = rayon::ThreadPoolBuilder::new()
             .num_threads(size)
             .thread_name(|i| format!("ecsdb-reader-{i}"))
             .start_handler(move |_| {
+                hold_gate(Arc::clone(&gate));
                 if background {
                     // Best effort (see `ReaderPriority::Background`): a refusal leaves the
                     // thread at normal priority, which is only slower for the program.
@@ -149,11 +166,14 @@ impl Drop for Permit<'_> {
 mod tests {
     use super::*;
     use std::sync::atomic::{AtomicUsize, Ordering};
-    use std::sync::Arc;
+
+    fn open_gate() -> Arc<Gate> {
+        Arc::new(Gate::new(std::time::Duration::from_secs(1)))
+    }
 
     #[test]
     fn statements_run_on_the_pool_threads_at_most_size_at_once() {
-        let pool = Arc::new(ReaderPool::new(PoolOptions { size: 2, priority: ReaderPriority::Background }));
+        let pool = Arc::new(ReaderPool::new(PoolOptions { size: 2, ..PoolOptions::default() }, open_gate()));
         let (running, most) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
         let callers: Vec<_> = (0..6)
             .map(|_| {
@@ -188,7 +208,9 @@ mod tests {
     #[cfg(target_os = "linux")]
     #[test]
     fn background_threads_run_below_the_program() {
-        let on_pool = |priority| ReaderPool::new(PoolOptions { size: 1, priority }).run(nice);
+        let on_pool = |priority| {
+            ReaderPool::new(PoolOptions { size: 1, priority, ..PoolOptions::default() }, open_gate()).run(nice)
+        };
         assert_eq!(on_pool(ReaderPriority::Normal), nice());
         assert!(on_pool(ReaderPriority::Background) > nice(), "a higher nice value: a lower priority");
     }

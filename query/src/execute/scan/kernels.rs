@@ -7,6 +7,7 @@ use ecsdb_engine::storage::{FieldColumn, FieldNum, FieldScalar, FieldView};
 use ecsdb_engine::Value;
 
 use super::Selection;
+use crate::execute::pace::{self, PACE_ROWS};
 use crate::plan::logical::BinaryOp;
 
 /// Narrows the selection to rows whose field passes `keep`: the column kernel.
@@ -24,6 +25,9 @@ fn filter_column<T: FieldScalar>(col: FieldColumn<'_, T>, sel: &mut Selection, m
             let mut start = 0usize;
             let mut last_kept = 0usize;
             while start < n {
+                if start.is_multiple_of(PACE_ROWS) {
+                    pace::point();
+                }
                 let end = (start + 64).min(n);
                 let before = out.len();
                 if last_kept <= 4 || last_kept >= 60 {
