@@ -489,7 +489,9 @@ impl<K: KeyClass> BtreeIndex<K> {
         self.removed.clear();
     }
 
-    fn unlink(&mut self, e: u32) {
+    /// Unlinks entity `e`; with `bounded`, a buffer of removals that reaches its bound is
+    /// taken out at once (else it waits for [`SecondaryIndex::settle`] or a flush).
+    fn unlink(&mut self, e: u32, bounded: bool) {
         let Some(slot) = self.slots.get_mut(e as usize) else { return };
         match std::mem::replace(slot, Slot::Absent) {
             Slot::Absent => return,
@@ -500,7 +502,7 @@ impl<K: KeyClass> BtreeIndex<K> {
                     self.removed.push((k, e));
                     // Bounded, for a world that despawns steadily and never reads the index,
                     // and small: a batch costs its writer well under a millisecond or two.
-                    if self.removed.len() >= REMOVED_AT_MOST {
+                    if bounded && self.removed.len() >= REMOVED_AT_MOST {
                         self.take_out_removed();
                     }
                 }
@@ -577,7 +579,7 @@ impl<K: KeyClass> SecondaryIndex for BtreeIndex<K> {
             (Slot::Null, Stored::Null) | (Slot::NaN, Stored::NaN) => return,
             _ => {}
         }
-        self.unlink(entity);
+        self.unlink(entity, true);
         self.present.insert(entity);
         self.changes += 1;
         self.slots[i] = match v {
@@ -604,7 +606,17 @@ impl<K: KeyClass> SecondaryIndex for BtreeIndex<K> {
     }
 
     fn remove(&mut self, entity: u32) {
-        self.unlink(entity);
+        self.unlink(entity, true);
+    }
+
+    fn remove_deferred(&mut self, entity: u32) {
+        self.unlink(entity, false);
+    }
+
+    fn settle(&mut self) {
+        if self.removed.len() >= REMOVED_AT_MOST {
+            self.take_out_removed();
+        }
     }
 
     fn flush(&mut self) {
@@ -677,6 +689,37 @@ mod tests {
         assert_eq!((b.entries(), b.runs.len), (want.len() as u64, want.len()));
         assert!(b.runs.blocks.values().all(|v| !v.is_empty() && v.len() <= BLOCK));
         assert!(b.runs.blocks.iter().all(|(k, v)| *k == v[0]));
+    }
+
+    /// Deferred removals wait past the bound that plain ones are taken out at, and `settle`
+    /// takes them out; answers are the same either way once flushed.
+    #[test]
+    fn deferred_removals_wait_for_settle() {
+        let mut b = BtreeIndex::<i64>::default();
+        let n = (REMOVED_AT_MOST * 3) as u32;
+        for e in 0..n {
+            b.update(e, &[Value::Int(i64::from(e % 13))]);
+        }
+        b.flush();
+        let gone = REMOVED_AT_MOST as u32 + 5;
+        for e in 0..gone {
+            b.remove_deferred(e);
+        }
+        assert_eq!(b.removed.len(), gone as usize, "buffered past the bound");
+        assert_eq!(b.runs.len, n as usize);
+        b.settle();
+        assert!(b.removed.is_empty());
+        assert_eq!(b.runs.len, (n - gone) as usize);
+        // Below the bound, settle leaves the buffer to the next flush.
+        b.remove_deferred(gone);
+        b.settle();
+        assert_eq!(b.removed.len(), 1);
+        b.flush();
+        let all =
+            IndexPredicate::Ordered { low: Bound::Unbounded, high: Bound::Unbounded, descending: false, limit: None };
+        let mut want: Vec<(i64, u32)> = (gone + 1..n).map(|e| (i64::from(e % 13), e)).collect();
+        want.sort_unstable();
+        assert_eq!(ids(b.answer(&all).unwrap()), want.iter().map(|x| x.1).collect::<Vec<_>>());
     }
 
     #[test]

@@ -235,6 +235,17 @@ pub trait SecondaryIndex: Send + Sync {
     /// Entity `entity` no longer has the component. May name an entity the index never saw.
     fn remove(&mut self, entity: u32);
 
+    /// [`remove`](Self::remove) for a caller that must not wait for buffered work to be
+    /// applied now (a mirror, while the world it copies is lent to it): the index may only
+    /// buffer the removal, past its usual bound, until [`settle`](Self::settle).
+    fn remove_deferred(&mut self, entity: u32) {
+        self.remove(entity);
+    }
+
+    /// Applies whatever buffered work [`remove_deferred`](Self::remove_deferred) left past
+    /// the index's usual bound, and nothing more.
+    fn settle(&mut self) {}
+
     /// Applies buffered work. Called after every batch of `update`/`remove` calls.
     fn flush(&mut self) {}
 

@@ -37,6 +37,14 @@ pub enum Mirrored {
 const CHUNK: usize = if cfg!(any(test, miri)) { 4 } else { 16_384 };
 
 impl World {
+    /// Applies the index removals that [`World::mirror_from`] left buffered past each index's
+    /// usual bound. Call it after a mirror, once the source world is given back: a copy
+    /// mirrored often without it keeps buffering removals (each index takes them out when a
+    /// statement next consults it, or the copy drops and rebuilds an index nobody reads).
+    pub fn settle_indexes(&mut self) {
+        self.indexes.settle();
+    }
+
     /// Brings this world, a copy of `src` made earlier (a snapshot of it, or an earlier
     /// mirror), up to date with `src`: the same entities in the same rows of corresponding
     /// tables and sparse sets, with the same values. `ids[c]` is this world's id of `src`'s
@@ -53,6 +61,11 @@ impl World {
     /// rows, and the next call, which finds the tables already moved holding the same
     /// entities as the source, finishes the rest (the allocator's slots, the indexes'
     /// removals, the components to report).
+    ///
+    /// The copy's indexes hear of every entity that lost a component, but only buffer it
+    /// (an index never takes its buffered removals out while `src` is being read, which
+    /// would keep `src`'s owner waiting): call [`World::settle_indexes`] once `src` is no
+    /// longer needed.
     ///
     /// ```
     /// use ecsdb_engine::{ChangeWindow, ComponentDef, FieldType, Mirrored, SaveOptions, Value, World};
@@ -198,12 +211,12 @@ impl World {
                 let id = self.storage.tables[old.index()].components()[i];
                 let kept = self.entities.location(e).is_some_and(|l| self.storage.tables[l.table as usize].has(id));
                 if !kept {
-                    self.indexes.note_removed(e, id);
+                    self.indexes.note_removed_deferred(e, id);
                 }
             }
         }
         for (e, id) in lost_sparse {
-            self.indexes.note_removed(e, id);
+            self.indexes.note_removed_deferred(e, id);
         }
         Ok(Mirrored::Done(
             changed.iter().enumerate().filter(|(_, c)| **c).map(|(c, _)| ComponentId(c as u32)).collect(),

@@ -175,6 +175,9 @@ impl Copier {
     fn publish_spare(&mut self, this_run: u64, tick: u64, shared: &Shared) -> bool {
         let Some(pair) = self.pair.as_mut() else { return false };
         let Some(spare) = Arc::get_mut(&mut pair.spare.state) else { return false };
+        // The writer has its world back: the copy's indexes may take out the removals the
+        // mirror only buffered.
+        spare.db.world_mut().settle_indexes();
         spare.tick = tick;
         spare.changes = self.log.clone();
         pair.spare.synced_run = this_run;

@@ -411,13 +411,36 @@ impl IndexRegistry {
 
     /// The removal hook: entity `e` is losing component `id`.
     pub(crate) fn note_removed(&mut self, e: Entity, id: ComponentId) {
+        self.note_removal(e, id, false);
+    }
+
+    /// [`note_removed`](Self::note_removed) for a mirror, while the world it copies is lent
+    /// to it: the indexes only buffer the removal ([`SecondaryIndex::remove_deferred`]) until
+    /// [`settle`](Self::settle), after the lender has its world back.
+    pub(crate) fn note_removed_deferred(&mut self, e: Entity, id: ComponentId) {
+        self.note_removal(e, id, true);
+    }
+
+    /// Applies the removals [`note_removed_deferred`](Self::note_removed_deferred) left
+    /// buffered past each index's usual bound.
+    pub(crate) fn settle(&mut self) {
+        for s in &mut self.get_mut().slots {
+            s.index.settle();
+        }
+    }
+
+    fn note_removal(&mut self, e: Entity, id: ComponentId, deferred: bool) {
         let set = self.get_mut();
         for s in set.slots.iter_mut().filter(|s| s.component == id) {
             if s.needs_rebuild {
                 // Rebuilt from the rows when next wanted: nothing to keep in step.
                 continue;
             }
-            s.index.remove(e.index());
+            if deferred {
+                s.index.remove_deferred(e.index());
+            } else {
+                s.index.remove(e.index());
+            }
             s.unreadable.remove(e.index());
             set.removals_pending = true;
             if s.dirty {
