@@ -268,7 +268,8 @@ impl Publisher {
     /// ```
     /// use ecsdb_query::live::{PoolOptions, Publisher, ReaderPriority};
     /// // Two statements at once, sharing the cores with the program's threads.
-    /// let publisher = Publisher::with_pool(PoolOptions { size: 2, priority: ReaderPriority::Normal, ..PoolOptions::default() });
+    /// let options = PoolOptions { size: 2, priority: ReaderPriority::Normal, ..PoolOptions::default() };
+    /// let publisher = Publisher::with_pool(options);
     /// assert_eq!(publisher.reader().pool_size(), 2);
     /// ```
     pub fn with_pool(options: PoolOptions) -> Publisher {
@@ -341,9 +342,10 @@ impl Publisher {
     /// Optional: a loop that never calls it lets readers run through its ticks (on the
     /// pool's low-priority threads). A statement pauses at its next pause point, a few
     /// thousand rows on (see [`crate::execute::pace`]), and for at most
-    /// [`PoolOptions::pause_limit`] a tick ([`TICK_PAUSE_LIMIT`] by default): a tick that runs longer, or a loop that stops between
-    /// `begin_tick` and `end_tick`, lets readers go on. Pausing changes no answer: a
-    /// statement reads the published state it started with.
+    /// [`PoolOptions::pause_limit`] a tick ([`TICK_PAUSE_LIMIT`] by default): a tick that
+    /// runs longer, or a loop that stops between `begin_tick` and `end_tick`, lets readers
+    /// go on. Pausing changes no answer: a statement reads the published state it started
+    /// with.
     ///
     /// ```
     /// use ecsdb_query::{live::Publisher, Database};
