@@ -345,7 +345,8 @@ impl Publisher {
     /// [`PoolOptions::pause_limit`] a tick ([`TICK_PAUSE_LIMIT`] by default): a tick that
     /// runs longer, or a loop that stops between `begin_tick` and `end_tick`, lets readers
     /// go on. Pausing changes no answer: a statement reads the published state it started
-    /// with.
+    /// with. The writer itself should not read through a [`Reader`] inside its tick: that
+    /// statement would wait out the limit (it has its own [`Database`] to query).
     ///
     /// ```
     /// use ecsdb_query::{live::Publisher, Database};
