@@ -48,7 +48,7 @@ pub fn is_newer(tick: Tick, last_run: Tick, this_run: Tick) -> bool {
 
 /// The rows a change-tracking reader counts as new on one run: those stamped after its
 /// previous run (the test `Changed<T>` and `Added<T>` make, for readers that are not typed
-/// queries, such as text statements). Get one from [`World::begin_change_run`].
+/// queries, such as text statements). Get one from [`World::begin_change_run`](crate::World::begin_change_run).
 ///
 /// ```
 /// use ecsdb_engine::{ChangeWindow, Component, World};

@@ -422,9 +422,9 @@ const FEW_MAX: usize = 32;
 pub enum Postings {
     /// Exactly one entity.
     One(u32),
-    /// Two to [`FEW_MAX`] entities (or, transiently, fewer), ascending and distinct.
+    /// Two to `FEW_MAX` entities (or, transiently, fewer), ascending and distinct.
     Few(Vec<u32>),
-    /// More (or, until it shrinks to half of [`FEW_MAX`], fewer).
+    /// More (or, until it shrinks to half of `FEW_MAX`, fewer).
     Many(RoaringBitmap),
 }
 

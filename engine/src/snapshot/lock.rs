@@ -38,7 +38,8 @@ pub const DEFAULT_BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 const MAX_PAUSE: Duration = Duration::from_millis(20);
 
 /// An exclusive lock on a world file, for writing it; released when dropped (or when the
-/// process ends, however it ends). See the [module documentation](self).
+/// process ends, however it ends). It lives on a sidecar `WORLD.lock` file beside the world
+/// file, so that a save that renames a new file over the world keeps it.
 ///
 /// ```
 /// use ecsdb_engine::{SaveOptions, World, WorldLock, DEFAULT_BUSY_TIMEOUT};

@@ -21,7 +21,7 @@ use crate::storage::{string_head, Column, StringHeads, TableId};
 use crate::world::World;
 
 /// The Rust types a field of each [`FieldType`](crate::FieldType) holds: the engine's one sealed mapping,
-/// [`SchemaField`], under the name the typed field views use.
+/// [`SchemaField`](crate::SchemaField), under the name the typed field views use.
 pub use crate::component::SchemaField as FieldScalar;
 
 /// One field of every row of a column, read as `&T`: a strided slice.

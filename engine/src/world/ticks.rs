@@ -19,7 +19,7 @@ impl World {
 
     /// Starts a run of a change-tracking reader whose previous run was `last_run` (`None`: it
     /// never ran), exactly as a typed [`QueryState`](crate::QueryState) starts one: takes a
-    /// reader's tick and returns the run's [`ChangeWindow`] and the value to pass as
+    /// reader's tick and returns the run's [`ChangeWindow`](crate::ChangeWindow) and the value to pass as
     /// `last_run` next time.
     pub fn begin_change_run(&self, last_run: Option<u64>) -> (crate::tick::ChangeWindow, u64) {
         let this_run = self.read_change_tick_wide();
@@ -103,7 +103,7 @@ impl World {
         }
     }
 
-    /// Clamps every stored tick older than [`MAX_CHANGE_AGE`](crate::tick::MAX_CHANGE_AGE)
+    /// Clamps every stored tick older than `MAX_CHANGE_AGE`
     /// to that age, so ticks keep comparing correctly after the 32-bit counter wraps. Runs
     /// by itself on writes when due; a holder of a world that only reads for a very long time
     /// may call it now and then.

@@ -1,6 +1,6 @@
 //! Values converted into a field's Rust type with the language's rules (those of
 //! [`convert_value`]), a batch at a time: from a typed vector ([`convert_vector`]) or from
-//! compiled programs chunk by chunk ([`convert_compiled`]), each conversion a test and a cast
+//! compiled programs chunk by chunk (`convert_compiled`), each conversion a test and a cast
 //! in two vectorised passes.
 
 use std::rc::Rc;

@@ -7,7 +7,7 @@
 //! - [`select`]: projection, sort / top-k, LIMIT / OFFSET;
 //! - [`aggregate`]: GROUP BY and the aggregates;
 //! - [`mutate`]: SPAWN, DESPAWN, ADD, REMOVE (check everything, then write);
-//! - [`literal_spawn`]: a script's SPAWNs of literal values, converted without syntax trees;
+//! - `literal_spawn`: a script's SPAWNs of literal values, converted without syntax trees;
 //! - [`update`]: UPDATE, computed and checked column by column, then written in place;
 //! - [`convert`]: values converted into a field's Rust type, a batch at a time;
 //! - [`catalog`]: CREATE COMPONENT, indexes, SHOW, DESCRIBE;

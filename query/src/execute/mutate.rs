@@ -11,7 +11,7 @@
 //! applies `ON DELETE` through [`World::despawn_many`], which decides everything (cascades,
 //! `RESTRICT`) before its first change; its count includes the cascades.
 //!
-//! The two phases are separate values ([`Staged`]) so that systems can check the statements
+//! The two phases are separate values (`Staged`) so that systems can check the statements
 //! of several systems at once on a shared world and write them later, in order. Writing
 //! re-checks what may have changed since: targets that died meanwhile are skipped, and
 //! references are checked against the world being written.

@@ -7,7 +7,7 @@
 //! The world keeps the definitions as plain records ([`ecsdb_engine::ScheduleRecord`]), so
 //! snapshots save them; the schedule here is their runnable form.
 //!
-//! How a phase runs ([`run`]): its systems, in order, are cut into *batches* of consecutive
+//! How a phase runs (`run.rs`): its systems, in order, are cut into *batches* of consecutive
 //! systems that do not conflict ([`Access::conflicts_with`]). Every text system of a batch
 //! checks its statements against the same world (on rayon, when the batch has several), then
 //! the batch's Rust systems run side by side on rayon, each writing its own components

@@ -12,7 +12,7 @@
 //! true mask's rows without building a vector of booleans. Chunks stay in L1 and nothing is
 //! allocated per chunk.
 //!
-//! The semantics are the evaluator's, exactly (the differential tests in [`tests`] compare
+//! The semantics are the evaluator's, exactly (the differential tests in `tests.rs` compare
 //! the two on random expressions). Where a row needs the general rules (an integer overflow,
 //! `min` of NaN, a `u64` above `i64::MAX`: each an error on that row, but only if the
 //! evaluator would reach it), a node gives up with [`Bail`] and the caller runs the

@@ -14,7 +14,7 @@ use crate::expr::compiled::num::{ArithOp, FloatNode, PairOp};
 use crate::expr::compiled::{pack, sized, Bail, Chunk, CHUNK};
 use crate::plan::logical::BinaryOp;
 
-/// Two float fields of one type, each in an affine form `v * k + c` (see [`affine`]).
+/// Two float fields of one type, each in an affine form `v * k + c` (see `affine`).
 pub struct FieldPair<'w> {
     columns: Columns<'w>,
     /// `a = x * kx + cx`, `b = y * ky + cy`.
