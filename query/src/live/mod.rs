@@ -364,11 +364,10 @@ impl Publisher {
         self.shared.gate.close();
     }
 
-    /// Ends a tick: lets readers' statements go on (see [`Publisher::begin_tick`]), advances
-    /// the live tick, applies the queued tool writes (each advances it again), then
-    /// publishes the state if a reader wants it.
+    /// Ends a tick: advances the live tick, applies the queued tool writes (each advances it
+    /// again), publishes the state if a reader wants it, then lets readers' statements go
+    /// on (see [`Publisher::begin_tick`]).
     pub fn end_tick(&mut self, db: &mut Database) {
-        self.shared.gate.open();
         self.tick += 1;
         self.apply_queued(db);
         if self.shared.readers.load(Ordering::Acquire) > 0 {
@@ -392,6 +391,8 @@ impl Publisher {
             *systems = now;
         }
         self.publish(db);
+        // Last: the writer's own work at the boundary runs with readers still paused.
+        self.shared.gate.open();
     }
 
     /// Applies every queued tool write, in order, each all or nothing, each advancing the
