@@ -2,8 +2,8 @@
 //! work.
 //!
 //! A thread can hold a [`Gate`] ([`hold_gate`]); the executor calls [`point`] every few
-//! thousand rows (between tables, between batches of a sink's rows, every 64 chunks of a
-//! compiled program). While the gate is closed, a statement on that thread waits there,
+//! thousand rows (between tables, before each batch of rows a sink takes, every
+//! 4,096 rows of a column kernel or a compiled program). While the gate is closed, a statement on that thread waits there,
 //! for at most the gate's limit. The live handles give their reader pool's threads a gate
 //! that the writer closes for the length of its tick (`Publisher::begin_tick`), so a tool's
 //! long scan does not share the machine's cores and caches with the game's frame; a
