@@ -2,8 +2,10 @@
 //! work.
 //!
 //! A thread can hold a [`Gate`] ([`hold_gate`]); the executor calls [`point`] every few
-//! thousand rows (between tables, before each batch of rows a sink takes, every
-//! 4,096 rows of a column kernel or a compiled program). While the gate is closed, a statement on that thread waits there,
+//! thousand rows: between tables, before each batch of rows a sink takes, and every 4,096
+//! rows of a column kernel. (Not inside a compiled program's loop over a table's chunks,
+//! which a statement's filter runs over a whole table before its rows reach the sink: the
+//! `expr` suite's hot loops stay as they were.) While the gate is closed, a statement on that thread waits there,
 //! for at most the gate's limit. The live handles give their reader pool's threads a gate
 //! that the writer closes for the length of its tick (`Publisher::begin_tick`), so a tool's
 //! long scan does not share the machine's cores and caches with the game's frame; a
@@ -111,8 +113,9 @@ pub fn hold_gate(gate: Arc<Gate>) {
 }
 
 /// A pause point: waits here while this thread's gate is closed (see the module docs);
-/// returns at once on a thread without a gate or with an open one.
-#[inline]
+/// returns at once on a thread without a gate or with an open one. Out of line: the loops
+/// that call it every few thousand rows keep only their row test inline.
+#[inline(never)]
 pub fn point() {
     HELD.with(|held| {
         if let Some(gate) = held.borrow().as_deref() {

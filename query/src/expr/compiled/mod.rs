@@ -30,7 +30,6 @@ mod tests;
 
 use ecsdb_engine::storage::{FieldColumn, FieldScalar, FieldView};
 
-use crate::execute::pace::{self, PACE_ROWS};
 use crate::expr::vector::{Prim, Vector};
 
 pub use build::{compile, Columns, MAX_STRING_IN};
@@ -229,9 +228,6 @@ impl RowSet<'_> {
         match self {
             RowSet::Range(start, end) => {
                 for s in (start..end).step_by(CHUNK) {
-                    if (s - start).is_multiple_of(PACE_ROWS) {
-                        pace::point();
-                    }
                     f(Chunk::Range { start: s, len: CHUNK.min(end - s) })?;
                 }
             }
