@@ -478,6 +478,13 @@ impl<K: KeyClass> BtreeIndex<K> {
         })
     }
 
+    /// Takes the buffered removals out once there are [`REMOVED_AT_MOST`] of them.
+    fn take_out_removed_at_bound(&mut self) {
+        if self.removed.len() >= REMOVED_AT_MOST {
+            self.take_out_removed();
+        }
+    }
+
     /// Takes the entries of `removed` out of `runs`.
     fn take_out_removed(&mut self) {
         if self.removed.is_empty() {
@@ -502,8 +509,8 @@ impl<K: KeyClass> BtreeIndex<K> {
                     self.removed.push((k, e));
                     // Bounded, for a world that despawns steadily and never reads the index,
                     // and small: a batch costs its writer well under a millisecond or two.
-                    if bounded && self.removed.len() >= REMOVED_AT_MOST {
-                        self.take_out_removed();
+                    if bounded {
+                        self.take_out_removed_at_bound();
                     }
                 }
             }
@@ -614,9 +621,7 @@ impl<K: KeyClass> SecondaryIndex for BtreeIndex<K> {
     }
 
     fn settle(&mut self) {
-        if self.removed.len() >= REMOVED_AT_MOST {
-            self.take_out_removed();
-        }
+        self.take_out_removed_at_bound();
     }
 
     fn flush(&mut self) {

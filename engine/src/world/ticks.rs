@@ -19,8 +19,8 @@ impl World {
 
     /// Starts a run of a change-tracking reader whose previous run was `last_run` (`None`: it
     /// never ran), exactly as a typed [`QueryState`](crate::QueryState) starts one: takes a
-    /// reader's tick and returns the run's [`ChangeWindow`](crate::ChangeWindow) and the value to pass as
-    /// `last_run` next time.
+    /// reader's tick and returns the run's [`ChangeWindow`](crate::ChangeWindow) and the
+    /// value to pass as `last_run` next time.
     pub fn begin_change_run(&self, last_run: Option<u64>) -> (crate::tick::ChangeWindow, u64) {
         let this_run = self.read_change_tick_wide();
         (crate::tick::ChangeWindow::since(last_run, this_run), this_run)

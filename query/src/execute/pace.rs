@@ -5,8 +5,8 @@
 //! thousand rows: between tables, before each batch of rows a sink takes, and every 4,096
 //! rows of a column kernel. (Not inside a compiled program's loop over a table's chunks,
 //! which a statement's filter runs over a whole table before its rows reach the sink: the
-//! `expr` suite's hot loops stay as they were.) While the gate is closed, a statement on that thread waits there,
-//! for at most the gate's limit. The live handles give their reader pool's threads a gate
+//! `expr` suite's hot loops stay as they were.) While the gate is closed, a statement on
+//! that thread waits there, for at most the gate's limit. The live handles give their reader pool's threads a gate
 //! that the writer closes for the length of its tick (`Publisher::begin_tick`), so a tool's
 //! long scan does not share the machine's cores and caches with the game's frame; a
 //! statement on any other thread never waits. A closed gate costs a statement its
