@@ -743,6 +743,7 @@ fn sparse_mut<'a>(
 mod columnar;
 mod dynamic;
 mod mirror;
+mod rewrite;
 mod ticks;
 mod writers;
 pub use columnar::{FieldRows, TypedFieldValues};

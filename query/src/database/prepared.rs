@@ -44,6 +44,19 @@ impl Prepared {
         }
     }
 
+    /// An UPDATE's slots and assigned expressions, as planned (`None` for another statement).
+    #[cfg(test)]
+    pub(crate) fn update_parts(
+        &self,
+    ) -> Option<(Vec<crate::plan::physical::PhysicalSlot>, Vec<crate::plan::logical::Expr>)> {
+        match &self.exec {
+            Executable::Update { assignments, scan, .. } => {
+                Some((scan.slots.clone(), assignments.iter().map(|(_, e)| e.clone()).collect()))
+            }
+            _ => None,
+        }
+    }
+
     pub(super) fn new(bound: Bound, world: &World, span: Span, options: PlanOptions) -> Prepared {
         let Bound { plan, params } = bound;
         let columns: Vec<String> = match &plan {
@@ -173,8 +186,10 @@ impl Prepared {
     }
 
     /// Runs one statement of a system on a shared world: reads run, writes are checked and
-    /// returned to be applied later.
-    pub(crate) fn stage(&mut self, world: &World, params: &Params) -> Result<Step, Error> {
+    /// returned to be applied later. With `in_place`, an UPDATE that can be rewritten in place
+    /// is left to be rewritten when it is applied (see `stage_update`): only for a caller that
+    /// applies it to this world before anything else writes what it reads.
+    pub(crate) fn stage(&mut self, world: &World, params: &Params, in_place: bool) -> Result<Step, Error> {
         let values = resolve_params(&self.params, params)?;
         let staged = match &mut self.exec {
             Executable::Spawn(v) => mutate::stage_spawn(world, v, &values)?,
@@ -199,6 +214,7 @@ impl Prepared {
                     scan,
                     &values,
                     buffers,
+                    in_place,
                 )?)
             }
             Executable::Select(phys) => {

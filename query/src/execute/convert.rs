@@ -273,6 +273,12 @@ impl StagingBuffers {
         out
     }
 
+    /// An empty f32 vector, a kept one if there is one: scratch room for the old values of an
+    /// in-place rewrite ([`crate::execute::rewrite`]), given back with [`StagingBuffers::give`].
+    pub(crate) fn take_f32s(&self) -> Vec<f32> {
+        self.take::<f32>(0)
+    }
+
     /// Keeps the emptied vectors of a write for the next run.
     pub(crate) fn give(&self, spent: impl IntoIterator<Item = TypedFieldValues>) {
         let mut kept = self.0.lock().unwrap_or_else(PoisonError::into_inner);

@@ -22,6 +22,7 @@ pub mod mutate;
 pub mod ops;
 pub mod pace;
 pub mod relations;
+pub(crate) mod rewrite;
 pub mod scan;
 pub mod select;
 pub mod update;

@@ -20,6 +20,7 @@ use ecsdb_engine::{
 use crate::error::Error;
 use crate::execute::convert::{convert_compiled, convert_vector, StagingBuffers};
 use crate::execute::mutate::write_failed;
+use crate::execute::rewrite::InPlace;
 use crate::execute::scan::{rows_in_batches, run_scan, Sink, SlotReader, TableCtx};
 use crate::expr::compiled::{as_range, Program, RowSet};
 use crate::expr::{Evaluator, Leaves};
@@ -138,9 +139,10 @@ impl<'w> Sink<'w> for UpdateSink<'_> {
     }
 }
 
-/// An UPDATE's new values, computed, converted and reference-checked, not yet written. Its
-/// rows are table positions, so it must be written before any structural change (systems
-/// write a batch's UPDATEs right after the batch).
+/// An UPDATE's new values, computed, converted and reference-checked, not yet written; or
+/// one to be rewritten in place when it is applied. Its rows are table positions, so it must
+/// be written before any structural change (systems write a batch's UPDATEs right after the
+/// batch).
 pub(crate) struct StagedUpdate {
     component: ComponentId,
     /// The assigned fields, in assignment order.
@@ -149,6 +151,22 @@ pub(crate) struct StagedUpdate {
     targets: usize,
     /// Where the vectors go once written, for the statement's next run.
     buffers: StagingBuffers,
+    /// Set (and `pending` empty) when the UPDATE is rewritten in place as it is applied.
+    deferred: Option<Box<Deferred>>,
+}
+
+/// An UPDATE rewritten in place when it is applied ([`InPlace`]), with what the general path
+/// needs when a value refuses (to report it, or to store values the rewrite does not).
+struct Deferred {
+    in_place: InPlace,
+    assignments: Vec<(usize, Expr)>,
+    scan: ScanPlan,
+    params: Vec<Value>,
+}
+
+/// The one row an UPDATE answers: how many rows it wrote.
+fn count_of(targets: usize) -> ResultSet {
+    ResultSet { columns: vec!["count".into()], rows: vec![vec![Value::Int(targets as i64)]] }
 }
 
 impl StagedUpdate {
@@ -162,8 +180,16 @@ impl StagedUpdate {
         self.component
     }
 
-    /// Writes every batch's values into their column rows.
+    /// Writes every batch's values into their column rows (or rewrites the rows in place).
     pub(crate) fn apply(self, world: &mut World) -> Result<ResultSet, Error> {
+        if let Some(d) = self.deferred {
+            if d.in_place.run(world, &self.buffers)? {
+                return Ok(count_of(self.targets));
+            }
+            let Deferred { assignments, scan, params, .. } = *d;
+            let general = stage_update(world, self.component, &assignments, &scan, &params, &self.buffers, false)?;
+            return general.apply(world);
+        }
         let mut writer = world.component_writer(self.component).map_err(write_failed)?;
         self.apply_to(&mut writer)
     }
@@ -173,6 +199,9 @@ impl StagedUpdate {
     pub(crate) fn apply_to(self, writer: &mut ComponentWriter<'_>) -> Result<ResultSet, Error> {
         if writer.component() != self.component {
             return Err(Error::internal("an UPDATE applied through another component's writer"));
+        }
+        if self.deferred.is_some() {
+            return Err(Error::internal("an UPDATE rewritten in place is applied to the world, not a writer"));
         }
         for batch in self.pending {
             if let PendingRows::TableRun(table, start, end) = batch.at {
@@ -193,7 +222,7 @@ impl StagedUpdate {
                 writer.write_field_rows(*index, at, values).map_err(write_failed)?;
             }
         }
-        Ok(ResultSet { columns: vec!["count".into()], rows: vec![vec![Value::Int(self.targets as i64)]] })
+        Ok(count_of(self.targets))
     }
 }
 
@@ -207,10 +236,13 @@ pub fn update(
     params: &[Value],
     buffers: &StagingBuffers,
 ) -> Result<ResultSet, Error> {
-    stage_update(world, component, assignments, scan, params, buffers)?.apply(world)
+    stage_update(world, component, assignments, scan, params, buffers, true)?.apply(world)
 }
 
-/// `UPDATE C SET …`, every new value computed, converted and checked but none written.
+/// `UPDATE C SET …`, every new value computed, converted and checked but none written. With
+/// `in_place`, an UPDATE that can be rewritten in place ([`InPlace::plan`]) computes nothing
+/// yet: it is rewritten when applied to the world, which must then be the world it was staged
+/// on, unchanged in the columns it reads (not applied through a [`ComponentWriter`]).
 pub(crate) fn stage_update(
     world: &World,
     component: ComponentId,
@@ -218,7 +250,26 @@ pub(crate) fn stage_update(
     scan: &ScanPlan,
     params: &[Value],
     buffers: &StagingBuffers,
+    in_place: bool,
 ) -> Result<StagedUpdate, Error> {
+    if in_place {
+        if let Some(plan) = InPlace::plan(world, component, assignments, scan, params) {
+            let deferred = Deferred {
+                in_place: plan,
+                assignments: assignments.to_vec(),
+                scan: scan.clone(),
+                params: params.to_vec(),
+            };
+            return Ok(StagedUpdate {
+                component,
+                fields: assignments.iter().map(|(i, _)| *i).collect(),
+                pending: Vec::new(),
+                targets: deferred.in_place.rows(),
+                buffers: buffers.clone(),
+                deferred: Some(Box::new(deferred)),
+            });
+        }
+    }
     let info = world.components().info(component);
     let fields: Vec<&FieldInfo> = assignments
         .iter()
@@ -261,7 +312,7 @@ pub(crate) fn stage_update(
         world.check_reference_writes(&refs)?;
     }
     let fields = assignments.iter().map(|(i, _)| *i).collect();
-    Ok(StagedUpdate { component, fields, pending, targets, buffers: buffers.clone() })
+    Ok(StagedUpdate { component, fields, pending, targets, buffers: buffers.clone(), deferred: None })
 }
 
 #[cfg(test)]

@@ -16,6 +16,7 @@
 //!   [`crate::execute::ops`], for the combinations the kernels do not specialise;
 //! - [`fold`]: constant folding for the planner.
 
+pub mod affine;
 pub mod arith;
 pub mod compare;
 pub mod compiled;

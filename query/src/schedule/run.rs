@@ -51,14 +51,16 @@ pub(crate) fn render(e: &crate::Error) -> String {
 
 /// Runs a non-exclusive system's statements against `world` without writing anything. Its
 /// UPDATE, if any, is its last statement (otherwise it would be exclusive), so every
-/// statement sees the state the batch started from, as it would running alone.
-fn check_system(system: &mut System, world: &World, params: &Params) -> Outcome {
+/// statement sees the state the batch started from, as it would running alone. With
+/// `in_place`, its UPDATE may be left to be rewritten in place when it is applied: only for
+/// a system whose batch writes nothing else before it.
+fn check_system(system: &mut System, world: &World, params: &Params, in_place: bool) -> Outcome {
     let started = Instant::now();
     let mut out = Outcome::default();
     match &mut system.body {
         Body::Text { statements, .. } => {
             for p in statements.iter_mut() {
-                match p.stage(world, params) {
+                match p.stage(world, params, in_place) {
                     Ok(Step::Read(n)) => out.rows += n as u64,
                     Ok(Step::Staged(s)) => {
                         out.rows += s.len() as u64;
@@ -100,9 +102,9 @@ fn check_systems(
 ) -> Vec<(usize, Outcome)> {
     let members = members_of(systems, text);
     if parallel && members.len() > 1 {
-        members.into_par_iter().map(|(i, s)| (i, check_system(s, world, params))).collect()
+        members.into_par_iter().map(|(i, s)| (i, check_system(s, world, params, false))).collect()
     } else {
-        members.into_iter().map(|(i, s)| (i, check_system(s, world, params))).collect()
+        members.into_iter().map(|(i, s)| (i, check_system(s, world, params, false))).collect()
     }
 }
 
@@ -197,7 +199,7 @@ fn run_exclusive(system: &mut System, world: &mut World, params: &Params, ctx: &
     match &mut system.body {
         Body::Text { statements, .. } => {
             for p in statements.iter_mut() {
-                let step = p.stage(world, params).and_then(|step| match step {
+                let step = p.stage(world, params, true).and_then(|step| match step {
                     Step::Staged(s) if s.is_update() => {
                         let n = s.len() as u64;
                         s.apply(world).map(|_| Step::Read(n as usize))
@@ -301,7 +303,8 @@ impl Schedule {
                 let out = if system.exclusive || matches!(system.body, Body::Rust(_)) {
                     run_exclusive(system, world, &params, &ctx)
                 } else {
-                    check_system(system, world, &params)
+                    // Its UPDATE is applied right after, before anything else writes.
+                    check_system(system, world, &params, true)
                 };
                 vec![(i, out)]
             } else {
@@ -319,11 +322,15 @@ impl Schedule {
                 apply_updates_together(world, &mut outcomes);
             }
             for (i, mut out) in outcomes {
+                // The system's time includes writing its UPDATE (which, rewritten in place,
+                // is where its values are computed).
+                let applying = Instant::now();
                 for u in out.updates.drain(..) {
                     if let Err(e) = u.apply(world) {
                         out.error.get_or_insert_with(|| render(&e));
                     }
                 }
+                out.time += applying.elapsed();
                 staged.extend(out.staged.drain(..).map(|s| (i, s)));
                 self.record_run(i, out, failures);
             }

@@ -26,7 +26,7 @@ pub mod cond;
 pub mod num;
 pub mod pair;
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
 
 use ecsdb_engine::storage::{FieldColumn, FieldScalar, FieldView};
 

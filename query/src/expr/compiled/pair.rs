@@ -248,8 +248,8 @@ fn without_nan<T: Copy + PartialEq>(done: bool, c: Chunk<'_>, out: &[T]) -> Opti
 }
 
 /// A field in an affine form, as `(field, k, c)` for `v * k + c`: the field alone, times a
-/// constant or divided by a power of two ([`FloatNode::Scale`]), negated, plus or minus a
-/// constant, or such a product plus or minus one. Each form is exactly its expression: `v *
+/// constant or divided by a power of two ([`FloatNode::Scale`]), plus or minus a constant, or
+/// such a product plus or minus one. Each form is exactly its expression: `v *
 /// 1.0` is `v` and `x + -0.0` is `x` for every float (NaN and -0 included), `v - c` is `v +
 /// -c` and `c - v` is `-v + c` in IEEE arithmetic.
 fn affine<'n, 'w>(node: &'n FloatNode<'w>) -> Option<(&'n FloatNode<'w>, f64, f64)> {
@@ -272,7 +272,7 @@ fn scaled<'n, 'w>(node: &'n FloatNode<'w>) -> Option<(&'n FloatNode<'w>, f64)> {
     match node {
         FloatNode::F32(_) | FloatNode::F64(_) => Some((node, 1.0)),
         FloatNode::Scale(a, k) if a.is_leaf() => Some((&**a, *k)),
-        FloatNode::Neg(a) if a.is_leaf() => Some((&**a, -1.0)),
+        // Not a negation (`-v`): it flips the sign of a NaN, where `v * -1` keeps it.
         FloatNode::Arith(ArithOp::Mul, a, b) => match (&**a, &**b) {
             (leaf, FloatNode::Const(k)) | (FloatNode::Const(k), leaf) if leaf.is_leaf() => Some((leaf, *k)),
             _ => None,
@@ -309,7 +309,6 @@ mod tests {
         let side = |f: usize, k: f64, c: f64| {
             let v = match k {
                 1.0 => col(f),
-                -1.0 => FloatNode::Neg(Box::new(col(f))),
                 k => FloatNode::Arith(ArithOp::Mul, Box::new(col(f)), Box::new(FloatNode::Const(k))),
             };
             if c.to_bits() == NO_ADD.to_bits() {

@@ -558,7 +558,8 @@ fn f32_arithmetic_only_where_it_rounds_as_f64_does() {
     let neg = |e: Expr| expr(ExprKind::Neg(Box::new(e)));
     for op in [BinaryOp::Add, BinaryOp::Sub, BinaryOp::Mul] {
         assert!(exact(&bin(op, x.clone(), y.clone())), "{op:?}");
-        assert!(exact(&bin(op, neg(x.clone()), field(0, 0))), "{op:?} of -v");
+        // Not a pair: `-v` flips the sign of a NaN, which the pair's `v * -1` would keep.
+        assert!(!exact(&bin(op, neg(x.clone()), y.clone())), "{op:?} of -v");
         // A scaled or shifted side rounds first.
         assert!(!exact(&bin(op, bin(BinaryOp::Mul, x.clone(), lit(2.5)), y.clone())), "{op:?} of v * k");
         assert!(!exact(&bin(op, bin(BinaryOp::Add, x.clone(), lit(1.5)), y.clone())), "{op:?} of v + c");

@@ -1,0 +1,344 @@
+//! f32 fields rewritten in place, a row at a time, all or nothing.
+//!
+//! The columnar writes ([`World::write_fields_run`]) take values computed beforehand, so a
+//! bulk write reads its inputs in one pass and its new values in another. A rewrite reads a
+//! row's inputs, computes and writes its new values in one pass, keeping each old value in
+//! an undo list: when the caller refuses a row (a value it cannot store), every row already
+//! rewritten is put back, so the world is as it was.
+
+use crate::component::{ComponentId, FieldType, StorageKind};
+use crate::error::{EngineError, Result};
+use crate::storage::TableId;
+use crate::world::World;
+
+/// Where one f32 field of one table lies: its first row's value and the row stride.
+#[derive(Clone, Copy)]
+struct FieldAt {
+    first: *mut u8,
+    stride: usize,
+}
+
+impl FieldAt {
+    /// Row `row`'s value.
+    ///
+    /// # Safety
+    /// `row` is below the column's length and nothing else refers to the value.
+    #[inline(always)]
+    unsafe fn read(self, row: usize) -> f32 {
+        // SAFETY: the caller's contract; `first` is the field of row 0 of a column whose rows
+        // are `stride` bytes apart, each holding an initialised f32 at that field (checked
+        // in `fields_at`).
+        unsafe { (self.first.add(row * self.stride) as *const f32).read_unaligned() }
+    }
+
+    /// Writes row `row`'s value.
+    ///
+    /// # Safety
+    /// As [`FieldAt::read`], and the column is held exclusively.
+    #[inline(always)]
+    unsafe fn write(self, row: usize, value: f32) {
+        // SAFETY: as in `read`; an f32 needs no drop.
+        unsafe { (self.first.add(row * self.stride) as *mut f32).write_unaligned(value) }
+    }
+}
+
+impl World {
+    /// Rewrites the f32 fields `written` of component `target` in every row of each of
+    /// `tables`, a row at a time: `row(&inputs, &mut values)` gets the row's `read` fields
+    /// (f32 fields of any of the table's components, the target's included, read before the
+    /// row is written) and the written fields' current values, and sets their new values or
+    /// returns false to refuse the row.
+    ///
+    /// All or nothing: at a refused row (or a panic in `row`) every row already rewritten gets
+    /// its old values back from `undo` and nothing is stamped, and the answer is `Ok(false)`.
+    /// Otherwise every row's changed tick is stamped, as any write stamps it, and the answer is
+    /// `Ok(true)`. `undo` is scratch room (each row's old values, `W` a row), kept by a caller
+    /// that rewrites again and again.
+    ///
+    /// ```
+    /// use ecsdb_engine::{Component, World};
+    /// #[derive(Component)] struct Pos { x: f32, y: f32 }
+    /// #[derive(Component)] struct Vel { x: f32, y: f32 }
+    /// let mut world = World::new();
+    /// let e = world.spawn((Pos { x: 1.0, y: 2.0 }, Vel { x: 10.0, y: 20.0 }));
+    /// let table = ecsdb_engine::storage::TableId(world.location(e).unwrap().table);
+    /// let (pos, vel) = (world.component_id("Pos").unwrap(), world.component_id("Vel").unwrap());
+    /// let mut undo = Vec::new();
+    /// let moved = world.rewrite_f32_rows(pos, [0, 1], [(vel, 0), (vel, 1)], &[table], &mut undo, |v, p| {
+    ///     p[0] += v[0];
+    ///     p[1] += v[1];
+    ///     true
+    /// });
+    /// assert_eq!(moved.unwrap(), true);
+    /// assert_eq!((world.get::<Pos>(e).unwrap().x, world.get::<Pos>(e).unwrap().y), (11.0, 22.0));
+    /// // A refused row leaves everything as it was.
+    /// let refused = world.rewrite_f32_rows(pos, [0], [(vel, 0)], &[table], &mut Vec::new(), |_, _| false);
+    /// assert_eq!(refused.unwrap(), false);
+    /// assert_eq!(world.get::<Pos>(e).unwrap().x, 11.0);
+    /// ```
+    pub fn rewrite_f32_rows<const W: usize, const R: usize>(
+        &mut self,
+        target: ComponentId,
+        written: [usize; W],
+        read: [(ComponentId, usize); R],
+        tables: &[TableId],
+        undo: &mut Vec<f32>,
+        mut row: impl FnMut(&[f32; R], &mut [f32; W]) -> bool,
+    ) -> Result<bool> {
+        if self.components.len() <= target.index() || self.components.info(target).storage() != StorageKind::Table {
+            return Err(EngineError::Invalid("a rewrite's target must be a known table-stored component".into()));
+        }
+        if W == 0 || (1..W).any(|i| written[..i].contains(&written[i])) {
+            return Err(EngineError::Invalid("a rewrite writes each of its fields once, and at least one".into()));
+        }
+        // Every table checked (and every field found) before the first write.
+        let mut places = Vec::with_capacity(tables.len());
+        for &table in tables {
+            places.push(self.fields_at(table, target, written, read)?);
+        }
+        let tick = self.write_tick();
+        let total: usize = places.iter().map(|(_, _, len)| len).sum();
+        undo.clear();
+        undo.reserve(total * W);
+        let kept = undo.as_mut_ptr();
+        // Rows whose old values are in `undo`'s room, counted as they are kept (a refused or
+        // panicking row's included).
+        let mut done = 0usize;
+        let rewrite = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            // The places by value: in locals, not reloaded after every write through a pointer.
+            for &(outputs, inputs, len) in &places {
+                for r in 0..len {
+                    // SAFETY: `r` is below the table's length; the world is borrowed exclusively
+                    // (`&mut self`) and no reference into its columns is alive, so these raw
+                    // reads and writes are the only accesses (`fields_at`). `undo` has room for
+                    // `W` values of each of the `total` rows, and `done < total`.
+                    unsafe {
+                        let args: [f32; R] = std::array::from_fn(|k| inputs[k].read(r));
+                        let old: [f32; W] = std::array::from_fn(|k| outputs[k].read(r));
+                        kept.add(done * W).cast::<[f32; W]>().write_unaligned(old);
+                        done += 1;
+                        let mut new = old;
+                        if !row(&args, &mut new) {
+                            return false;
+                        }
+                        for (at, v) in outputs.iter().zip(new) {
+                            at.write(r, v);
+                        }
+                    }
+                }
+            }
+            true
+        }));
+        // SAFETY: the first `done * W` values of the room were written above.
+        unsafe { undo.set_len(done * W) };
+        if !matches!(rewrite, Ok(true)) {
+            // Put back every row rewritten: the undo list holds them in order, table by
+            // table (the last entry may be a row not yet written, which gets its own values).
+            let mut old = undo.chunks_exact(W);
+            'tables: for (outputs, _, len) in &places {
+                for r in 0..*len {
+                    let Some(values) = old.next() else { break 'tables };
+                    for (at, v) in outputs.iter().zip(values) {
+                        // SAFETY: as in the rewrite above.
+                        unsafe { at.write(r, *v) };
+                    }
+                }
+            }
+        }
+        match rewrite {
+            Err(panic) => std::panic::resume_unwind(panic),
+            Ok(false) => Ok(false),
+            Ok(true) => {
+                for &table in tables {
+                    let t = &mut self.storage.tables[table.index()];
+                    let len = t.len();
+                    let (held, columns) = t.components_and_columns_mut();
+                    if let Some(i) = held.iter().position(|c| *c == target) {
+                        columns[i].fill_changed(0..len, tick);
+                    }
+                }
+                Ok(true)
+            }
+        }
+    }
+
+    /// Where the written and read fields of a rewrite lie in `table`, and its row count:
+    /// every component stored in the table, every field an f32 one.
+    #[allow(clippy::type_complexity)]
+    fn fields_at<const W: usize, const R: usize>(
+        &mut self,
+        table: TableId,
+        target: ComponentId,
+        written: [usize; W],
+        read: [(ComponentId, usize); R],
+    ) -> Result<([FieldAt; W], [FieldAt; R], usize)> {
+        let components = &self.components;
+        let t = self
+            .storage
+            .tables
+            .get_mut(table.index())
+            .ok_or_else(|| EngineError::Invalid(format!("no table {}", table.index())))?;
+        let len = t.len();
+        let (held, columns) = t.components_and_columns_mut();
+        let mut at = |id: ComponentId, field: usize| -> Result<FieldAt> {
+            let info = (id.index() < components.len()).then(|| components.info(id));
+            let f = info.filter(|i| !i.is_opaque()).and_then(|i| i.fields().get(field));
+            let Some(f) = f.filter(|f| f.ty == FieldType::F32) else {
+                return Err(EngineError::Invalid(format!("component {} has no f32 field {field}", id.index())));
+            };
+            let Some(i) = held.iter().position(|c| *c == id) else {
+                return Err(EngineError::Invalid(format!(
+                    "table {} does not store component {}",
+                    table.index(),
+                    id.index()
+                )));
+            };
+            let column = &mut columns[i];
+            // The pointer carries the column allocation's provenance (no reference to the
+            // values is made), and the schema puts an f32 at `offset` inside each row.
+            Ok(FieldAt { first: column.data_ptr().wrapping_add(f.offset), stride: column.item_size() })
+        };
+        let mut outputs = [FieldAt { first: std::ptr::null_mut(), stride: 0 }; W];
+        for (o, field) in outputs.iter_mut().zip(written) {
+            *o = at(target, field)?;
+        }
+        let mut inputs = [FieldAt { first: std::ptr::null_mut(), stride: 0 }; R];
+        for (i, (id, field)) in inputs.iter_mut().zip(read) {
+            *i = at(id, field)?;
+        }
+        Ok((outputs, inputs, len))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::query::{Changed, QueryState};
+    use crate::{Component, Entity, World};
+
+    #[derive(Component, Clone, Copy, Debug, PartialEq)]
+    struct Pos {
+        x: f32,
+        y: f32,
+        z: f32,
+    }
+
+    #[derive(Component, Clone, Copy, Debug, PartialEq)]
+    struct Vel {
+        x: f32,
+        y: f32,
+    }
+
+    #[derive(Component)]
+    struct Tag;
+
+    /// Two tables of rows with positions and velocities; the entities in spawn order.
+    fn world(rows: usize) -> (World, Vec<Entity>) {
+        let mut world = World::new();
+        let es = (0..rows)
+            .map(|i| {
+                let (p, v) = (Pos { x: i as f32, y: -(i as f32), z: 0.5 }, Vel { x: 1.0, y: 2.0 });
+                if i % 3 == 0 {
+                    world.spawn((p, v, Tag))
+                } else {
+                    world.spawn((p, v))
+                }
+            })
+            .collect();
+        (world, es)
+    }
+
+    fn tables(world: &World, es: &[Entity]) -> Vec<crate::storage::TableId> {
+        let mut t: Vec<_> = es.iter().map(|e| crate::storage::TableId(world.location(*e).unwrap().table)).collect();
+        t.sort();
+        t.dedup();
+        t
+    }
+
+    #[test]
+    fn every_row_is_rewritten_from_its_own_inputs_and_stamped() {
+        let rows = if cfg!(miri) { 20 } else { 500 };
+        let (mut world, es) = world(rows);
+        let (pos, vel) = (world.component_id("Pos").unwrap(), world.component_id("Vel").unwrap());
+        let ts = tables(&world, &es);
+        let mut changed: QueryState<Entity, Changed<Pos>> = world.query_state();
+        assert_eq!(changed.iter(&world).count(), rows, "spawned rows count as changed");
+        let mut undo = Vec::new();
+        // x reads y and y reads x of the same row: each row's inputs are read before it is written.
+        let done = world
+            .rewrite_f32_rows(pos, [0, 1], [(pos, 1), (pos, 0), (vel, 1)], &ts, &mut undo, |i, o| {
+                o[0] = i[0] + i[2];
+                o[1] = i[1];
+                true
+            })
+            .unwrap();
+        assert!(done);
+        for (i, e) in es.iter().enumerate() {
+            let p = *world.get::<Pos>(*e).unwrap();
+            assert_eq!(p, Pos { x: -(i as f32) + 2.0, y: i as f32, z: 0.5 });
+        }
+        assert_eq!(changed.iter(&world).count(), rows);
+    }
+
+    #[test]
+    fn a_refused_row_puts_every_table_back() {
+        let rows = if cfg!(miri) { 20 } else { 500 };
+        let (mut world, es) = world(rows);
+        let (pos, vel) = (world.component_id("Pos").unwrap(), world.component_id("Vel").unwrap());
+        let ts = tables(&world, &es);
+        let before: Vec<Pos> = es.iter().map(|e| *world.get::<Pos>(*e).unwrap()).collect();
+        let mut changed: QueryState<Entity, Changed<Pos>> = world.query_state();
+        changed.iter(&world).count();
+        let mut undo = Vec::new();
+        let mut seen = 0;
+        // Refused in the last table, after every row of the first was rewritten.
+        let done = world
+            .rewrite_f32_rows(pos, [0, 1], [(vel, 0)], &ts, &mut undo, |i, o| {
+                seen += 1;
+                o[0] += i[0];
+                o[1] = f32::NAN;
+                seen < rows - 1
+            })
+            .unwrap();
+        assert!(!done);
+        let after: Vec<Pos> = es.iter().map(|e| *world.get::<Pos>(*e).unwrap()).collect();
+        assert_eq!(before, after);
+        assert_eq!(changed.iter(&world).count(), 0);
+    }
+
+    #[test]
+    fn a_panic_puts_the_rows_back() {
+        let (mut world, es) = world(12);
+        let (pos, vel) = (world.component_id("Pos").unwrap(), world.component_id("Vel").unwrap());
+        let ts = tables(&world, &es);
+        let before: Vec<Pos> = es.iter().map(|e| *world.get::<Pos>(*e).unwrap()).collect();
+        let mut undo = Vec::new();
+        let mut n = 0;
+        let caught = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            world.rewrite_f32_rows(pos, [0], [(vel, 0)], &ts, &mut undo, |i, o| {
+                n += 1;
+                assert!(n < 9, "refused by panicking");
+                o[0] = i[0] * 100.0;
+                true
+            })
+        }));
+        assert!(caught.is_err());
+        let after: Vec<Pos> = es.iter().map(|e| *world.get::<Pos>(*e).unwrap()).collect();
+        assert_eq!(before, after);
+    }
+
+    #[test]
+    fn bad_fields_and_tables_are_errors_before_any_write() {
+        let (mut world, es) = world(6);
+        let (pos, vel) = (world.component_id("Pos").unwrap(), world.component_id("Vel").unwrap());
+        let tag = world.component_id("Tag").unwrap();
+        let ts = tables(&world, &es);
+        let mut undo = Vec::new();
+        let ok = |_: &[f32; 1], _: &mut [f32; 1]| true;
+        assert!(world.rewrite_f32_rows(pos, [3], [(vel, 0)], &ts, &mut undo, ok).is_err(), "no field 3");
+        assert!(world.rewrite_f32_rows(pos, [0], [(vel, 2)], &ts, &mut undo, ok).is_err(), "no field 2");
+        assert!(world.rewrite_f32_rows(pos, [0], [(tag, 0)], &ts, &mut undo, ok).is_err(), "not in every table");
+        assert!(world.rewrite_f32_rows(pos, [0], [(vel, 0)], &[crate::storage::TableId(999)], &mut undo, ok).is_err());
+        let twice = |_: &[f32; 1], _: &mut [f32; 2]| true;
+        assert!(world.rewrite_f32_rows(pos, [0, 0], [(vel, 0)], &ts, &mut undo, twice).is_err());
+    }
+}

@@ -1,0 +1,211 @@
+//! An UPDATE rewritten in place: whole tables, f32 fields, affine assignments.
+//!
+//! The general UPDATE ([`crate::execute::update`]) computes every new value into vectors,
+//! checks them all, then writes them: two passes over the rows and megabytes of staged values
+//! in between. When every target row of every matched table is written (no WHERE, no index)
+//! and every assignment is an f32 field computed from the row's f32 fields by affine
+//! arithmetic ([`AffineF32`], `x = Position.x + Velocity.x * $dt`), the engine rewrites the
+//! rows in place in one pass ([`World::rewrite_f32_rows`]): each row's inputs read, its new
+//! values computed and written, its old ones kept. A value that may not store (an infinity,
+//! which may be a finite result too large for an f32) refuses its row: the engine puts every
+//! row back, and the statement runs the general way, which stores what stores and reports
+//! the error exactly as it always does.
+
+use ecsdb_engine::storage::TableId;
+use ecsdb_engine::{ComponentId, FieldType, TypedFieldValues, Value, World};
+
+use crate::error::Error;
+use crate::execute::convert::StagingBuffers;
+use crate::execute::mutate::write_failed;
+use crate::expr::affine::{AffineF32, AffineSide, Combine};
+use crate::plan::logical::Expr;
+use crate::plan::physical::{Access, ScanPlan, SlotSource, TableFilter};
+
+/// Fewest target rows rewritten in place: below it the general path is as quick, and a plan
+/// (made each run) would cost more than it saves.
+pub(crate) const IN_PLACE_MIN_ROWS: usize = 4096;
+
+/// Most assignments rewritten in place (each count is a separate instance of the row loop).
+const MOST_FIELDS: usize = 4;
+
+/// How an UPDATE is rewritten in place: found by [`InPlace::plan`], run by [`InPlace::run`].
+#[derive(Clone, Debug)]
+pub(crate) struct InPlace {
+    target: ComponentId,
+    /// The assigned fields, in assignment order.
+    written: Vec<usize>,
+    /// The fields read, as `(component, field)`: each assignment's second side's, after its
+    /// first side's unless `own_first`.
+    inputs: Vec<(ComponentId, usize)>,
+    /// Whether every assignment's first side is the assigned field itself, bare
+    /// (`x = Position.x + …`): its value is then the row's old value, which the engine hands
+    /// over anyway, not a field read again.
+    own_first: bool,
+    assignments: Vec<AffineF32>,
+    /// The matched tables with rows.
+    tables: Vec<TableId>,
+    /// Their rows.
+    rows: usize,
+}
+
+impl InPlace {
+    /// The in-place rewrite of `UPDATE component SET assignments` over `scan` (refreshed for
+    /// this run), if it qualifies: a full scan whose every matched table has every row
+    /// selected and holds every component read as a column, at least [`IN_PLACE_MIN_ROWS`]
+    /// rows, and 1 to 4 assignments of f32 fields, each an [`AffineF32`].
+    pub(crate) fn plan(
+        world: &World,
+        component: ComponentId,
+        assignments: &[(usize, Expr)],
+        scan: &ScanPlan,
+        params: &[Value],
+    ) -> Option<InPlace> {
+        if !matches!(scan.access, Access::Scan { .. }) || !(1..=MOST_FIELDS).contains(&assignments.len()) {
+            return None;
+        }
+        let target_slot = scan.slots.iter().position(|s| s.id == component)?;
+        let fields = &scan.slots[target_slot].fields;
+        let mut affine = Vec::with_capacity(assignments.len());
+        for (field, expr) in assignments {
+            if fields.get(*field)?.ty != FieldType::F32 {
+                return None;
+            }
+            affine.push(AffineF32::of(expr, &scan.slots, params)?);
+        }
+        let slots_read: Vec<usize> = affine.iter().flat_map(|a| [a.a.slot, a.b.slot]).collect();
+        let (mut tables, mut rows) = (Vec::with_capacity(scan.tables.len()), 0);
+        for tp in &scan.tables {
+            let every_row = match &*tp.filter {
+                TableFilter::Never => continue,
+                TableFilter::Steps(steps) => steps.is_empty() && tp.checks.is_empty(),
+            };
+            let columns = |slot: usize| matches!(tp.sources.get(slot), Some(SlotSource::Column));
+            if !every_row || !columns(target_slot) || !slots_read.iter().all(|&s| columns(s)) {
+                return None;
+            }
+            let len = world.tables().get(tp.table.index())?.len();
+            if len > 0 {
+                tables.push(tp.table);
+                rows += len;
+            }
+        }
+        if rows < IN_PLACE_MIN_ROWS {
+            return None;
+        }
+        let own_first = affine
+            .iter()
+            .zip(assignments)
+            .all(|(a, (field, _))| a.a.slot == target_slot && a.a.field == *field && a.a.is_bare());
+        let id = |side: &AffineSide| (scan.slots[side.slot].id, side.field);
+        let inputs =
+            affine.iter().flat_map(|a| if own_first { vec![id(&a.b)] } else { vec![id(&a.a), id(&a.b)] }).collect();
+        Some(InPlace {
+            target: component,
+            written: assignments.iter().map(|(f, _)| *f).collect(),
+            inputs,
+            own_first,
+            assignments: affine,
+            tables,
+            rows,
+        })
+    }
+
+    /// The rows it writes.
+    pub(crate) fn rows(&self) -> usize {
+        self.rows
+    }
+
+    /// Rewrites the rows, keeping their old values in a vector of `buffers`. False, with
+    /// nothing changed, when a value cannot be stored: the general path then reports it.
+    pub(crate) fn run(&self, world: &mut World, buffers: &StagingBuffers) -> Result<bool, Error> {
+        let mut undo = buffers.take_f32s();
+        let done = match (self.assignments.len(), self.own_first) {
+            (1, true) => self.run_own::<1>(world, &mut undo),
+            (2, true) => self.run_own::<2>(world, &mut undo),
+            (3, true) => self.run_own::<3>(world, &mut undo),
+            (4, true) => self.run_own::<4>(world, &mut undo),
+            (1, false) => self.run_general::<1, 2>(world, &mut undo),
+            (2, false) => self.run_general::<2, 4>(world, &mut undo),
+            (3, false) => self.run_general::<3, 6>(world, &mut undo),
+            (4, false) => self.run_general::<4, 8>(world, &mut undo),
+            _ => Err(Error::internal("an in-place UPDATE of an unplanned number of fields")),
+        };
+        undo.clear();
+        buffers.give([TypedFieldValues::F32(undo)]);
+        done
+    }
+
+    /// Whether every assignment combines its sides as `c`.
+    fn all_combine(&self, c: Combine) -> bool {
+        self.assignments.iter().all(|a| a.combine == c)
+    }
+
+    /// [`InPlace::run`] where every assignment's first side is its own field's old value
+    /// (`own_first`), one input a row for each. The shape `f = C.f ± D.g * k` (a position moved
+    /// by a velocity, a value damped) gets a row loop of its own with nothing else in it.
+    fn run_own<const W: usize>(&self, world: &mut World, undo: &mut Vec<f32>) -> Result<bool, Error> {
+        let scaled = self.assignments.iter().all(|a| a.b.adds_nothing());
+        let plus = |old: f32, y: f64| old as f64 + y;
+        let minus = |old: f32, y: f64| old as f64 - y;
+        if scaled && self.all_combine(Combine::Add) {
+            self.rewrite::<W, W>(world, undo, |a, old, i| plus(old[0], a.b.scaled(i[0])))
+        } else if scaled && self.all_combine(Combine::Sub) {
+            self.rewrite::<W, W>(world, undo, |a, old, i| minus(old[0], a.b.scaled(i[0])))
+        } else {
+            self.rewrite::<W, W>(world, undo, |a, old, i| a.value(old[0], i[0]))
+        }
+    }
+
+    /// [`InPlace::run`] for `W` assignments, `R` (twice `W`) inputs: the row loop made for
+    /// the one way every assignment combines its sides where they share one, so it has no
+    /// branch on it.
+    fn run_general<const W: usize, const R: usize>(
+        &self,
+        world: &mut World,
+        undo: &mut Vec<f32>,
+    ) -> Result<bool, Error> {
+        macro_rules! combining {
+            ($($c:expr),*) => {
+                $(if self.all_combine($c) {
+                    return self.rewrite::<W, R>(world, undo, |a, _, i| a.value_as($c, i[0], i[1]));
+                })*
+            };
+        }
+        combining!(Combine::Add, Combine::Sub, Combine::Mul, Combine::First);
+        self.rewrite::<W, R>(world, undo, |a, _, i| a.value(i[0], i[1]))
+    }
+
+    /// The rewrite: assignment `j`'s value by `value(assignment, &old[j..], &inputs[j * R / W..])`.
+    #[inline(always)]
+    fn rewrite<const W: usize, const R: usize>(
+        &self,
+        world: &mut World,
+        undo: &mut Vec<f32>,
+        value: impl Fn(&AffineF32, &[f32], &[f32]) -> f64,
+    ) -> Result<bool, Error> {
+        let (Ok(written), Ok(inputs), Ok(assignments)) = (
+            <[usize; W]>::try_from(&self.written[..]),
+            <[(ComponentId, usize); R]>::try_from(&self.inputs[..]),
+            <[AffineF32; W]>::try_from(&self.assignments[..]),
+        ) else {
+            return Err(Error::internal("an in-place UPDATE's parts do not match its field count"));
+        };
+        let per = R / W;
+        world
+            .rewrite_f32_rows(self.target, written, inputs, &self.tables, undo, |input, out| {
+                // A row with an infinite value is refused: it may be a finite value too large
+                // for an f32, which does not store. Refusing an infinity that came from an
+                // infinite input (which does store) costs only the general path's run, which
+                // tells the two apart; the test is then one comparison a value, no branch.
+                let mut refused = false;
+                let old = *out;
+                for (j, a) in assignments.iter().enumerate() {
+                    let v = value(a, &old[j..], &input[j * per..]) as f32;
+                    refused |= v.is_infinite();
+                    out[j] = v;
+                }
+                !refused
+            })
+            .map_err(write_failed)
+    }
+}
