@@ -6,10 +6,9 @@
 //! and every assignment is an f32 field computed from the row's f32 fields by affine
 //! arithmetic ([`AffineF32`], `x = Position.x + Velocity.x * $dt`), the engine rewrites the
 //! rows in place in one pass ([`World::rewrite_f32_rows`]): each row's inputs read, its new
-//! values computed and written, its old ones kept. A value that may not store (an infinity,
-//! which may be a finite result too large for an f32) refuses its row: the engine puts every
-//! row back, and the statement runs the general way, which stores what stores and reports
-//! the error exactly as it always does.
+//! values computed and written, its old ones kept. A value that cannot be stored (a finite
+//! result too large for an f32) refuses its row: the engine puts every row back, and the
+//! statement runs the general way, which reports the error exactly as it always does.
 
 use ecsdb_engine::storage::TableId;
 use ecsdb_engine::{ComponentId, FieldType, TypedFieldValues, Value, World};
@@ -193,15 +192,15 @@ impl InPlace {
         let per = R / W;
         world
             .rewrite_f32_rows(self.target, written, inputs, &self.tables, undo, |input, out| {
-                // A row with an infinite value is refused: it may be a finite value too large
-                // for an f32, which does not store. Refusing an infinity that came from an
-                // infinite input (which does store) costs only the general path's run, which
-                // tells the two apart; the test is then one comparison a value, no branch.
+                // A finite value that narrows to an infinity is too large for an f32 and
+                // refuses its row (an infinite value from an infinite input stores). Tested
+                // with no branch: two comparisons a value.
                 let mut refused = false;
                 let old = *out;
                 for (j, a) in assignments.iter().enumerate() {
-                    let v = value(a, &old[j..], &input[j * per..]) as f32;
-                    refused |= v.is_infinite();
+                    let wide = value(a, &old[j..], &input[j * per..]);
+                    let v = wide as f32;
+                    refused |= v.is_infinite() & wide.is_finite();
                     out[j] = v;
                 }
                 !refused
