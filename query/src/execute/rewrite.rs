@@ -143,7 +143,7 @@ impl InPlace {
     /// (`own_first`), one input a row for each. The shape `f = C.f ± D.g * k` (a position moved
     /// by a velocity, a value damped) gets a row loop of its own with nothing else in it.
     fn run_own<const W: usize>(&self, world: &mut World, undo: &mut Vec<f32>) -> Result<bool, Error> {
-        let scaled = self.assignments.iter().all(|a| a.b.adds_nothing());
+        let scaled = self.assignments.iter().all(|a| a.b.is_scaled());
         let plus = |old: f32, y: f64| old as f64 + y;
         let minus = |old: f32, y: f64| old as f64 - y;
         if scaled && self.all_combine(Combine::Add) {

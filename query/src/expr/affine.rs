@@ -46,10 +46,15 @@ impl AffineSide {
         self.signed(v) * self.k + self.c
     }
 
-    /// Its value for a side that [adds nothing](AffineSide::adds_nothing): `±v * k`.
+    /// Its value for a side that [is only scaled](AffineSide::is_scaled): `v * k`.
     #[inline(always)]
     pub fn scaled(&self, v: f32) -> f64 {
-        self.signed(v) * self.k
+        v as f64 * self.k
+    }
+
+    /// Whether it is `v * k`: not negated, nothing added.
+    pub fn is_scaled(&self) -> bool {
+        self.sign == 0 && self.adds_nothing()
     }
 
     /// Whether it adds nothing (`c` is [`NO_ADD`]): its value is `v * factor()`.
