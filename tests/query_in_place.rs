@@ -172,3 +172,40 @@ fn in_place_systems_match_the_general_path() {
     assert!(!x.is_empty(), "some systems fail on values too large for an f32");
     assert_same(&dump(&a), &dump(&b), "every system");
 }
+
+/// A component a Rust system counts in.
+#[derive(ecsdb::Component)]
+struct Counter {
+    n: i64,
+}
+
+/// A text system alone with a Rust system in one batch (they share no component) rewrites
+/// in place after the Rust system has run, with the values of the batch's start.
+#[test]
+fn an_in_place_system_beside_a_rust_system() {
+    use ecsdb::query::schedule::SystemContext;
+    use ecsdb_engine::query::QueryIter;
+    let (mut a, mut b) = worlds(6, Extremes::Infinite);
+    for (db, filter) in [(&mut a, ""), (&mut b, ", Tag WHERE Tag.n >= 0")] {
+        let es: Vec<Entity> = db.world().query::<Entity>().collect();
+        for e in es {
+            db.world_mut().insert(e, Counter { n: 0 }).unwrap();
+        }
+        db.execute(&format!(
+            "CREATE SYSTEM movement AS UPDATE P SET x = P.x + V.x * $dt, y = P.y - V.y * $dt FROM P, V, !Frozen{filter}"
+        ))
+        .unwrap();
+        db.add_system("count")
+            .run(|q: QueryIter<&mut Counter, ()>, _: &SystemContext| q.for_each(|mut c| c.n += 1))
+            .unwrap();
+        let schedule = db.query("EXPLAIN SCHEDULE").unwrap();
+        let batches: Vec<String> = schedule.rows.iter().map(|r| format!("{r:?}")).collect();
+        assert!(batches.iter().any(|r| r.contains("movement") && r.contains("count")), "one batch: {batches:?}");
+    }
+    let (x, y) = (a.tick(3, 0.5).unwrap(), b.tick(3, 0.5).unwrap());
+    assert_eq!(format!("{x:?}"), format!("{y:?}"));
+    assert_same(&dump(&a), &dump(&b), "movement beside count");
+    let counts = |db: &Database| db.world().query::<&Counter>().map(|c| c.n).collect::<Vec<_>>();
+    assert!(counts(&a).iter().all(|n| *n == 3));
+    assert_eq!(counts(&a), counts(&b));
+}

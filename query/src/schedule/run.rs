@@ -92,7 +92,11 @@ fn members_of<'a>(systems: &'a mut [System], members: &[usize]) -> Vec<(usize, &
     found
 }
 
-/// Checks the text systems of a batch against the same world, on rayon when `parallel`.
+/// Checks the text systems of a batch against the same world, on rayon when `parallel`. The
+/// UPDATE of a batch's only text system may be rewritten in place when it is applied: the
+/// batch's Rust systems, which run before that, write nothing it reads (they do not conflict).
+/// Several text systems' UPDATEs are written side by side, each through a writer of its own
+/// component, so they are staged.
 fn check_systems(
     systems: &mut [System],
     text: &[usize],
@@ -101,10 +105,11 @@ fn check_systems(
     parallel: bool,
 ) -> Vec<(usize, Outcome)> {
     let members = members_of(systems, text);
+    let in_place = members.len() == 1;
     if parallel && members.len() > 1 {
         members.into_par_iter().map(|(i, s)| (i, check_system(s, world, params, false))).collect()
     } else {
-        members.into_iter().map(|(i, s)| (i, check_system(s, world, params, false))).collect()
+        members.into_iter().map(|(i, s)| (i, check_system(s, world, params, in_place))).collect()
     }
 }
 
