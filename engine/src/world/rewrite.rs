@@ -11,11 +11,13 @@ use crate::error::{EngineError, Result};
 use crate::storage::TableId;
 use crate::world::World;
 
-/// Where one f32 field of one table lies: its first row's value and the row stride.
+/// Where one f32 field of one table lies: its first row's value, the row stride and the
+/// column (its position in the table).
 #[derive(Clone, Copy)]
 struct FieldAt {
     first: *mut u8,
     stride: usize,
+    column: usize,
 }
 
 impl FieldAt {
@@ -40,6 +42,91 @@ impl FieldAt {
         // SAFETY: as in `read`; an f32 needs no drop.
         unsafe { (self.first.add(row * self.stride) as *mut f32).write_unaligned(value) }
     }
+}
+
+/// `N` f32 fields of one table, and whether they lie side by side in one column (each 4
+/// bytes after the one before), so that a row's `N` values are one read or write.
+#[derive(Clone, Copy)]
+struct FieldsAt<const N: usize> {
+    at: [FieldAt; N],
+    side_by_side: bool,
+}
+
+impl<const N: usize> FieldsAt<N> {
+    fn new(at: [FieldAt; N]) -> Self {
+        // One column's fields (two columns' allocations may happen to touch).
+        let side_by_side =
+            at.iter().enumerate().all(|(k, f)| f.column == at[0].column && f.first == at[0].first.wrapping_add(4 * k));
+        FieldsAt { at, side_by_side }
+    }
+
+    /// Row `row`'s values, read as one `[f32; N]` when `SIDE_BY_SIDE` (which must then be
+    /// `self.side_by_side`).
+    ///
+    /// # Safety
+    /// As [`FieldAt::read`].
+    #[inline(always)]
+    unsafe fn read<const SIDE_BY_SIDE: bool>(&self, row: usize) -> [f32; N] {
+        if SIDE_BY_SIDE && N > 0 {
+            let first = self.at[0];
+            // SAFETY: the caller's contract; the fields lie side by side, so the `4 * N`
+            // bytes from the first one's are the row's `N` initialised f32s.
+            unsafe { (first.first.add(row * first.stride) as *const [f32; N]).read_unaligned() }
+        } else {
+            // SAFETY: the caller's contract.
+            std::array::from_fn(|k| unsafe { self.at[k].read(row) })
+        }
+    }
+
+    /// Writes row `row`'s values, as one `[f32; N]` when `SIDE_BY_SIDE` (see `read`).
+    ///
+    /// # Safety
+    /// As [`FieldAt::write`].
+    #[inline(always)]
+    unsafe fn write<const SIDE_BY_SIDE: bool>(&self, row: usize, values: [f32; N]) {
+        if SIDE_BY_SIDE && N > 0 {
+            let first = self.at[0];
+            // SAFETY: as in `read`; f32s need no drop.
+            unsafe { (first.first.add(row * first.stride) as *mut [f32; N]).write_unaligned(values) }
+        } else {
+            for (at, v) in self.at.iter().zip(values) {
+                // SAFETY: the caller's contract.
+                unsafe { at.write(row, v) };
+            }
+        }
+    }
+}
+
+/// Rewrites rows `0..len` of one table (see [`World::rewrite_f32_rows`]), keeping each row's
+/// old values at `kept` from row `*done` on and counting them in `*done`; false at a refused
+/// row. `OUT` and `IN` say whether the written and the read fields lie side by side.
+///
+/// # Safety
+/// The fields lie where `outputs` and `inputs` say in a table of `len` rows held exclusively,
+/// with no reference into its columns alive; `kept` has room for `W` values of `len` rows
+/// from row `*done`.
+#[inline(always)]
+unsafe fn rewrite_table<const W: usize, const R: usize, const OUT: bool, const IN: bool>(
+    (outputs, inputs, len): (FieldsAt<W>, FieldsAt<R>, usize),
+    kept: *mut f32,
+    done: &mut usize,
+    row: &mut impl FnMut(&[f32; R], &mut [f32; W]) -> bool,
+) -> bool {
+    for r in 0..len {
+        // SAFETY: the caller's contract, `r` below the table's length.
+        unsafe {
+            let args = inputs.read::<IN>(r);
+            let old = outputs.read::<OUT>(r);
+            kept.add(*done * W).cast::<[f32; W]>().write_unaligned(old);
+            *done += 1;
+            let mut new = old;
+            if !row(&args, &mut new) {
+                return false;
+            }
+            outputs.write::<OUT>(r, new);
+        }
+    }
+    true
 }
 
 impl World {
@@ -106,25 +193,22 @@ impl World {
         let mut done = 0usize;
         let rewrite = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             // The places by value: in locals, not reloaded after every write through a pointer.
-            for &(outputs, inputs, len) in &places {
-                for r in 0..len {
-                    // SAFETY: `r` is below the table's length; the world is borrowed exclusively
-                    // (`&mut self`) and no reference into its columns is alive, so these raw
-                    // reads and writes are the only accesses (`fields_at`). `undo` has room for
-                    // `W` values of each of the `total` rows, and `done < total`.
-                    unsafe {
-                        let args: [f32; R] = std::array::from_fn(|k| inputs[k].read(r));
-                        let old: [f32; W] = std::array::from_fn(|k| outputs[k].read(r));
-                        kept.add(done * W).cast::<[f32; W]>().write_unaligned(old);
-                        done += 1;
-                        let mut new = old;
-                        if !row(&args, &mut new) {
-                            return false;
-                        }
-                        for (at, v) in outputs.iter().zip(new) {
-                            at.write(r, v);
-                        }
+            for &place in &places {
+                let (outputs, inputs, _) = place;
+                // SAFETY: `fields_at` found the fields in the table; the world is borrowed
+                // exclusively (`&mut self`) and no reference into its columns is alive, so these
+                // raw reads and writes are the only accesses. `undo` has room for `W` values
+                // of each of the `total` rows, and the tables before this one kept `done`.
+                let rewritten = unsafe {
+                    match (outputs.side_by_side, inputs.side_by_side) {
+                        (true, true) => rewrite_table::<W, R, true, true>(place, kept, &mut done, &mut row),
+                        (true, false) => rewrite_table::<W, R, true, false>(place, kept, &mut done, &mut row),
+                        (false, true) => rewrite_table::<W, R, false, true>(place, kept, &mut done, &mut row),
+                        (false, false) => rewrite_table::<W, R, false, false>(place, kept, &mut done, &mut row),
                     }
+                };
+                if !rewritten {
+                    return false;
                 }
             }
             true
@@ -138,7 +222,7 @@ impl World {
             'tables: for (outputs, _, len) in &places {
                 for r in 0..*len {
                     let Some(values) = old.next() else { break 'tables };
-                    for (at, v) in outputs.iter().zip(values) {
+                    for (at, v) in outputs.at.iter().zip(values) {
                         // SAFETY: as in the rewrite above.
                         unsafe { at.write(r, *v) };
                     }
@@ -171,7 +255,7 @@ impl World {
         target: ComponentId,
         written: [usize; W],
         read: [(ComponentId, usize); R],
-    ) -> Result<([FieldAt; W], [FieldAt; R], usize)> {
+    ) -> Result<(FieldsAt<W>, FieldsAt<R>, usize)> {
         let components = &self.components;
         let t = self
             .storage
@@ -196,17 +280,17 @@ impl World {
             let column = &mut columns[i];
             // The pointer carries the column allocation's provenance (no reference to the
             // values is made), and the schema puts an f32 at `offset` inside each row.
-            Ok(FieldAt { first: column.data_ptr().wrapping_add(f.offset), stride: column.item_size() })
+            Ok(FieldAt { first: column.data_ptr().wrapping_add(f.offset), stride: column.item_size(), column: i })
         };
-        let mut outputs = [FieldAt { first: std::ptr::null_mut(), stride: 0 }; W];
+        let mut outputs = [FieldAt { first: std::ptr::null_mut(), stride: 0, column: 0 }; W];
         for (o, field) in outputs.iter_mut().zip(written) {
             *o = at(target, field)?;
         }
-        let mut inputs = [FieldAt { first: std::ptr::null_mut(), stride: 0 }; R];
+        let mut inputs = [FieldAt { first: std::ptr::null_mut(), stride: 0, column: 0 }; R];
         for (i, (id, field)) in inputs.iter_mut().zip(read) {
             *i = at(id, field)?;
         }
-        Ok((outputs, inputs, len))
+        Ok((FieldsAt::new(outputs), FieldsAt::new(inputs), len))
     }
 }
 
@@ -277,6 +361,38 @@ mod tests {
             assert_eq!(p, Pos { x: -(i as f32) + 2.0, y: i as f32, z: 0.5 });
         }
         assert_eq!(changed.iter(&world).count(), rows);
+    }
+
+    /// Written and read fields side by side in their column or not (a row's values read and
+    /// written as one array, or field by field): the same rows.
+    #[test]
+    fn fields_side_by_side_or_apart_give_the_same_rows() {
+        let rows = if cfg!(miri) { 10 } else { 300 };
+        let layouts = [([0, 1], [0, 1]), ([0, 1], [1, 0]), ([1, 0], [0, 1]), ([0, 2], [1, 0]), ([2, 1], [0, 0])];
+        for (written, read) in layouts {
+            let (mut world, es) = world(rows);
+            let (pos, vel) = (world.component_id("Pos").unwrap(), world.component_id("Vel").unwrap());
+            let ts = tables(&world, &es);
+            let mut undo = Vec::new();
+            let reads = [(vel, read[0]), (vel, read[1])];
+            let done = world
+                .rewrite_f32_rows(pos, written, reads, &ts, &mut undo, |i, o| {
+                    o[0] = o[0] * 10.0 + i[0];
+                    o[1] = o[1] * 100.0 + i[1];
+                    true
+                })
+                .unwrap();
+            assert!(done);
+            for (i, e) in es.iter().enumerate() {
+                let before = [i as f32, -(i as f32), 0.5];
+                let vel = [1.0, 2.0];
+                let mut want = before;
+                want[written[0]] = before[written[0]] * 10.0 + vel[read[0]];
+                want[written[1]] = before[written[1]] * 100.0 + vel[read[1]];
+                let p = *world.get::<Pos>(*e).unwrap();
+                assert_eq!([p.x, p.y, p.z], want, "{written:?} {read:?}");
+            }
+        }
     }
 
     #[test]
