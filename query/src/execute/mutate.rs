@@ -232,6 +232,11 @@ impl Staged {
         matches!(self, Staged::Update(_))
     }
 
+    /// Whether it is an UPDATE rewritten in place when applied: its values are computed then.
+    pub(crate) fn is_in_place(&self) -> bool {
+        matches!(self, Staged::Update(u) if u.is_in_place())
+    }
+
     /// Writes the changes and returns the statement's result, all or nothing. Targets that
     /// died since the statement ran (a DESPAWN staged earlier in the phase) are skipped.
     pub(crate) fn apply(self, world: &mut World) -> Result<ResultSet, Error> {

@@ -175,6 +175,11 @@ impl StagedUpdate {
         self.targets
     }
 
+    /// Whether it is rewritten in place when applied.
+    pub(crate) fn is_in_place(&self) -> bool {
+        self.deferred.is_some()
+    }
+
     /// The component it writes.
     pub(crate) fn component(&self) -> ComponentId {
         self.component
