@@ -139,8 +139,8 @@ impl World {
     /// All or nothing: at a refused row (or a panic in `row`) every row already rewritten gets
     /// its old values back from `undo` and nothing is stamped, and the answer is `Ok(false)`.
     /// Otherwise every row's changed tick is stamped, as any write stamps it, and the answer is
-    /// `Ok(true)`. `undo` is scratch room (each row's old values, `W` a row), kept by a caller
-    /// that rewrites again and again.
+    /// `Ok(true)`. Each table is named once. `undo` is scratch room (each row's old values,
+    /// `W` a row), kept by a caller that rewrites again and again.
     ///
     /// ```
     /// use ecsdb_engine::{Component, World};
@@ -177,6 +177,11 @@ impl World {
         }
         if W == 0 || (1..W).any(|i| written[..i].contains(&written[i])) {
             return Err(EngineError::Invalid("a rewrite writes each of its fields once, and at least one".into()));
+        }
+        let mut sorted = tables.to_vec();
+        sorted.sort_unstable();
+        if sorted.windows(2).any(|w| w[0] == w[1]) {
+            return Err(EngineError::Invalid("a rewrite names a table twice".into()));
         }
         // Every table checked (and every field found) before the first write.
         let mut places = Vec::with_capacity(tables.len());
@@ -454,6 +459,8 @@ mod tests {
         assert!(world.rewrite_f32_rows(pos, [0], [(vel, 2)], &ts, &mut undo, ok).is_err(), "no field 2");
         assert!(world.rewrite_f32_rows(pos, [0], [(tag, 0)], &ts, &mut undo, ok).is_err(), "not in every table");
         assert!(world.rewrite_f32_rows(pos, [0], [(vel, 0)], &[crate::storage::TableId(999)], &mut undo, ok).is_err());
+        let both = [ts[0], ts[0]];
+        assert!(world.rewrite_f32_rows(pos, [0], [(vel, 0)], &both, &mut undo, ok).is_err(), "a table twice");
         let twice = |_: &[f32; 1], _: &mut [f32; 2]| true;
         assert!(world.rewrite_f32_rows(pos, [0, 0], [(vel, 0)], &ts, &mut undo, twice).is_err());
     }
