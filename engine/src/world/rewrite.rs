@@ -302,7 +302,8 @@ impl World {
 #[cfg(test)]
 mod tests {
     use crate::query::{Changed, QueryState};
-    use crate::{Component, Entity, World};
+    use crate::storage::TableId;
+    use crate::{Component, ComponentId, Entity, World};
 
     #[derive(Component, Clone, Copy, Debug, PartialEq)]
     struct Pos {
@@ -320,10 +321,20 @@ mod tests {
     #[derive(Component)]
     struct Tag;
 
-    /// Two tables of rows with positions and velocities; the entities in spawn order.
-    fn world(rows: usize) -> (World, Vec<Entity>) {
+    /// A world of two tables of rows with positions and velocities.
+    struct Fixture {
+        world: World,
+        /// The entities, in spawn order.
+        es: Vec<Entity>,
+        pos: ComponentId,
+        vel: ComponentId,
+        /// The tables holding them.
+        ts: Vec<TableId>,
+    }
+
+    fn fixture(rows: usize) -> Fixture {
         let mut world = World::new();
-        let es = (0..rows)
+        let es: Vec<Entity> = (0..rows)
             .map(|i| {
                 let (p, v) = (Pos { x: i as f32, y: -(i as f32), z: 0.5 }, Vel { x: 1.0, y: 2.0 });
                 if i % 3 == 0 {
@@ -333,22 +344,17 @@ mod tests {
                 }
             })
             .collect();
-        (world, es)
-    }
-
-    fn tables(world: &World, es: &[Entity]) -> Vec<crate::storage::TableId> {
-        let mut t: Vec<_> = es.iter().map(|e| crate::storage::TableId(world.location(*e).unwrap().table)).collect();
-        t.sort();
-        t.dedup();
-        t
+        let mut ts: Vec<_> = es.iter().map(|e| TableId(world.location(*e).unwrap().table)).collect();
+        ts.sort();
+        ts.dedup();
+        let (pos, vel) = (world.component_id("Pos").unwrap(), world.component_id("Vel").unwrap());
+        Fixture { world, es, pos, vel, ts }
     }
 
     #[test]
     fn every_row_is_rewritten_from_its_own_inputs_and_stamped() {
         let rows = if cfg!(miri) { 20 } else { 500 };
-        let (mut world, es) = world(rows);
-        let (pos, vel) = (world.component_id("Pos").unwrap(), world.component_id("Vel").unwrap());
-        let ts = tables(&world, &es);
+        let Fixture { mut world, es, pos, vel, ts } = fixture(rows);
         let mut changed: QueryState<Entity, Changed<Pos>> = world.query_state();
         assert_eq!(changed.iter(&world).count(), rows, "spawned rows count as changed");
         let mut undo = Vec::new();
@@ -375,9 +381,7 @@ mod tests {
         let rows = if cfg!(miri) { 10 } else { 300 };
         let layouts = [([0, 1], [0, 1]), ([0, 1], [1, 0]), ([1, 0], [0, 1]), ([0, 2], [1, 0]), ([2, 1], [0, 0])];
         for (written, read) in layouts {
-            let (mut world, es) = world(rows);
-            let (pos, vel) = (world.component_id("Pos").unwrap(), world.component_id("Vel").unwrap());
-            let ts = tables(&world, &es);
+            let Fixture { mut world, es, pos, vel, ts } = fixture(rows);
             let mut undo = Vec::new();
             let reads = [(vel, read[0]), (vel, read[1])];
             let done = world
@@ -403,9 +407,7 @@ mod tests {
     #[test]
     fn a_refused_row_puts_every_table_back() {
         let rows = if cfg!(miri) { 20 } else { 500 };
-        let (mut world, es) = world(rows);
-        let (pos, vel) = (world.component_id("Pos").unwrap(), world.component_id("Vel").unwrap());
-        let ts = tables(&world, &es);
+        let Fixture { mut world, es, pos, vel, ts } = fixture(rows);
         let before: Vec<Pos> = es.iter().map(|e| *world.get::<Pos>(*e).unwrap()).collect();
         let mut changed: QueryState<Entity, Changed<Pos>> = world.query_state();
         changed.iter(&world).count();
@@ -428,9 +430,7 @@ mod tests {
 
     #[test]
     fn a_panic_puts_the_rows_back() {
-        let (mut world, es) = world(12);
-        let (pos, vel) = (world.component_id("Pos").unwrap(), world.component_id("Vel").unwrap());
-        let ts = tables(&world, &es);
+        let Fixture { mut world, es, pos, vel, ts } = fixture(12);
         let before: Vec<Pos> = es.iter().map(|e| *world.get::<Pos>(*e).unwrap()).collect();
         let mut undo = Vec::new();
         let mut n = 0;
@@ -449,10 +449,8 @@ mod tests {
 
     #[test]
     fn bad_fields_and_tables_are_errors_before_any_write() {
-        let (mut world, es) = world(6);
-        let (pos, vel) = (world.component_id("Pos").unwrap(), world.component_id("Vel").unwrap());
+        let Fixture { mut world, pos, vel, ts, .. } = fixture(6);
         let tag = world.component_id("Tag").unwrap();
-        let ts = tables(&world, &es);
         let mut undo = Vec::new();
         let ok = |_: &[f32; 1], _: &mut [f32; 1]| true;
         assert!(world.rewrite_f32_rows(pos, [3], [(vel, 0)], &ts, &mut undo, ok).is_err(), "no field 3");

@@ -59,7 +59,8 @@ fn targets(
     Ok((sink.entities, sink.values))
 }
 
-fn count(n: usize) -> ResultSet {
+/// The one row a statement that changes rows answers: how many it changed.
+pub(crate) fn count(n: usize) -> ResultSet {
     ResultSet { columns: vec!["count".into()], rows: vec![vec![Value::Int(n as i64)]] }
 }
 

@@ -22,7 +22,7 @@ use crate::plan::physical::{Access, ScanPlan, SlotSource, TableFilter};
 
 /// Fewest target rows rewritten in place: below it the general path is as quick, and a plan
 /// (made each run) would cost more than it saves.
-pub(crate) const IN_PLACE_MIN_ROWS: usize = 4096;
+const IN_PLACE_MIN_ROWS: usize = 4096;
 
 /// Most assignments rewritten in place (each count is a separate instance of the row loop).
 const MOST_FIELDS: usize = 4;

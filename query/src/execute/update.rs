@@ -19,7 +19,7 @@ use ecsdb_engine::{
 
 use crate::error::Error;
 use crate::execute::convert::{convert_compiled, convert_vector, StagingBuffers};
-use crate::execute::mutate::write_failed;
+use crate::execute::mutate::{count, write_failed};
 use crate::execute::rewrite::InPlace;
 use crate::execute::scan::{rows_in_batches, run_scan, Sink, SlotReader, TableCtx};
 use crate::expr::compiled::{as_range, Program, RowSet};
@@ -164,11 +164,6 @@ struct Deferred {
     params: Vec<Value>,
 }
 
-/// The one row an UPDATE answers: how many rows it wrote.
-fn count_of(targets: usize) -> ResultSet {
-    ResultSet { columns: vec!["count".into()], rows: vec![vec![Value::Int(targets as i64)]] }
-}
-
 impl StagedUpdate {
     /// How many rows it writes.
     pub(crate) fn len(&self) -> usize {
@@ -189,7 +184,7 @@ impl StagedUpdate {
     pub(crate) fn apply(self, world: &mut World) -> Result<ResultSet, Error> {
         if let Some(d) = self.deferred {
             if d.in_place.run(world, &self.buffers)? {
-                return Ok(count_of(self.targets));
+                return Ok(count(self.targets));
             }
             let Deferred { assignments, scan, params, .. } = *d;
             let general = stage_update(world, self.component, &assignments, &scan, &params, &self.buffers, false)?;
@@ -227,7 +222,7 @@ impl StagedUpdate {
                 writer.write_field_rows(*index, at, values).map_err(write_failed)?;
             }
         }
-        Ok(count_of(self.targets))
+        Ok(count(self.targets))
     }
 }
 
