@@ -79,7 +79,7 @@ pub use snapshot::{
 };
 pub use tick::{is_newer, ChangeWindow, Mut, Tick};
 pub use value::{convert_value, read_field, read_object, ComponentValues, FieldValue, Value, ValueType};
-pub use world::{ComponentWriter, FieldRows, MemoryUsage, Mirrored, TypedFieldValues, World};
+pub use world::{ComponentWriter, FieldRows, MemoryUsage, Mirrored, RowByRow, RowRewrite, TypedFieldValues, World};
 
 #[doc(hidden)]
 pub mod __private {

@@ -744,6 +744,7 @@ mod columnar;
 mod dynamic;
 mod mirror;
 mod rewrite;
+pub use rewrite::{RowByRow, RowRewrite};
 mod ticks;
 mod writers;
 pub use columnar::{FieldRows, TypedFieldValues};

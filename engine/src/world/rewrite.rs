@@ -97,9 +97,54 @@ impl<const N: usize> FieldsAt<N> {
     }
 }
 
+/// Rows rewritten between two looks at whether one was refused: the row loop itself has no
+/// branch on it, and a refusal costs at most this many rows computed in vain.
+const REFUSAL_BLOCK: usize = 1024;
+
+/// The computation of a [`World::rewrite_f32_rows`]: each row's new values from its inputs,
+/// and, a block of rows at a time, whether every row so far is accepted.
+///
+/// Splitting the two lets a rewrite test its rows with no branch in the row loop: `row`
+/// folds what it must check into its own state (the largest magnitude written, say) and
+/// `accepted` looks at it once a block. [`RowByRow`] makes one of a closure that answers
+/// each row.
+pub trait RowRewrite<const R: usize, const W: usize> {
+    /// Sets `values`, the row's written fields (their current values on entry), from
+    /// `inputs`, the row's read fields.
+    fn row(&mut self, inputs: &[f32; R], values: &mut [f32; W]);
+
+    /// Whether every row computed so far is accepted. False undoes the whole rewrite.
+    fn accepted(&mut self) -> bool;
+}
+
+/// A [`RowRewrite`] from a closure that answers each row: false for a refused one.
+pub struct RowByRow<F> {
+    row: F,
+    accepted: bool,
+}
+
+impl<F> RowByRow<F> {
+    /// The rewrite whose rows `row` computes and answers.
+    pub fn new(row: F) -> Self {
+        RowByRow { row, accepted: true }
+    }
+}
+
+impl<const R: usize, const W: usize, F: FnMut(&[f32; R], &mut [f32; W]) -> bool> RowRewrite<R, W> for RowByRow<F> {
+    #[inline(always)]
+    fn row(&mut self, inputs: &[f32; R], values: &mut [f32; W]) {
+        self.accepted &= (self.row)(inputs, values);
+    }
+
+    fn accepted(&mut self) -> bool {
+        self.accepted
+    }
+}
+
 /// Rewrites rows `0..len` of one table (see [`World::rewrite_f32_rows`]), keeping each row's
-/// old values at `kept` from row `*done` on and counting them in `*done`; false at a refused
-/// row. `OUT` and `IN` say whether the written and the read fields lie side by side.
+/// old values at `kept` from row `*done` on and counting them in `*done`; false once
+/// `rewrite` no longer accepts its rows. `OUT` and `IN` say whether the written and the read fields lie side by
+/// side.
 ///
 /// # Safety
 /// The fields lie where `outputs` and `inputs` say in a table of `len` rows held exclusively,
@@ -110,40 +155,46 @@ unsafe fn rewrite_table<const W: usize, const R: usize, const OUT: bool, const I
     (outputs, inputs, len): (FieldsAt<W>, FieldsAt<R>, usize),
     kept: *mut f32,
     done: &mut usize,
-    row: &mut impl FnMut(&[f32; R], &mut [f32; W]) -> bool,
+    rewrite: &mut impl RowRewrite<R, W>,
 ) -> bool {
-    for r in 0..len {
-        // SAFETY: the caller's contract, `r` below the table's length.
-        unsafe {
-            let args = inputs.read::<IN>(r);
-            let old = outputs.read::<OUT>(r);
-            kept.add(*done * W).cast::<[f32; W]>().write_unaligned(old);
-            *done += 1;
-            let mut new = old;
-            if !row(&args, &mut new) {
-                return false;
+    let mut start = 0;
+    while start < len {
+        let end = len.min(start + REFUSAL_BLOCK);
+        for r in start..end {
+            // SAFETY: the caller's contract, `r` below the table's length.
+            unsafe {
+                let args = inputs.read::<IN>(r);
+                let old = outputs.read::<OUT>(r);
+                kept.add(*done * W).cast::<[f32; W]>().write_unaligned(old);
+                *done += 1;
+                let mut new = old;
+                rewrite.row(&args, &mut new);
+                outputs.write::<OUT>(r, new);
             }
-            outputs.write::<OUT>(r, new);
         }
+        if !rewrite.accepted() {
+            return false;
+        }
+        start = end;
     }
     true
 }
 
 impl World {
     /// Rewrites the f32 fields `written` of component `target` in every row of each of
-    /// `tables`, a row at a time: `row(&inputs, &mut values)` gets the row's `read` fields
-    /// (f32 fields of any of the table's components, the target's included, read before the
-    /// row is written) and the written fields' current values, and sets their new values or
-    /// returns false to refuse the row.
+    /// `tables`, a row at a time: [`RowRewrite::row`] gets the row's `read` fields (f32 fields
+    /// of any of the table's components, the target's included, read before the row is
+    /// written) and the written fields' current values, and sets their new values.
     ///
-    /// All or nothing: at a refused row (or a panic in `row`) every row already rewritten gets
-    /// its old values back from `undo` and nothing is stamped, and the answer is `Ok(false)`.
-    /// Otherwise every row's changed tick is stamped, as any write stamps it, and the answer is
-    /// `Ok(true)`. Each table is named once. `undo` is scratch room (each row's old values,
-    /// `W` a row), kept by a caller that rewrites again and again.
+    /// All or nothing: once [`RowRewrite::accepted`], asked after each block of rows, says no
+    /// (or `row` panics), every row already rewritten gets its old values back from `undo`,
+    /// nothing is stamped, and the answer is `Ok(false)`. Otherwise every row's changed tick
+    /// is stamped, as any write stamps it, and the answer is `Ok(true)`. Each table is named
+    /// once. `undo` is scratch room (each row's old values, `W` a row), kept by a caller that
+    /// rewrites again and again.
     ///
     /// ```
-    /// use ecsdb_engine::{Component, World};
+    /// use ecsdb_engine::{Component, RowByRow, World};
     /// #[derive(Component)] struct Pos { x: f32, y: f32 }
     /// #[derive(Component)] struct Vel { x: f32, y: f32 }
     /// let mut world = World::new();
@@ -151,15 +202,17 @@ impl World {
     /// let table = ecsdb_engine::storage::TableId(world.location(e).unwrap().table);
     /// let (pos, vel) = (world.component_id("Pos").unwrap(), world.component_id("Vel").unwrap());
     /// let mut undo = Vec::new();
-    /// let moved = world.rewrite_f32_rows(pos, [0, 1], [(vel, 0), (vel, 1)], &[table], &mut undo, |v, p| {
+    /// let mut step = RowByRow::new(|v: &[f32; 2], p: &mut [f32; 2]| {
     ///     p[0] += v[0];
     ///     p[1] += v[1];
     ///     true
     /// });
+    /// let moved = world.rewrite_f32_rows(pos, [0, 1], [(vel, 0), (vel, 1)], &[table], &mut undo, &mut step);
     /// assert_eq!(moved.unwrap(), true);
     /// assert_eq!((world.get::<Pos>(e).unwrap().x, world.get::<Pos>(e).unwrap().y), (11.0, 22.0));
     /// // A refused row leaves everything as it was.
-    /// let refused = world.rewrite_f32_rows(pos, [0], [(vel, 0)], &[table], &mut Vec::new(), |_, _| false);
+    /// let mut refuse = RowByRow::new(|_: &[f32; 1], _: &mut [f32; 1]| false);
+    /// let refused = world.rewrite_f32_rows(pos, [0], [(vel, 0)], &[table], &mut undo, &mut refuse);
     /// assert_eq!(refused.unwrap(), false);
     /// assert_eq!(world.get::<Pos>(e).unwrap().x, 11.0);
     /// ```
@@ -170,7 +223,7 @@ impl World {
         read: [(ComponentId, usize); R],
         tables: &[TableId],
         undo: &mut Vec<f32>,
-        mut row: impl FnMut(&[f32; R], &mut [f32; W]) -> bool,
+        rewrite: &mut impl RowRewrite<R, W>,
     ) -> Result<bool> {
         if self.components.len() <= target.index() || self.components.info(target).storage() != StorageKind::Table {
             return Err(EngineError::Invalid("a rewrite's target must be a known table-stored component".into()));
@@ -206,10 +259,10 @@ impl World {
                 // of each of the `total` rows, and the tables before this one kept `done`.
                 let rewritten = unsafe {
                     match (outputs.side_by_side, inputs.side_by_side) {
-                        (true, true) => rewrite_table::<W, R, true, true>(place, kept, &mut done, &mut row),
-                        (true, false) => rewrite_table::<W, R, true, false>(place, kept, &mut done, &mut row),
-                        (false, true) => rewrite_table::<W, R, false, true>(place, kept, &mut done, &mut row),
-                        (false, false) => rewrite_table::<W, R, false, false>(place, kept, &mut done, &mut row),
+                        (true, true) => rewrite_table::<W, R, true, true>(place, kept, &mut done, rewrite),
+                        (true, false) => rewrite_table::<W, R, true, false>(place, kept, &mut done, rewrite),
+                        (false, true) => rewrite_table::<W, R, false, true>(place, kept, &mut done, rewrite),
+                        (false, false) => rewrite_table::<W, R, false, false>(place, kept, &mut done, rewrite),
                     }
                 };
                 if !rewritten {
@@ -303,7 +356,7 @@ impl World {
 mod tests {
     use crate::query::{Changed, QueryState};
     use crate::storage::TableId;
-    use crate::{Component, ComponentId, Entity, World};
+    use crate::{Component, ComponentId, Entity, RowByRow, RowRewrite, World};
 
     #[derive(Component, Clone, Copy, Debug, PartialEq)]
     struct Pos {
@@ -360,11 +413,18 @@ mod tests {
         let mut undo = Vec::new();
         // x reads y and y reads x of the same row: each row's inputs are read before it is written.
         let done = world
-            .rewrite_f32_rows(pos, [0, 1], [(pos, 1), (pos, 0), (vel, 1)], &ts, &mut undo, |i, o| {
-                o[0] = i[0] + i[2];
-                o[1] = i[1];
-                true
-            })
+            .rewrite_f32_rows(
+                pos,
+                [0, 1],
+                [(pos, 1), (pos, 0), (vel, 1)],
+                &ts,
+                &mut undo,
+                &mut RowByRow::new(|i: &[f32; 3], o: &mut [f32; 2]| {
+                    o[0] = i[0] + i[2];
+                    o[1] = i[1];
+                    true
+                }),
+            )
             .unwrap();
         assert!(done);
         for (i, e) in es.iter().enumerate() {
@@ -385,11 +445,18 @@ mod tests {
             let mut undo = Vec::new();
             let reads = [(vel, read[0]), (vel, read[1])];
             let done = world
-                .rewrite_f32_rows(pos, written, reads, &ts, &mut undo, |i, o| {
-                    o[0] = o[0] * 10.0 + i[0];
-                    o[1] = o[1] * 100.0 + i[1];
-                    true
-                })
+                .rewrite_f32_rows(
+                    pos,
+                    written,
+                    reads,
+                    &ts,
+                    &mut undo,
+                    &mut RowByRow::new(|i: &[f32; 2], o: &mut [f32; 2]| {
+                        o[0] = o[0] * 10.0 + i[0];
+                        o[1] = o[1] * 100.0 + i[1];
+                        true
+                    }),
+                )
                 .unwrap();
             assert!(done);
             for (i, e) in es.iter().enumerate() {
@@ -415,17 +482,61 @@ mod tests {
         let mut seen = 0;
         // Refused in the last table, after every row of the first was rewritten.
         let done = world
-            .rewrite_f32_rows(pos, [0, 1], [(vel, 0)], &ts, &mut undo, |i, o| {
-                seen += 1;
-                o[0] += i[0];
-                o[1] = f32::NAN;
-                seen < rows - 1
-            })
+            .rewrite_f32_rows(
+                pos,
+                [0, 1],
+                [(vel, 0)],
+                &ts,
+                &mut undo,
+                &mut RowByRow::new(|i: &[f32; 1], o: &mut [f32; 2]| {
+                    seen += 1;
+                    o[0] += i[0];
+                    o[1] = f32::NAN;
+                    seen < rows - 1
+                }),
+            )
             .unwrap();
         assert!(!done);
         let after: Vec<Pos> = es.iter().map(|e| *world.get::<Pos>(*e).unwrap()).collect();
         assert_eq!(before, after);
         assert_eq!(changed.iter(&world).count(), 0);
+    }
+
+    /// A rewrite that judges its rows a block at a time (the largest value written against a
+    /// bound) is undone once it says no, and stops within a block of the row that passed it.
+    #[test]
+    fn a_rewrite_judged_a_block_at_a_time_is_undone() {
+        struct Bounded {
+            largest: f32,
+            bound: f32,
+            rows: usize,
+        }
+        impl RowRewrite<1, 1> for Bounded {
+            fn row(&mut self, i: &[f32; 1], o: &mut [f32; 1]) {
+                self.rows += 1;
+                o[0] += i[0];
+                self.largest = self.largest.max(o[0].abs());
+            }
+            fn accepted(&mut self) -> bool {
+                self.largest < self.bound
+            }
+        }
+        let rows = if cfg!(miri) { 30 } else { 4 * super::REFUSAL_BLOCK };
+        let Fixture { mut world, es, pos, vel, ts } = fixture(rows);
+        let before: Vec<Pos> = es.iter().map(|e| *world.get::<Pos>(*e).unwrap()).collect();
+        let mut undo = Vec::new();
+        let mut bounded = Bounded { largest: 0.0, bound: (rows / 8) as f32, rows: 0 };
+        assert!(!world.rewrite_f32_rows(pos, [0], [(vel, 0)], &ts, &mut undo, &mut bounded).unwrap());
+        let after: Vec<Pos> = es.iter().map(|e| *world.get::<Pos>(*e).unwrap()).collect();
+        assert_eq!(before, after);
+        if rows > 2 * super::REFUSAL_BLOCK {
+            assert!(bounded.rows < rows, "stopped early: {} rows computed", bounded.rows);
+        }
+        // Within its bound, the same rewrite writes every row.
+        let mut bounded = Bounded { largest: 0.0, bound: f32::INFINITY, rows: 0 };
+        assert!(world.rewrite_f32_rows(pos, [0], [(vel, 0)], &ts, &mut undo, &mut bounded).unwrap());
+        assert_eq!(bounded.rows, rows);
+        assert_eq!(world.get::<Pos>(es[5]).unwrap().x, 6.0);
     }
 
     #[test]
@@ -435,12 +546,13 @@ mod tests {
         let mut undo = Vec::new();
         let mut n = 0;
         let caught = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            world.rewrite_f32_rows(pos, [0], [(vel, 0)], &ts, &mut undo, |i, o| {
+            let mut row = RowByRow::new(|i: &[f32; 1], o: &mut [f32; 1]| {
                 n += 1;
                 assert!(n < 9, "refused by panicking");
                 o[0] = i[0] * 100.0;
                 true
-            })
+            });
+            world.rewrite_f32_rows(pos, [0], [(vel, 0)], &ts, &mut undo, &mut row)
         }));
         assert!(caught.is_err());
         let after: Vec<Pos> = es.iter().map(|e| *world.get::<Pos>(*e).unwrap()).collect();
@@ -452,14 +564,14 @@ mod tests {
         let Fixture { mut world, pos, vel, ts, .. } = fixture(6);
         let tag = world.component_id("Tag").unwrap();
         let mut undo = Vec::new();
-        let ok = |_: &[f32; 1], _: &mut [f32; 1]| true;
+        let ok = &mut RowByRow::new(|_: &[f32; 1], _: &mut [f32; 1]| true);
         assert!(world.rewrite_f32_rows(pos, [3], [(vel, 0)], &ts, &mut undo, ok).is_err(), "no field 3");
         assert!(world.rewrite_f32_rows(pos, [0], [(vel, 2)], &ts, &mut undo, ok).is_err(), "no field 2");
         assert!(world.rewrite_f32_rows(pos, [0], [(tag, 0)], &ts, &mut undo, ok).is_err(), "not in every table");
         assert!(world.rewrite_f32_rows(pos, [0], [(vel, 0)], &[crate::storage::TableId(999)], &mut undo, ok).is_err());
         let both = [ts[0], ts[0]];
         assert!(world.rewrite_f32_rows(pos, [0], [(vel, 0)], &both, &mut undo, ok).is_err(), "a table twice");
-        let twice = |_: &[f32; 1], _: &mut [f32; 2]| true;
+        let twice = &mut RowByRow::new(|_: &[f32; 1], _: &mut [f32; 2]| true);
         assert!(world.rewrite_f32_rows(pos, [0, 0], [(vel, 0)], &ts, &mut undo, twice).is_err());
     }
 }

@@ -57,6 +57,18 @@ impl Prepared {
         }
     }
 
+    /// An UPDATE's in-place rewrite on `world` with `params`, if it qualifies.
+    #[cfg(test)]
+    pub(crate) fn in_place(&mut self, world: &World, params: &[Value]) -> Option<crate::execute::rewrite::InPlace> {
+        match &mut self.exec {
+            Executable::Update { component, assignments, scan, .. } => {
+                scan.refresh(world);
+                crate::execute::rewrite::InPlace::plan(world, *component, assignments, scan, params)
+            }
+            _ => None,
+        }
+    }
+
     pub(super) fn new(bound: Bound, world: &World, span: Span, options: PlanOptions) -> Prepared {
         let Bound { plan, params } = bound;
         let columns: Vec<String> = match &plan {

@@ -11,7 +11,7 @@
 //! statement runs the general way, which reports the error exactly as it always does.
 
 use ecsdb_engine::storage::TableId;
-use ecsdb_engine::{ComponentId, FieldType, TypedFieldValues, Value, World};
+use ecsdb_engine::{ComponentId, FieldType, RowByRow, RowRewrite, TypedFieldValues, Value, World};
 
 use crate::error::Error;
 use crate::execute::convert::StagingBuffers;
@@ -189,22 +189,92 @@ impl InPlace {
         ) else {
             return Err(Error::internal("an in-place UPDATE's parts do not match its field count"));
         };
-        let per = R / W;
+        // A finite value that narrows to an infinity is too large for an f32 and refuses its
+        // row; an infinite value from an infinite input stores. The first pass refuses any
+        // infinity, looking only at the largest magnitude written (a `max` a value, no branch);
+        // only if one turns up does a second pass tell the two apart, a row at a time.
+        let mut fast = Affine { assignments, value: &value, largest: [0.0; W] };
+        if world.rewrite_f32_rows(self.target, written, inputs, &self.tables, undo, &mut fast).map_err(write_failed)? {
+            return Ok(true);
+        }
+        let exact = |input: &[f32; R], out: &mut [f32; W]| {
+            let mut refused = false;
+            let old = *out;
+            for (j, a) in assignments.iter().enumerate() {
+                let wide = value(a, &old[j..], &input[j * (R / W)..]);
+                let v = wide as f32;
+                refused |= v.is_infinite() & wide.is_finite();
+                out[j] = v;
+            }
+            !refused
+        };
         world
-            .rewrite_f32_rows(self.target, written, inputs, &self.tables, undo, |input, out| {
-                // A finite value that narrows to an infinity is too large for an f32 and
-                // refuses its row (an infinite value from an infinite input stores). Tested
-                // with no branch: two comparisons a value.
-                let mut refused = false;
-                let old = *out;
-                for (j, a) in assignments.iter().enumerate() {
-                    let wide = value(a, &old[j..], &input[j * per..]);
-                    let v = wide as f32;
-                    refused |= v.is_infinite() & wide.is_finite();
-                    out[j] = v;
-                }
-                !refused
-            })
+            .rewrite_f32_rows(self.target, written, inputs, &self.tables, undo, &mut RowByRow::new(exact))
             .map_err(write_failed)
+    }
+}
+
+/// The row computation of an in-place UPDATE's first pass: every assignment's value, with
+/// the largest magnitude written kept per field, so that a block of rows is judged by `W`
+/// comparisons instead of each row by its own.
+struct Affine<'a, const W: usize, V> {
+    assignments: [AffineF32; W],
+    /// Assignment `j`'s value from the row's old values from `j` on and its inputs from
+    /// `j * R / W` on.
+    value: &'a V,
+    /// The largest magnitude written to each field so far (a NaN counts as none).
+    largest: [f32; W],
+}
+
+impl<const R: usize, const W: usize, V: Fn(&AffineF32, &[f32], &[f32]) -> f64> RowRewrite<R, W> for Affine<'_, W, V> {
+    #[inline(always)]
+    fn row(&mut self, input: &[f32; R], out: &mut [f32; W]) {
+        let old = *out;
+        for (j, a) in self.assignments.iter().enumerate() {
+            let v = (self.value)(a, &old[j..], &input[j * (R / W)..]) as f32;
+            let m = v.abs();
+            // Written as the comparison `maxps` makes, so the fields' maxima are one instruction.
+            self.largest[j] = if m > self.largest[j] { m } else { self.largest[j] };
+            out[j] = v;
+        }
+    }
+
+    fn accepted(&mut self) -> bool {
+        self.largest.iter().all(|m| m.is_finite())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Database;
+
+    /// The first pass refuses any infinity; the second stores one that comes from an infinite
+    /// input and refuses one that a finite value overflows to, changing nothing.
+    #[test]
+    fn an_infinite_input_stores_and_an_overflow_refuses() {
+        let n = IN_PLACE_MIN_ROWS + 100;
+        let mut db = Database::new();
+        db.execute("CREATE COMPONENT P (x f32, y f32)").unwrap();
+        let es: Vec<_> = (0..n)
+            .map(|i| {
+                let y = if i == n / 2 { f64::INFINITY } else { 1.0 };
+                db.world_mut().spawn_values(&[("P", &[("x", Value::Float(i as f64)), ("y", Value::Float(y))])]).unwrap()
+            })
+            .collect();
+        let x = |db: &Database, i: usize| db.world().get_field(es[i], "P", "x").unwrap();
+        let buffers = StagingBuffers::default();
+        let mut update = db.prepare("UPDATE P SET x = P.x + P.y * $1").unwrap();
+
+        let plan = update.in_place(db.world(), &[Value::Float(0.5)]).expect("rewritten in place");
+        assert_eq!(plan.rows(), n);
+        assert!(plan.run(db.world_mut(), &buffers).unwrap(), "an infinity from an infinite input stores");
+        assert_eq!(x(&db, 7), Value::Float(7.5));
+        assert_eq!(x(&db, n / 2), Value::Float(f64::INFINITY));
+
+        let plan = update.in_place(db.world(), &[Value::Float(1e39)]).expect("rewritten in place");
+        assert!(!plan.run(db.world_mut(), &buffers).unwrap(), "1e39 is too large for an f32");
+        assert_eq!(x(&db, 7), Value::Float(7.5));
+        assert_eq!(x(&db, n - 1), Value::Float((n - 1) as f64 + 0.5));
     }
 }
