@@ -60,6 +60,7 @@ impl Storage {
         id
     }
 
+    #[inline]
     fn two_tables(&mut self, a: TableId, b: TableId) -> (&mut ArchetypeTable, &mut ArchetypeTable) {
         assert_ne!(a, b);
         if a.index() < b.index() {
@@ -325,10 +326,19 @@ impl World {
 
     // ----- typed API ---------------------------------------------------------------------
 
+    /// The bundle type's id, registering it on first use. The lookup is inlined into every
+    /// insert and remove; the registration is not.
+    #[inline]
     fn bundle_id<B: Bundle>(&mut self) -> usize {
-        if let Some(&b) = self.bundle_by_type.get(&TypeId::of::<B>()) {
-            return b;
+        match self.bundle_by_type.get(&TypeId::of::<B>()) {
+            Some(&b) => b,
+            None => self.register_bundle::<B>(),
         }
+    }
+
+    #[inline(never)]
+    #[cold]
+    fn register_bundle<B: Bundle>(&mut self) -> usize {
         let mut ids = Vec::new();
         let info = B::register(&mut self.components, &mut ids)
             .and_then(|()| self.declare_typed_references(&ids).map(|()| ids))
@@ -339,10 +349,17 @@ impl World {
         self.bundles.len() - 1
     }
 
+    #[inline]
     fn insert_target(&mut self, from: TableId, bundle: usize) -> TableId {
-        if let Some(t) = self.storage.tables[from.index()].insert_edge(bundle) {
-            return t;
+        match self.storage.tables[from.index()].insert_edge(bundle) {
+            Some(t) => t,
+            None => self.new_insert_target(from, bundle),
         }
+    }
+
+    /// [`World::insert_target`] the first time: the table found (or made) and the edge kept.
+    #[inline(never)]
+    fn new_insert_target(&mut self, from: TableId, bundle: usize) -> TableId {
         let mut set: Vec<ComponentId> = self.storage.tables[from.index()].components().to_vec();
         set.extend_from_slice(&self.bundles[bundle].table_ids);
         set.sort_unstable();
@@ -352,10 +369,17 @@ impl World {
         to
     }
 
+    #[inline]
     fn remove_target(&mut self, from: TableId, bundle: usize) -> TableId {
-        if let Some(t) = self.storage.tables[from.index()].remove_edge(bundle) {
-            return t;
+        match self.storage.tables[from.index()].remove_edge(bundle) {
+            Some(t) => t,
+            None => self.new_remove_target(from, bundle),
         }
+    }
+
+    /// [`World::remove_target`] the first time: the table found (or made) and the edge kept.
+    #[inline(never)]
+    fn new_remove_target(&mut self, from: TableId, bundle: usize) -> TableId {
         let removed = &self.bundles[bundle].table_ids;
         let set: Vec<ComponentId> =
             self.storage.tables[from.index()].components().iter().copied().filter(|c| !removed.contains(c)).collect();

@@ -374,8 +374,12 @@ impl Column {
     /// `src` must point to a valid value of the column's component.
     #[inline]
     pub(crate) unsafe fn push_from(&mut self, src: *const u8, tick: Tick) {
-        // SAFETY: forwarded.
-        unsafe { self.push_sized(src, self.item.size(), tick) }
+        // SAFETY: the destination row is fresh, one value long, and cannot overlap `src`
+        // (which the caller owns elsewhere).
+        unsafe {
+            let dst = self.push_uninit(tick);
+            copy_value(src, dst, self.item.size());
+        }
     }
 
     /// [`Column::push_from`] with the item size passed in: when the caller knows it at
@@ -430,18 +434,20 @@ impl Column {
     /// # Safety
     /// If `out` is `Some`, it must be valid for `item_size` bytes of writes; the removed value
     /// is moved there. If `None`, the caller must have moved the value out already.
+    #[inline(always)]
     pub(crate) unsafe fn swap_remove_forget(&mut self, row: usize, out: Option<*mut u8>) {
         debug_assert!(row < self.len);
         let size = self.item.size();
         let last = self.len - 1;
-        // SAFETY: both rows are in bounds; `out` is caller-provided storage.
+        // SAFETY: both rows are in bounds (and distinct when copied); `out` is caller-provided
+        // storage.
         unsafe {
             let p = self.data.as_ptr().add(row * size);
             if let Some(out) = out {
-                std::ptr::copy_nonoverlapping(p, out, size);
+                copy_value(p, out, size);
             }
             if row != last {
-                std::ptr::copy_nonoverlapping(self.data.as_ptr().add(last * size), p, size);
+                copy_value(self.data.as_ptr().add(last * size), p, size);
             }
         }
         self.len -= 1;
@@ -600,6 +606,26 @@ impl Drop for Column {
         if self.item.size() != 0 && self.cap != 0 {
             // SAFETY: allocated with exactly this layout in `grow`.
             unsafe { alloc::dealloc(self.data.as_ptr(), array_layout(self.item, self.cap)) };
+        }
+    }
+}
+
+/// Copies one value of `size` bytes from `src` to `dst`. Most components are a few scalars:
+/// for the common small sizes the copy is a move or two inline, not a call to `memcpy` (a row
+/// moved between tables copies each value twice, once out and once into the hole).
+///
+/// # Safety
+/// As [`std::ptr::copy_nonoverlapping`] for `size` bytes.
+#[inline(always)]
+unsafe fn copy_value(src: *const u8, dst: *mut u8, size: usize) {
+    // SAFETY: the caller's contract; each arm copies exactly `size` bytes.
+    unsafe {
+        match size {
+            4 => std::ptr::copy_nonoverlapping(src, dst, 4),
+            8 => std::ptr::copy_nonoverlapping(src, dst, 8),
+            12 => std::ptr::copy_nonoverlapping(src, dst, 12),
+            16 => std::ptr::copy_nonoverlapping(src, dst, 16),
+            _ => std::ptr::copy_nonoverlapping(src, dst, size),
         }
     }
 }

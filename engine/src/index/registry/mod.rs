@@ -383,7 +383,9 @@ impl IndexRegistry {
     /// Exclusive access through `&mut` (no locking), recovering from a poisoned lock.
     fn get_mut(&mut self) -> &mut IndexSet {
         let poisoned = self.set.is_poisoned();
-        self.set.clear_poison();
+        if poisoned {
+            self.set.clear_poison();
+        }
         let set = self.set.get_mut().unwrap_or_else(PoisonError::into_inner);
         if poisoned {
             set.mark_all_for_rebuild();
@@ -429,7 +431,18 @@ impl IndexRegistry {
         }
     }
 
+    #[inline]
     fn note_removal(&mut self, e: Entity, id: ComponentId, deferred: bool) {
+        let set = self.get_mut();
+        if set.slots.is_empty() {
+            return;
+        }
+        self.note_removal_in_slots(e, id, deferred);
+    }
+
+    /// [`IndexRegistry::note_removal`] where some index exists.
+    #[inline(never)]
+    fn note_removal_in_slots(&mut self, e: Entity, id: ComponentId, deferred: bool) {
         let set = self.get_mut();
         for s in set.slots.iter_mut().filter(|s| s.component == id) {
             if s.needs_rebuild {
