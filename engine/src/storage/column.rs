@@ -374,12 +374,8 @@ impl Column {
     /// `src` must point to a valid value of the column's component.
     #[inline]
     pub(crate) unsafe fn push_from(&mut self, src: *const u8, tick: Tick) {
-        // SAFETY: the destination row is fresh, one value long, and cannot overlap `src`
-        // (which the caller owns elsewhere).
-        unsafe {
-            let dst = self.push_uninit(tick);
-            copy_value(src, dst, self.item.size());
-        }
+        // SAFETY: forwarded.
+        unsafe { self.push_sized(src, self.item.size(), tick) }
     }
 
     /// [`Column::push_from`] with the item size passed in: when the caller knows it at
@@ -394,7 +390,7 @@ impl Column {
         // (which the caller owns elsewhere).
         unsafe {
             let dst = self.push_uninit(tick);
-            std::ptr::copy_nonoverlapping(src, dst, size);
+            copy_value(src, dst, size);
         }
     }
 

@@ -143,8 +143,8 @@ impl<const R: usize, const W: usize, F: FnMut(&[f32; R], &mut [f32; W]) -> bool>
 
 /// Rewrites rows `0..len` of one table (see [`World::rewrite_f32_rows`]), keeping each row's
 /// old values at `kept` from row `*done` on and counting them in `*done`; false once
-/// `rewrite` no longer accepts its rows. `OUT` and `IN` say whether the written and the read fields lie side by
-/// side.
+/// `rewrite` no longer accepts its rows. `OUT` and `IN` say whether the written and the read
+/// fields lie side by side.
 ///
 /// # Safety
 /// The fields lie where `outputs` and `inputs` say in a table of `len` rows held exclusively,

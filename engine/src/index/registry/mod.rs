@@ -434,16 +434,14 @@ impl IndexRegistry {
     #[inline]
     fn note_removal(&mut self, e: Entity, id: ComponentId, deferred: bool) {
         let set = self.get_mut();
-        if set.slots.is_empty() {
-            return;
+        if !set.slots.is_empty() {
+            Self::note_removal_in_slots(set, e, id, deferred);
         }
-        self.note_removal_in_slots(e, id, deferred);
     }
 
     /// [`IndexRegistry::note_removal`] where some index exists.
     #[inline(never)]
-    fn note_removal_in_slots(&mut self, e: Entity, id: ComponentId, deferred: bool) {
-        let set = self.get_mut();
+    fn note_removal_in_slots(set: &mut IndexSet, e: Entity, id: ComponentId, deferred: bool) {
         for s in set.slots.iter_mut().filter(|s| s.component == id) {
             if s.needs_rebuild {
                 // Rebuilt from the rows when next wanted: nothing to keep in step.
