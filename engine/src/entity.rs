@@ -172,26 +172,45 @@ impl Entities {
         Entity { index, generation: 0 }
     }
 
-    /// Makes this allocator hold what `src` holds for the slots `touched` and every slot
-    /// `src` issued since this one last grew (generation and location, each live entity in
-    /// the same row of table `table_of[t]` here for its table `t` there), and `src`'s free
-    /// list and counts: a copy of a world whose tables hold the same rows, where only the
-    /// entities of rows that changed hands can have moved (`World::mirror_from`).
-    pub(crate) fn mirror_slots(&mut self, src: &Entities, touched: impl IntoIterator<Item = u32>, table_of: &[u32]) {
-        let copy = |m: &EntityMeta| {
-            let location = match m.location {
-                EntityLocation::DEAD => EntityLocation::DEAD,
-                l => EntityLocation { table: table_of[l.table as usize], row: l.row },
-            };
-            EntityMeta { generation: m.generation, location }
-        };
-        let known = self.meta.len().min(src.meta.len());
-        self.meta.truncate(src.meta.len());
-        self.meta.extend(src.meta[known..].iter().map(copy));
-        // Slots from `known` on were all copied just now.
-        for i in touched.into_iter().map(|index| index as usize).filter(|&i| i < known) {
-            self.meta[i] = copy(&src.meta[i]);
+    /// Grows this allocator towards `src`'s slot count by at most `most` slots, each with
+    /// `src`'s generation and no location: a mirror places the live ones as it copies their
+    /// rows ([`Entities::place_mirrored`]). True once it has as many slots as `src`.
+    pub(crate) fn grow_slots_from(&mut self, src: &Entities, most: usize) -> bool {
+        let (from, to) = (self.meta.len(), src.meta.len());
+        if from >= to {
+            return true;
         }
+        // Room for all of them at once: growing chunk by chunk would copy the slots again at
+        // each doubling.
+        self.meta.reserve(to - from);
+        let upto = to.min(from + most);
+        let dead = |m: &EntityMeta| EntityMeta { generation: m.generation, location: EntityLocation::DEAD };
+        self.meta.extend(src.meta[from..upto].iter().map(dead));
+        upto == to
+    }
+
+    /// Records that live entity `e` is at `location`: a mirror copied its row there.
+    #[inline]
+    pub(crate) fn place_mirrored(&mut self, e: Entity, location: EntityLocation) {
+        self.meta[e.index as usize] = EntityMeta { generation: e.generation, location };
+    }
+
+    /// Copies `src`'s slot `index` (generation and location, a live entity in the same row of
+    /// table `table_of[t]` here as of table `t` there): for an entity whose row a mirror took
+    /// away, which is now elsewhere or gone.
+    pub(crate) fn copy_slot_from(&mut self, src: &Entities, index: u32, table_of: &[u32]) {
+        let m = src.meta[index as usize];
+        let location = match m.location {
+            EntityLocation::DEAD => EntityLocation::DEAD,
+            l => EntityLocation { table: table_of[l.table as usize], row: l.row },
+        };
+        self.meta[index as usize] = EntityMeta { generation: m.generation, location };
+    }
+
+    /// Takes `src`'s slot count, free list and counts: the last step of a mirror, once every
+    /// slot it placed or copied holds what `src`'s does.
+    pub(crate) fn finish_mirror_from(&mut self, src: &Entities) {
+        self.meta.truncate(src.meta.len());
         self.free.clone_from(&src.free);
         self.retired = src.retired;
         self.alive = src.alive;

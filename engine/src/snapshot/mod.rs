@@ -130,6 +130,22 @@ pub struct SaveOptions {
     /// that `Added`/`Changed` filters see the same history after loading. Without them,
     /// every loaded row is stamped with the saved world tick.
     pub change_ticks: bool,
+    /// Save the schema only: components, index and reference definitions, systems and the
+    /// clock, with no entities (the tick too, so a world loaded from it stamps its rows
+    /// later than the saved one). A template for a world to fill, such as a copy that
+    /// [`World::mirror_from`] then brings up to date a chunk at a time.
+    ///
+    /// ```
+    /// use ecsdb_engine::{ComponentDef, FieldType, SaveOptions, Value, World};
+    /// let mut world = World::new();
+    /// world.define_component(&ComponentDef::new("Hp", &[("v", FieldType::I64)])).unwrap();
+    /// world.spawn_values(&[("Hp", &[("v", Value::Int(1))])]).unwrap();
+    /// let bytes = world.save_to_vec(&SaveOptions { schema_only: true, ..SaveOptions::default() }).unwrap();
+    /// let empty = World::load_from_bytes(&bytes).unwrap();
+    /// assert!(empty.is_empty());
+    /// assert!(empty.component_id("Hp").is_ok());
+    /// ```
+    pub schema_only: bool,
 }
 
 /// When a load or import builds the indexes its data defines.

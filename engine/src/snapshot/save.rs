@@ -21,7 +21,7 @@ use crate::snapshot::format::{
 };
 use crate::snapshot::opaque::OpaqueSerde;
 use crate::snapshot::{SaveOptions, SaveStats, SnapshotError, SIZE_DIVISOR};
-use crate::storage::Column;
+use crate::storage::{ArchetypeTable, Column};
 use crate::world::World;
 
 /// How one component's columns are written.
@@ -553,7 +553,8 @@ fn write_all_at(_: &File, _: &[u8], _: u64) -> io::Result<()> {
 /// encoding left for later where it takes work.
 fn lay_out<'w>(world: &'w World, opts: &SaveOptions) -> Result<Encoder<'w>, SnapshotError> {
     let comps = &world.components;
-    let mut stats = SaveStats { entities: world.len(), ..SaveStats::default() };
+    let rows = !opts.schema_only;
+    let mut stats = SaveStats { entities: if rows { world.len() } else { 0 }, ..SaveStats::default() };
 
     // Catalog: every component except opaque ones skipped for lack of serde functions.
     let mut codecs: Vec<Option<Codec<'_>>> = Vec::with_capacity(comps.len());
@@ -604,12 +605,20 @@ fn lay_out<'w>(world: &'w World, opts: &SaveOptions) -> Result<Encoder<'w>, Snap
             w.u64(f.offset as u64);
         }
     }
-    let slots = world.entities.capacity_used();
-    w.work(Work::Allocator(&world.entities), &[slots * 4, slots.div_ceil(8)]);
-    w.run(u32s(world.entities.free_list()));
+    if rows {
+        let slots = world.entities.capacity_used();
+        w.work(Work::Allocator(&world.entities), &[slots * 4, slots.div_ceil(8)]);
+        w.run(u32s(world.entities.free_list()));
+    } else {
+        // An allocator that never issued an index: generations, live flags, free list.
+        for _ in 0..3 {
+            w.run(u32s(&[]));
+        }
+    }
     let ticks = opts.change_ticks;
-    w.len(world.storage.tables.len());
-    for t in &world.storage.tables {
+    let tables: &[ArchetypeTable] = if rows { &world.storage.tables } else { &[] };
+    w.len(tables.len());
+    for t in tables {
         let present: Vec<(ComponentId, &Column)> =
             t.components().iter().copied().zip(t.columns()).filter(|(c, _)| positions[c.index()].is_some()).collect();
         w.len(present.len());
@@ -629,7 +638,7 @@ fn lay_out<'w>(world: &'w World, opts: &SaveOptions) -> Result<Encoder<'w>, Snap
         .sparse
         .iter()
         .enumerate()
-        .filter_map(|(i, s)| Some((i, s.as_ref().filter(|s| !s.is_empty())?, positions[i]?, codecs[i]?)))
+        .filter_map(|(i, s)| Some((i, s.as_ref().filter(|s| rows && !s.is_empty())?, positions[i]?, codecs[i]?)))
         .collect();
     w.len(sparse.len());
     for (i, set, pos, codec) in sparse {

@@ -6,14 +6,16 @@
 //! entities are the same row for row only needs the rows whose change or added ticks are
 //! new in the window; a table whose entities differ (entities spawned, despawned or moved
 //! between tables) gets, besides those, a copy of every row whose entity differs, and is
-//! cut or extended to the source's length. The allocator's slots are then copied, and the
-//! indexes hear of every entity that lost a component. Copied rows are stamped with the
+//! cut or extended to the source's length. Each entity put in a row gets its allocator slot
+//! as it is placed (new slots come first, a chunk at a time); once every row is in place,
+//! the entities that lost their rows get theirs, and the indexes hear of every entity that
+//! lost a component. Copied rows are stamped with the
 //! copy's own ticks, so the copy's indexes and skip summaries refresh as after any write.
 
 use std::collections::HashMap;
 
 use crate::component::{ComponentId, StorageKind};
-use crate::entity::Entity;
+use crate::entity::{Entity, EntityLocation};
 use crate::error::{EngineError, Result};
 use crate::storage::{AddedView, Column, TableId, ValueCopy};
 use crate::tick::{ChangeWindow, Tick};
@@ -28,8 +30,18 @@ pub enum Mirrored {
     /// even rows it moved that the source took back meanwhile.
     Done(Vec<ComponentId>),
     /// `stop` asked to stop before the copy was complete: it holds part of the changes and
-    /// must be mirrored again, with the same window, before it is read.
-    Stopped,
+    /// must be mirrored again before it is read.
+    ///
+    /// With `rows_current`, every row the copy holds has its value as of the window's end
+    /// (it stopped while appending rows, or before a table or set it holds no rows of yet,
+    /// with every row it holds elsewhere brought up to date): the next call may take
+    /// the window that starts where this one ended, so a copy filled over several calls
+    /// never copies a row twice unless the source wrote it again. Otherwise the next call
+    /// takes the same window (or one that starts earlier).
+    Stopped {
+        /// Whether the next call may take a window starting at this one's end.
+        rows_current: bool,
+    },
 }
 
 /// Rows copied between two looks at `stop` (a few under test, so that the tests' small
@@ -45,7 +57,8 @@ impl World {
         self.indexes.settle();
     }
 
-    /// Brings this world, a copy of `src` made earlier (a snapshot of it, or an earlier
+    /// Brings this world, a copy of `src` made earlier (a snapshot of it, or of its schema
+    /// only: see [`SaveOptions::schema_only`](crate::SaveOptions::schema_only); or an earlier
     /// mirror), up to date with `src`: the same entities in the same rows of corresponding
     /// tables and sparse sets, with the same values. `ids[c]` is this world's id of `src`'s
     /// component `c` (`None`: not copied, such as an opaque component), and `window` the
@@ -60,7 +73,9 @@ impl World {
     /// while rows move keeps what was moved: the copy remembers the entities that changed
     /// rows, and the next call, which finds the tables already moved holding the same
     /// entities as the source, finishes the rest (the allocator's slots, the indexes'
-    /// removals, the components to report).
+    /// removals, the components to report). A copy made from the schema alone is filled this
+    /// way over as many calls as it takes, each going on from where the last stopped (see
+    /// [`Mirrored::Stopped`]).
     ///
     /// The copy's indexes hear of every entity that lost a component, but only buffer it
     /// (an index never takes its buffered removals out while `src` is being read, which
@@ -99,13 +114,14 @@ impl World {
                 *flag = true;
             }
         }
-        let MirrorPending { mut displaced, mut placed, mut lost_sparse, changed: _ } = pending;
+        let MirrorPending { mut displaced, mut lost_sparse, changed: _ } = pending;
         // A stop keeps what was moved (and what earlier stops kept) for the next call.
         macro_rules! stop_here {
-            () => {{
+            ($rows_current:expr) => {{
+                let rows_current = $rows_current;
                 let changed = changed.iter().enumerate().filter(|(_, c)| **c).map(|(c, _)| c).collect();
-                self.mirror_pending = Some(Box::new(MirrorPending { displaced, placed, lost_sparse, changed }));
-                return Ok(Mirrored::Stopped);
+                self.mirror_pending = Some(Box::new(MirrorPending { displaced, lost_sparse, changed }));
+                return Ok(Mirrored::Stopped { rows_current });
             }};
         }
         let mut structural = Vec::new();
@@ -132,7 +148,7 @@ impl World {
                 changed[c.index()] = true;
                 let to = self.storage.tables[dst].column_mut(id).expect("the table's image has every copied component");
                 if assign_in_chunks(to, column, &runs, copy, tick, stop) {
-                    stop_here!();
+                    stop_here!(false);
                 }
             }
         }
@@ -158,14 +174,33 @@ impl World {
             changed[c] = true;
             let to = self.storage.sparse[id.index()].as_mut().expect("holds the same entities").column_mut();
             if assign_in_chunks(to, from.column(), &runs, copy, tick, stop) {
-                stop_here!();
+                stop_here!(false);
             }
         }
         // Rows move from here on, a table (or sparse set) at a time, with a look at `stop`
-        // before each.
-        for &dst in &structural {
+        // before each. A stop leaves every row current only if the tables and sets it did
+        // not reach hold none: a row left there may hold the same entity as the source's
+        // again by the next call, which then copies it only if the source wrote it since.
+        let tables_empty = |world: &World, tables: &[usize]| tables.iter().all(|&t| world.storage.tables[t].is_empty());
+        let sets_empty = |world: &World, sets: &[usize]| {
+            sets.iter().all(|&c| {
+                let id = ids[c].expect("a rebuilt set is copied");
+                world.storage.sparse.get(id.index()).and_then(Option::as_ref).is_none_or(|s| s.is_empty())
+            })
+        };
+        // Slots for every index the source issued since, before any row is placed: live
+        // entities get their location as their rows are copied.
+        loop {
             if stop() {
-                stop_here!();
+                stop_here!(tables_empty(self, &structural) && sets_empty(self, &rebuilt_sparse));
+            }
+            if self.entities.grow_slots_from(&src.entities, CHUNK) {
+                break;
+            }
+        }
+        for (k, &dst) in structural.iter().enumerate() {
+            if stop() {
+                stop_here!(tables_empty(self, &structural[k..]) && sets_empty(self, &rebuilt_sparse));
             }
             let source = plan.sources[dst].map(|s| &src.storage.tables[s]);
             // Reported even if a stop comes within the table: its rows change either way.
@@ -179,14 +214,15 @@ impl World {
                     changed[c] = true;
                 }
             }
-            let moved = Moved { displaced: &mut displaced, placed: &mut placed };
-            if self.mirror_table(TableId(dst as u32), source, ids, &plan.copies, window, tick, moved, stop) {
-                stop_here!();
+            if let Some(updated) =
+                self.mirror_table(TableId(dst as u32), source, ids, &plan.copies, window, tick, &mut displaced, stop)
+            {
+                stop_here!(updated && tables_empty(self, &structural[k + 1..]) && sets_empty(self, &rebuilt_sparse));
             }
         }
-        for &c in &rebuilt_sparse {
+        for (j, &c) in rebuilt_sparse.iter().enumerate() {
             if stop() {
-                stop_here!();
+                stop_here!(sets_empty(self, &rebuilt_sparse[j..]));
             }
             let id = ids[c].expect("a rebuilt set is copied");
             let from = src.storage.sparse.get(c).and_then(Option::as_ref);
@@ -200,12 +236,12 @@ impl World {
             changed[c] = true;
         }
         // Nothing stops from here on: the rows are in place, and the allocator and the
-        // indexes must hear of every entity that changed rows, in this call or a stopped one.
-        if !displaced.is_empty() || !placed.is_empty() {
-            // The rows that changed hands: their old entities (moved, or gone) and new ones.
-            let touched = displaced.iter().map(|(e, _)| e.index()).chain(placed.iter().copied());
-            self.entities.mirror_slots(&src.entities, touched, &plan.table_of);
+        // indexes must hear of every entity that lost its row, in this call or a stopped one
+        // (the entities put in rows got their slots as they were placed).
+        for &(e, _) in &displaced {
+            self.entities.copy_slot_from(&src.entities, e.index(), &plan.table_of);
         }
+        self.entities.finish_mirror_from(&src.entities);
         for (e, old) in displaced {
             for i in 0..self.storage.tables[old.index()].components().len() {
                 let id = self.storage.tables[old.index()].components()[i];
@@ -267,15 +303,19 @@ impl World {
         Ok(MirrorPlan { copies, source_id, table_of, sources })
     }
 
-    /// Makes table `dst` hold `source`'s rows (none: empty), noting the entities it held in
-    /// rows that now hold another (or no) entity, and the indices of the entities put there.
-    /// True if `stop` stopped it, which it asks between chunks of rows.
+    /// Makes table `dst` hold `source`'s rows (none: empty), noting in `displaced` the
+    /// entities it held in rows that now hold another (or no) entity; the entities put there
+    /// get their slots. `stop` is asked between chunks of rows.
     ///
     /// A stop leaves the table whole: every column as long as the entity column, each row
-    /// that changed hands holding its new entity's values, and the changes noted in `moved`.
+    /// that changed hands holding its new entity's values, and the changes noted.
     /// The next call then finds only what is left: rows that still differ, rows still to
     /// append. Rows both tables hold get their changed values first; a stop there only leaves
     /// them to be copied again.
+    ///
+    /// `None` if it completed; if `stop` stopped it, whether every row the table holds is
+    /// current: the rows both tables hold brought up to date and none left to change hands
+    /// (it stopped while appending).
     #[allow(clippy::too_many_arguments)]
     fn mirror_table(
         &mut self,
@@ -285,10 +325,11 @@ impl World {
         copies: &[Option<ValueCopy>],
         window: &ChangeWindow,
         tick: Tick,
-        moved: Moved<'_>,
+        displaced: &mut Vec<(Entity, TableId)>,
         stop: &dyn Fn() -> bool,
-    ) -> bool {
+    ) -> Option<bool> {
         let table = &mut self.storage.tables[dst.index()];
+        let place = |row: usize| EntityLocation { table: dst.0, row: row as u32 };
         let theirs = source.map_or(&[][..], |s| s.entities());
         // Each source column with the index of its image here and how to copy it: the table
         // here holds exactly the images of its source's copied components.
@@ -311,13 +352,13 @@ impl World {
                 .filter(|(start, end)| start < end)
                 .collect();
             if assign_in_chunks(&mut table.columns_mut()[at], column, &runs, copy, tick, stop) {
-                return true;
+                return Some(false);
             }
         }
         let differ = differing_rows(&theirs[..common], &table.entities()[..common]);
         for chunk in differ.chunks(CHUNK) {
             if stop() {
-                return true;
+                return Some(false);
             }
             let (entities, columns) = table.parts_mut();
             for &(at, column, copy) in &pairs {
@@ -328,9 +369,9 @@ impl World {
                 }
             }
             for &r in chunk {
-                moved.displaced.push((entities[r], dst));
-                moved.placed.push(theirs[r].index());
+                displaced.push((entities[r], dst));
                 entities[r] = theirs[r];
+                self.entities.place_mirrored(theirs[r], place(r));
             }
         }
         let appended = &theirs[common..];
@@ -343,7 +384,7 @@ impl World {
         }
         for (i, chunk) in appended.chunks(CHUNK).enumerate() {
             if stop() {
-                return true;
+                return Some(true);
             }
             let first = common + i * CHUNK;
             let (entities, columns) = table.parts_mut();
@@ -352,37 +393,31 @@ impl World {
                 unsafe { columns[at].extend_rows_from(column, first..first + chunk.len(), copy, tick) };
             }
             entities.extend_from_slice(chunk);
-            moved.placed.extend(chunk.iter().map(|e| e.index()));
+            for (i, &e) in chunk.iter().enumerate() {
+                self.entities.place_mirrored(e, place(first + i));
+            }
         }
         // Rows past the source's end: cut (their values are dropped, nothing is copied).
         let (entities, columns) = table.parts_mut();
-        moved.displaced.extend(entities.iter().skip(theirs.len()).map(|&e| (e, dst)));
+        displaced.extend(entities.iter().skip(theirs.len()).map(|&e| (e, dst)));
         for column in columns.iter_mut() {
             column.truncate(theirs.len());
         }
         entities.truncate(theirs.len());
-        false
+        None
     }
 }
 
-/// What a [`World::mirror_from`] stopped while rows moved had done: the entities of rows
-/// that changed hands, the entities that lost a sparse component, and the source's
-/// components whose rows changed. The call that completes reports and applies them.
+/// What a [`World::mirror_from`] stopped while rows moved had done: the entities that lost
+/// their rows (with the table they were in), the entities that lost a sparse component, and
+/// the source's components whose rows changed. The call that completes reports and applies
+/// them.
 #[derive(Default)]
 pub(crate) struct MirrorPending {
     displaced: Vec<(Entity, TableId)>,
-    placed: Vec<u32>,
     lost_sparse: Vec<(Entity, ComponentId)>,
     /// Source component indices.
     changed: Vec<usize>,
-}
-
-/// Where [`World::mirror_table`] notes the entities of rows that changed hands.
-struct Moved<'a> {
-    /// The entities that held them, with their table.
-    displaced: &'a mut Vec<(Entity, TableId)>,
-    /// The indices of the entities that hold them now.
-    placed: &'a mut Vec<u32>,
 }
 
 /// What [`World::mirror_from`] works from.

@@ -5,21 +5,29 @@
 //! write waits, and only until the copier has read what it needs. Two read-only copies take
 //! turns: readers query the newer one while the copier brings the other up to date.
 //!
-//! - **Incremental** (whenever the schema, indexes, references and systems are the ones of
-//!   the last full copy): the copier brings the spare copy up to date with
+//! - **Incremental** (whenever the schema, indexes, references and systems are the ones the
+//!   copies were made with): the copier brings the spare copy up to date with
 //!   [`World::mirror_from`]: rows whose change ticks are newer than the spare's last copy,
 //!   and, in tables whose entities changed (spawned, despawned, moved between tables), every
 //!   row whose entity differs; the copy's change ticks and indexes follow. Then it gives the
 //!   world back. The copy is made while the writer is between ticks and no reader holds the
 //!   spare: the copier waits for readers to let go of it before it says it is ready for the
-//!   next state, and the writer does not lend its world before that. A writer that writes
-//!   again before the copy is done recalls its world: the copier stops within one chunk of
-//!   rows (values copied or rows moved), gives it back, and that state is skipped (for at
-//!   most [`SKIP_LIMIT`] in a row, so that a writer that never pauses still lets readers see
-//!   new states).
-//! - **Full** (the first state, or after components, indexes, references or systems were
-//!   defined): a snapshot of the world, decoded into two fresh copies. The world is given
-//!   back as soon as the snapshot is encoded.
+//!   next state, and the writer does not lend its world before that.
+//! - **Filled** (the first state, or after components, indexes, references or systems were
+//!   defined): two empty copies are made from a snapshot of the writer's schema alone
+//!   ([`SaveOptions::schema_only`]), and the first is filled by the same mirror, from no
+//!   rows. The readers keep the older state (or wait for a first one) until it is complete;
+//!   the second copy fills as the spare at the next state. Only a world the mirror cannot
+//!   follow (see [`World::mirror_from`]) is copied from a snapshot of all of it, which the
+//!   writer cannot recall.
+//!
+//! A writer that writes again before a copy is done recalls its world: the copier stops
+//! within one chunk of rows (values copied or rows moved), gives it back, and that state is
+//! skipped (for at most [`SKIP_LIMIT`] in a row, so that a writer that never pauses still
+//! lets readers see new states). What a stopped copy did is kept: rows moved stay moved, and
+//! a copy stopped while appending rows takes the next try's window from where it stopped
+//! ([`Mirrored::Stopped`]), so a copy being filled goes on from its last row rather than
+//! starting over.
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -44,6 +52,8 @@ pub(crate) struct Job {
 #[derive(Default)]
 pub(crate) struct Copier {
     pair: Option<Pair>,
+    /// Copies being filled from the writer's schema, for a first state or a new layout.
+    filling: Option<Filling>,
     /// When the first state skipped since the last one published was skipped (the writer
     /// recalled its world). Once that is [`SKIP_LIMIT`] ago, the next state is made even if
     /// the writer recalls it again: a writer that never pauses long enough would otherwise
@@ -67,8 +77,45 @@ struct Pair {
 
 struct Copy {
     state: Arc<Published>,
-    /// The writer's change run when this copy was made (rows stamped later changed since).
-    synced_run: u64,
+    /// The writer's change run this copy is current as of (rows stamped later changed
+    /// since); `None`: it holds no rows yet.
+    synced_run: Option<u64>,
+}
+
+/// Two copies made from the writer's schema alone, the first being filled.
+struct Filling {
+    first: World,
+    /// The writer's change run `first` is current as of (`None`: nothing copied yet).
+    first_synced: Option<u64>,
+    /// Empty: the spare once `first` is published.
+    second: World,
+    layout: Layout,
+    components: Vec<Option<ComponentId>>,
+}
+
+impl Filling {
+    /// Two empty copies of `writer`'s schema (components that a snapshot cannot carry left
+    /// out), with the map from the writer's component ids to theirs.
+    fn start(writer: &World) -> Option<Filling> {
+        let opts = SaveOptions { skip_opaque: true, schema_only: true, ..SaveOptions::default() };
+        let bytes = writer.save_to_vec(&opts).ok()?;
+        // Indexes are built when a reader first wants them, in the reader's statement: a
+        // copy's indexes that nobody reads cost nothing.
+        let load = || {
+            let mut world = World::new();
+            let opts = LoadOptions { indexes: IndexBuild::Deferred, ..LoadOptions::default() };
+            world.load_bytes_into(&bytes, &opts).ok().map(|_| world)
+        };
+        let (first, second) = (load()?, load()?);
+        let components = component_map(writer, &first);
+        Some(Filling { first, first_synced: None, second, layout: Layout::of(writer), components })
+    }
+}
+
+/// Writer component id → the id in `copy` of the component with its name (`None` for an
+/// opaque component: the copies never hold its values).
+fn component_map(writer: &World, copy: &World) -> Vec<Option<ComponentId>> {
+    writer.components().iter().map(|c| if c.is_opaque() { None } else { copy.component_id(c.name()).ok() }).collect()
 }
 
 /// How long states may be skipped in a row because the writer wanted its world back before
@@ -121,16 +168,10 @@ impl Copier {
     /// snapshot failed): the readers keep the older state.
     pub(crate) fn run(&mut self, job: Job, shared: &Shared) -> bool {
         let Job { tick, loan, template } = job;
-        let outcome = match self.pair.as_mut() {
-            Some(pair) => match Arc::get_mut(&mut pair.spare.state) {
-                Some(spare) => {
-                    let target = Target { copy: spare.db.world_mut(), synced_run: pair.spare.synced_run };
-                    let may_stop = self.skipping_since.is_none_or(|t| t.elapsed() < SKIP_LIMIT);
-                    sync(&loan, may_stop, target, &pair.layout, &pair.components)
-                }
-                None => Synced::NeedsFull,
-            },
-            None => Synced::NeedsFull,
+        let may_stop = self.skipping_since.is_none_or(|t| t.elapsed() < SKIP_LIMIT);
+        let outcome = match self.sync_spare(&loan, may_stop) {
+            Synced::NeedsFull => self.fill(&loan, may_stop),
+            synced => synced,
         };
         let published = match outcome {
             Synced::To(this_run, changed) => {
@@ -140,8 +181,13 @@ impl Copier {
                 }
                 self.publish_spare(this_run, tick, shared)
             }
-            // The writer wants its world back: this state is skipped. The spare keeps its
-            // change run, so the next copy covers the rows written into it just now too.
+            Synced::Filled(this_run) => {
+                drop(loan);
+                self.publish_filled(this_run, tick, template, shared)
+            }
+            // The writer wants its world back: this state is skipped. The copy keeps the
+            // change run it is current as of, so the next try covers the rows written into
+            // the world just now too.
             Synced::Recalled => {
                 lock(&shared.copies).recalled += 1;
                 self.skipping_since.get_or_insert_with(Instant::now);
@@ -170,6 +216,38 @@ impl Copier {
         published
     }
 
+    /// Brings the spare copy up to date, if there is one the writer's world still fits and
+    /// no copies are being filled (`NeedsFull` otherwise).
+    fn sync_spare(&mut self, loan: &WorldLoan, may_stop: bool) -> Synced {
+        if self.filling.is_some() {
+            return Synced::NeedsFull;
+        }
+        let Some(pair) = self.pair.as_mut() else { return Synced::NeedsFull };
+        let Some(spare) = Arc::get_mut(&mut pair.spare.state) else { return Synced::NeedsFull };
+        let target = Target { copy: spare.db.world_mut(), synced_run: &mut pair.spare.synced_run };
+        sync(loan, may_stop, target, &pair.layout, &pair.components)
+    }
+
+    /// Fills the first of the copies being filled (starting them if there are none, or the
+    /// writer's layout changed since they were started).
+    fn fill(&mut self, loan: &WorldLoan, may_stop: bool) -> Synced {
+        let writer = loan.world();
+        if self.filling.as_ref().is_none_or(|f| !f.layout.holds_for(writer)) {
+            self.filling = Filling::start(writer);
+        }
+        let Some(f) = self.filling.as_mut() else { return Synced::NeedsFull };
+        let target = Target { copy: &mut f.first, synced_run: &mut f.first_synced };
+        match sync(loan, may_stop, target, &f.layout, &f.components) {
+            Synced::To(this_run, _) => Synced::Filled(this_run),
+            Synced::NeedsFull => {
+                // The mirror cannot follow this world: a snapshot of all of it will do.
+                self.filling = None;
+                Synced::NeedsFull
+            }
+            other => other,
+        }
+    }
+
     /// Publishes the spare copy, just brought up to date with the writer's change run
     /// `this_run`; the other copy becomes the spare.
     fn publish_spare(&mut self, this_run: u64, tick: u64, shared: &Shared) -> bool {
@@ -180,28 +258,64 @@ impl Copier {
         spare.db.world_mut().settle_indexes();
         spare.tick = tick;
         spare.changes = self.log.clone();
-        pair.spare.synced_run = this_run;
+        pair.spare.synced_run = Some(this_run);
         std::mem::swap(&mut pair.current, &mut pair.spare);
         shared.state.store(Some(Arc::clone(&pair.current.state)));
         lock(&shared.copies).incremental += 1;
         true
     }
 
-    /// Makes both copies from a snapshot of the writer's world.
+    /// Publishes the filled copy, current as of the writer's change run `this_run`, then
+    /// makes its twin the spare; the older copies go (once no reader holds them).
+    ///
+    /// The twin is filled from the published copy, not from the writer's world: the writer
+    /// has its world back, and both copies then follow it from the same change run, so the
+    /// spare's next sync copies (and reports changed) only what the writer changed since.
+    /// It runs on the reader pool, off the writer's core, ahead of waiting readers.
+    fn publish_filled(&mut self, this_run: u64, tick: u64, template: Database, shared: &Shared) -> bool {
+        let Some(Filling { mut first, mut second, layout, components, .. }) = self.filling.take() else {
+            return false;
+        };
+        first.settle_indexes();
+        self.log = ChangeLog::everything_at(tick);
+        let changes = &self.log;
+        let copy = |world, synced_run| Copy {
+            state: Arc::new(Published { tick, db: template.with_world(world), changes: changes.clone() }),
+            synced_run,
+        };
+        let current = copy(first, Some(this_run));
+        shared.state.store(Some(Arc::clone(&current.state)));
+        lock(&shared.copies).full += 1;
+        let first = current.state.db.world();
+        let twin = || {
+            let ids = component_map(first, &second);
+            let (window, _) = first.begin_change_run(None);
+            let done = second.mirror_from(first, &ids, &window, &|| false);
+            second.settle_indexes();
+            matches!(done, Ok(Mirrored::Done(_)))
+        };
+        // Should the twin fail, the spare is filled from the writer's world at the next
+        // state instead (reporting every component changed once).
+        let synced_run = shared.pool.run_for_copier(twin).then_some(this_run);
+        let spare = copy(second, synced_run);
+        self.pair = Some(Pair { current, spare, layout, components });
+        true
+    }
+
+    /// Makes both copies from a snapshot of the writer's world, which the writer cannot
+    /// recall: for a world the mirror cannot follow.
     fn full(&mut self, tick: u64, loan: WorldLoan, template: Database, shared: &Shared) -> bool {
         self.pair = None;
         let writer = loan.world();
         let (_, this_run) = writer.begin_change_run(None);
-        let opts = SaveOptions { skip_opaque: true, change_ticks: false };
+        let opts = SaveOptions { skip_opaque: true, ..SaveOptions::default() };
         let Ok(bytes) = writer.save_to_vec(&opts) else { return false };
+        let layout = Layout::of(writer);
         let names: Vec<Option<String>> =
             writer.components().iter().map(|c| (!c.is_opaque()).then(|| c.name().to_string())).collect();
-        let layout = Layout::of(writer);
         drop(loan);
         // The decode runs after the world is back, on the reader pool's threads: never on
         // the writer's core (the engine's parallel loops use the pool they are called from).
-        // Indexes are built when a reader first wants them, in the reader's statement: a
-        // copy's indexes that nobody reads cost nothing.
         let load = || {
             let mut world = World::new();
             let opts = LoadOptions { indexes: IndexBuild::Deferred, ..LoadOptions::default() };
@@ -216,7 +330,7 @@ impl Copier {
         let changes = &self.log;
         let copy = |world| Copy {
             state: Arc::new(Published { tick, db: template.with_world(world), changes: changes.clone() }),
-            synced_run: this_run,
+            synced_run: Some(this_run),
         };
         let (current, spare) = (copy(current), copy(spare));
         shared.state.store(Some(Arc::clone(&current.state)));
@@ -231,6 +345,8 @@ enum Synced {
     /// The copy is up to date; the change run to remember, and the names of the components
     /// whose rows were copied.
     To(u64, Vec<String>),
+    /// The copy being filled is complete, as of this change run.
+    Filled(u64),
     /// The writer recalled its world: the copy may be partly written, and its change run
     /// still covers every row to copy next time.
     Recalled,
@@ -238,10 +354,11 @@ enum Synced {
     NeedsFull,
 }
 
-/// The copy a [`sync`] brings up to date, and the writer's change run it was last synced at.
+/// The copy a [`sync`] brings up to date, and the writer's change run it is current as of
+/// (moved on by a sync that completes, or stops with the copy's rows current).
 struct Target<'a> {
     copy: &'a mut World,
-    synced_run: u64,
+    synced_run: &'a mut Option<u64>,
 }
 
 /// Brings the target up to date with the lent world: the rows changed since its
@@ -259,7 +376,7 @@ fn sync(
         return Synced::NeedsFull;
     }
     let recalled = || may_stop && loan.is_recalled();
-    let (window, this_run) = writer.begin_change_run(Some(synced_run));
+    let (window, this_run) = writer.begin_change_run(*synced_run);
     match copy.mirror_from(writer, components, &window, &recalled) {
         Ok(Mirrored::Done(ids)) => {
             // The schedule's clock (ticks run, simulated time) moves every tick; the systems
@@ -270,7 +387,12 @@ fn sync(
             changed.sort_unstable();
             Synced::To(this_run, changed)
         }
-        Ok(Mirrored::Stopped) => Synced::Recalled,
+        Ok(Mirrored::Stopped { rows_current }) => {
+            if rows_current {
+                *synced_run = Some(this_run);
+            }
+            Synced::Recalled
+        }
         Err(_) => Synced::NeedsFull,
     }
 }

@@ -193,7 +193,7 @@ struct Shared {
     published_cond: Condvar,
     queue: Mutex<VecDeque<QueuedExec>>,
     queue_cond: Condvar,
-    /// The threads readers' statements (and full copies' decoding) run on.
+    /// The threads readers' statements (and snapshot copies' decoding) run on.
     pool: ReaderPool,
     /// Closed by the writer for the length of its tick ([`Publisher::begin_tick`]): the
     /// pool's statements wait at their pause points meanwhile.
@@ -210,7 +210,8 @@ struct Shared {
 /// How the states readers saw were made (see [`Reader::copy_stats`]).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct CopyStats {
-    /// From a snapshot of the whole world: the first state, and any after the schema,
+    /// Made whole, every row copied (filled from the schema alone, or from a snapshot of
+    /// the world the mirror cannot follow): the first state, and any after the schema,
     /// indexes, references or systems changed.
     pub full: u64,
     /// By copying only what changed since the older copy: rows whose values changed, and
@@ -482,9 +483,13 @@ fn copy_loop(rx: Receiver<Job>, shared: Arc<Shared>, copying: Arc<AtomicBool>) {
 fn apply_all_or_nothing(db: &mut Database, text: &str, params: &Params) -> Result<Vec<ResultSet>, Error> {
     let statements = parse::parse_script(text)?;
     if statements.len() > 1 {
-        let bytes = db.world().save_to_vec(&SaveOptions { skip_opaque: false, change_ticks: true }).map_err(|e| {
-            Error::new(ErrorKind::Unsupported, format!("a script of several statements needs a copy of the world: {e}"))
-        })?;
+        let bytes =
+            db.world().save_to_vec(&SaveOptions { change_ticks: true, ..SaveOptions::default() }).map_err(|e| {
+                Error::new(
+                    ErrorKind::Unsupported,
+                    format!("a script of several statements needs a copy of the world: {e}"),
+                )
+            })?;
         let world = World::load_from_bytes(&bytes)
             .map_err(|e| Error::internal(format!("copying the world for a dry run failed: {e}")))?;
         let mut trial = db.with_world(world);
@@ -576,7 +581,7 @@ impl Reader {
             // Look at the tick through a guard, and hold no state while waiting: once the
             // copier has published the next state it waits for the older copy to be free
             // before it takes another job, so a waiter holding it would turn the next
-            // state into a full copy.
+            // state into a filled copy.
             let reached = self.shared.state.load().as_ref().is_some_and(|s| s.tick >= tick);
             let now = Instant::now();
             if reached || now >= deadline || self.shared.closed.load(Ordering::Acquire) {
@@ -777,6 +782,37 @@ mod tests {
             return;
         }
         panic!("no copy was recalled in 200 tries: {:?}", r.copy_stats());
+    }
+
+    /// A first state that the writer recalls at every boundary (it writes right after each)
+    /// is finished by later boundaries, each try going on from the last, and holds the
+    /// values of one tick.
+    #[test]
+    fn a_first_state_recalled_is_finished_by_later_boundaries() {
+        let mut db = Database::new();
+        db.execute_script("CREATE COMPONENT Pos (x f64, y f64)").unwrap();
+        let rows: Vec<_> = (0..40_000).map(|i| format!("SPAWN Pos {{x: {i}, y: 0}}")).collect();
+        db.execute_script(&rows.join(";")).unwrap();
+        for _ in 0..20 {
+            let mut p = Publisher::with_pool_size(1);
+            let r = p.reader();
+            let deadline = Instant::now() + WAIT_LIMIT;
+            while r.shared.state.load().is_none() {
+                assert!(Instant::now() < deadline, "no first state: {:?}", r.copy_stats());
+                p.end_tick(&mut db);
+                db.execute("UPDATE Pos SET y = Pos.y + 1").unwrap();
+            }
+            let state = r.state().unwrap();
+            let rs = state.db.query("SELECT min(Pos.y), max(Pos.y), count(*)").unwrap();
+            assert_eq!(rs.rows[0][0], rs.rows[0][1], "the first state mixes two ticks");
+            assert_eq!(rs.rows[0][2], ecsdb_engine::Value::Int(40_000));
+            let stats = r.copy_stats();
+            assert_eq!(stats.full, 1, "{stats:?}");
+            if stats.recalled > 0 {
+                return;
+            }
+        }
+        panic!("the writer never recalled a first state in 20 tries");
     }
 
     #[test]

@@ -17,8 +17,9 @@
 //!   statements wait at their next pause point, so a scan on another core does not take the
 //!   memory bandwidth and shared cache the tick needs.
 //!
-//! The copier's full copies decode on the same threads, with a permit it gets ahead of any
-//! waiting reader (a new state must not wait behind a queue of scans of the old one).
+//! The copier's snapshot copies (of a world its mirror cannot follow) decode on the same
+//! threads, with a permit it gets ahead of any waiting reader (a new state must not wait
+//! behind a queue of scans of the old one).
 
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;

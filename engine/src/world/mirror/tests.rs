@@ -52,7 +52,7 @@ fn source() -> World {
 }
 
 fn copy_of(w: &World) -> (World, Vec<Option<ComponentId>>) {
-    let bytes = w.save_to_vec(&SaveOptions { skip_opaque: true, change_ticks: false }).unwrap();
+    let bytes = w.save_to_vec(&SaveOptions { skip_opaque: true, ..SaveOptions::default() }).unwrap();
     let copy = World::load_from_bytes(&bytes).unwrap();
     let ids = w.components().iter().map(|c| copy.component_id(c.name()).ok()).collect();
     (copy, ids)
@@ -174,7 +174,7 @@ fn table_rows(w: &World) -> Vec<Vec<Entity>> {
 }
 
 /// A mirror stopped at its `stop`-th look (`None`: never), and the copy's change run
-/// moved on only when it completed.
+/// moved on when it completed, or stopped with its rows current.
 fn mirror_stopping_at(
     copy: &mut World,
     src: &mut World,
@@ -189,7 +189,7 @@ fn mirror_stopping_at(
         Some(looks.get()) == stop
     };
     let done = copy.mirror_from(src, ids, &window, &stop_here).unwrap();
-    if matches!(done, Mirrored::Done(_)) {
+    if matches!(done, Mirrored::Done(_) | Mirrored::Stopped { rows_current: true }) {
         *synced = this_run;
     }
     done
@@ -262,7 +262,7 @@ proptest! {
             // A stopped try leaves its work to the next mirror; writes may come in between.
             if stop.is_some() && synced_stopped == synced_whole {
                 let tried = mirror_stopping_at(&mut stopped, &mut w, &ids, &mut synced_stopped, *stop);
-                if tried == Mirrored::Stopped {
+                if matches!(tried, Mirrored::Stopped { .. }) {
                     continue;
                 }
                 // It completed (the stop came after its last look): catch the other copy up.
@@ -282,6 +282,90 @@ proptest! {
             }
         }
     }
+
+    /// A copy made from the schema alone and filled over calls stopped anywhere, with writes
+    /// to the source between them, ends like its source when each call takes the window the
+    /// last one allows: a later one after a stop with the rows current.
+    #[test]
+    fn a_copy_filled_from_the_schema_over_stopped_calls_ends_like_its_source(
+        start in proptest::collection::vec(op(), 0..40),
+        tries in proptest::collection::vec(
+            (proptest::collection::vec(op(), 0..6), 1..30usize),
+            1..crate::test_size(12, 4),
+        ),
+    ) {
+        let mut w = source();
+        let (mut all, mut live) = (Vec::new(), Vec::new());
+        for op in &start {
+            apply_tracked(&mut w, &mut live, &mut all, op);
+        }
+        let schema = SaveOptions { skip_opaque: true, schema_only: true, ..SaveOptions::default() };
+        let mut copy = World::load_from_bytes(&w.save_to_vec(&schema).unwrap()).unwrap();
+        prop_assert!(copy.is_empty());
+        let ids: Vec<_> = w.components().iter().map(|c| copy.component_id(c.name()).ok()).collect();
+        let mut synced = None;
+        for (ops, stop_at) in &tries {
+            let (window, this_run) = w.begin_change_run(synced);
+            let looks = std::cell::Cell::new(0usize);
+            let stop = || {
+                looks.set(looks.get() + 1);
+                looks.get() == *stop_at
+            };
+            if matches!(
+                copy.mirror_from(&w, &ids, &window, &stop).unwrap(),
+                Mirrored::Done(_) | Mirrored::Stopped { rows_current: true }
+            ) {
+                synced = Some(this_run);
+            }
+            for op in ops {
+                apply_tracked(&mut w, &mut live, &mut all, op);
+            }
+        }
+        let (window, _) = w.begin_change_run(synced);
+        prop_assert!(matches!(copy.mirror_from(&w, &ids, &window, &|| false).unwrap(), Mirrored::Done(_)));
+        prop_assert_eq!(copy.len(), w.len());
+        prop_assert_eq!(values(&copy, &all), values(&w, &all));
+        prop_assert_eq!(table_rows(&copy), table_rows(&w));
+        prop_assert_eq!(index_answers(&copy), index_answers(&w));
+    }
+}
+
+#[test]
+fn a_copy_filled_from_the_schema_goes_on_where_it_stopped() {
+    let mut w = source();
+    let es: Vec<Entity> =
+        (0..40).map(|i| w.spawn_values(&[("P", &[("x", Value::Int(i)), ("y", Value::Float(0.0))])]).unwrap()).collect();
+    let schema = SaveOptions { skip_opaque: true, schema_only: true, ..SaveOptions::default() };
+    let (window, synced) = w.begin_change_run(None);
+    // The first stop that leaves some rows placed (after the allocator's slots and the look
+    // before the table).
+    let (mut copy, ids) = (1..)
+        .find_map(|stop_at| {
+            let mut copy = World::load_from_bytes(&w.save_to_vec(&schema).unwrap()).unwrap();
+            let ids: Vec<_> = w.components().iter().map(|c| copy.component_id(c.name()).ok()).collect();
+            let looks = std::cell::Cell::new(0);
+            let stop = || {
+                looks.set(looks.get() + 1);
+                looks.get() == stop_at
+            };
+            let stopped = copy.mirror_from(&w, &ids, &window, &stop).unwrap();
+            assert!(matches!(stopped, Mirrored::Stopped { .. }), "stopped at look {stop_at}");
+            let placed = copy.tables().iter().map(|t| t.len()).sum::<usize>();
+            (placed > 0).then(|| {
+                assert_eq!(stopped, Mirrored::Stopped { rows_current: true }, "a stop while appending");
+                assert!(placed < es.len(), "{placed} rows placed before the stop");
+                (copy, ids)
+            })
+        })
+        .unwrap();
+    // A row already placed changes: the later window holds it, and the next call copies it.
+    w.set_fields(es[0], "P", &[("x", Value::Int(-5))]).unwrap();
+    let (window, _) = w.begin_change_run(Some(synced));
+    assert!(matches!(copy.mirror_from(&w, &ids, &window, &|| false).unwrap(), Mirrored::Done(_)));
+    assert_eq!(copy.get_field(es[0], "P", "x").unwrap(), Value::Int(-5));
+    assert_eq!(copy.get_field(es[39], "P", "x").unwrap(), Value::Int(39));
+    assert_eq!(copy.len(), w.len());
+    assert_eq!(index_answers(&copy), index_answers(&w));
 }
 
 #[test]
@@ -302,7 +386,7 @@ fn a_stop_while_rows_move_keeps_them_and_the_next_call_finishes() {
         looks.set(looks.get() + 1);
         looks.get() == 2
     };
-    assert_eq!(copy.mirror_from(&w, &ids, &window, &second).unwrap(), Mirrored::Stopped);
+    assert!(matches!(copy.mirror_from(&w, &ids, &window, &second).unwrap(), Mirrored::Stopped { .. }));
     let done = copy.mirror_from(&w, &ids, &window, &|| false).unwrap();
     let (p, tag) = (w.component_id("P").unwrap(), w.component_id("Tag").unwrap());
     assert_eq!(done, Mirrored::Done(vec![p, tag]));
@@ -324,7 +408,7 @@ fn a_stop_within_a_table_at_any_look_is_finished_by_the_next_call() {
         .collect();
     let all_before = es.clone();
     let (_, synced) = w.begin_change_run(None);
-    let copy_bytes = w.save_to_vec(&SaveOptions { skip_opaque: true, change_ticks: false }).unwrap();
+    let copy_bytes = w.save_to_vec(&SaveOptions { skip_opaque: true, ..SaveOptions::default() }).unwrap();
     // Rows change hands (despawns fill holes from the end), values change, rows are added.
     let mut all = all_before.clone();
     for &e in es.iter().step_by(4) {
@@ -350,9 +434,9 @@ fn a_stop_within_a_table_at_any_look_is_finished_by_the_next_call() {
             looks.get() == stop_at
         };
         let first = copy.mirror_from(&w, &ids, &window, &stop).unwrap();
-        let stopped = first == Mirrored::Stopped;
+        let stopped = matches!(first, Mirrored::Stopped { .. });
         let done = match first {
-            Mirrored::Stopped => {
+            Mirrored::Stopped { .. } => {
                 stops += 1;
                 copy.mirror_from(&w, &ids, &window, &|| false).unwrap()
             }
@@ -382,7 +466,8 @@ fn a_stop_while_copying_values_leaves_the_work_for_the_next_call() {
         w.set_fields(e, "P", &[("x", Value::Int(7))]).unwrap();
     }
     let (window, _) = w.begin_change_run(Some(synced));
-    assert_eq!(copy.mirror_from(&w, &ids, &window, &|| true).unwrap(), Mirrored::Stopped);
+    let stopped = copy.mirror_from(&w, &ids, &window, &|| true).unwrap();
+    assert_eq!(stopped, Mirrored::Stopped { rows_current: false }, "values are left to copy");
     assert_eq!(copy.get_field(es[0], "P", "x").unwrap(), Value::Int(0), "nothing copied yet");
     let p = w.component_id("P").unwrap();
     assert_eq!(copy.mirror_from(&w, &ids, &window, &|| false).unwrap(), Mirrored::Done(vec![p]));
