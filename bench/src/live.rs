@@ -74,15 +74,28 @@ fn percentile(sorted: &[f64], q: f64) -> f64 {
     sorted[((sorted.len() - 1) as f64 * q).round() as usize]
 }
 
-/// (p50, p99, slowest) in ms of `TICKS` ticks with `readers` threads scanning in a loop; and
-/// how many answers the readers got. With `publish` false, only the ticks until the first
-/// state is out publish. With `alive`, each tick also churns those entities.
+/// What the writer's ticks took in one run, in ms.
+struct TickRun {
+    p50: f64,
+    p99: f64,
+    slowest: f64,
+    /// The longest the writer waited for its world at a tick's first write (the copier
+    /// still had it), and the tick (from 0).
+    longest_wait: (f64, usize),
+    /// Answers the readers got.
+    answers: usize,
+    copies: CopyStats,
+}
+
+/// `TICKS` ticks with `readers` threads scanning in a loop. With `publish` false, only the
+/// ticks until the first state is out publish. With `alive`, each tick also churns those
+/// entities.
 fn ticks_with_readers(
     db: &mut Database,
     readers: usize,
     publish: bool,
     mut alive: Option<&mut std::collections::VecDeque<ecsdb::Entity>>,
-) -> (f64, f64, f64, usize, CopyStats) {
+) -> TickRun {
     let mut publisher = Publisher::new();
     let stop = Arc::new(AtomicBool::new(false));
     let reader = (readers > 0).then(|| publisher.reader());
@@ -134,11 +147,29 @@ fn ticks_with_readers(
     stop.store(true, Ordering::Release);
     let answers = threads.into_iter().map(|t| t.join().unwrap_or(0)).sum();
     times.sort_by(f64::total_cmp);
-    if readers > 0 {
-        eprintln!("longest wait for the world: {:.2} ms at tick {}", longest_wait.0, longest_wait.1);
+    TickRun {
+        p50: percentile(&times, 0.5),
+        p99: percentile(&times, 0.99),
+        slowest: times.last().copied().unwrap_or(0.0),
+        longest_wait,
+        answers,
+        copies: stats_reader.copy_stats(),
     }
-    let slowest = times.last().copied().unwrap_or(0.0);
-    (percentile(&times, 0.5), percentile(&times, 0.99), slowest, answers, stats_reader.copy_stats())
+}
+
+/// `p50/p99/slowest` of a run.
+fn ticks(run: &TickRun) -> String {
+    format!("{:.2}/{:.2}/{:.2}", run.p50, run.p99, run.slowest)
+}
+
+/// What a run with readers got: answers, states and the writer's longest wait for its world.
+fn copies(run: &TickRun) -> String {
+    let c = run.copies;
+    format!(
+        "{} answers; states published: {} full, {} incremental, {} recalled by the writer; longest wait for the \
+         world {:.2} ms, at tick {}",
+        run.answers, c.full, c.incremental, c.recalled, run.longest_wait.0, run.longest_wait.1
+    )
 }
 
 /// A served world with a writer thread (ticking every `period`, or applying writes at once).
@@ -220,21 +251,20 @@ fn notify_ms(served: &Served, subscribers: usize, samples: usize) -> f64 {
 pub fn run(s: &mut Suite) {
     if s.enabled("reader_interference") {
         let mut db = world(N);
-        let (p50_0, p99_0, max_0, _, _) = ticks_with_readers(&mut db, 0, true, None);
-        let (p50_4, p99_4, max_4, answers, copies) = ticks_with_readers(&mut db, 4, true, None);
-        let (p50_s, p99_s, _, _, _) = ticks_with_readers(&mut db, 4, false, None);
+        let none = ticks_with_readers(&mut db, 0, true, None);
+        let four = ticks_with_readers(&mut db, 4, true, None);
+        let scan = ticks_with_readers(&mut db, 4, false, None);
         s.note(format!(
-            "reader_interference ({N} entities, {TICKS} ticks at 60 Hz): writer tick p50/p99/slowest \
-             {p50_0:.2}/{p99_0:.2}/{max_0:.2} ms with no reader, {p50_4:.2}/{p99_4:.2}/{max_4:.2} ms with 4 readers \
-             scanning ({answers} answers; states published: {} full, {} incremental, {} recalled by the writer); \
-             p99 ratio {:.2}x \
-             (requirement ≤ 1.20x). The same readers scanning one state through the ticks (nothing more \
-             published, no pause): {p50_s:.2}/{p99_s:.2} ms, p99 ratio {:.2}x (what unpaused scans cost the writer here)",
-            copies.full,
-            copies.incremental,
-            copies.recalled,
-            p99_4 / p99_0,
-            p99_s / p99_0
+            "reader_interference ({N} entities, {TICKS} ticks at 60 Hz): writer tick p50/p99/slowest {} ms with no \
+             reader, {} ms with 4 readers scanning ({}); p99 ratio {:.2}x (requirement ≤ 1.20x). The same readers \
+             scanning one state through the ticks (nothing more published once it is out, no pause): {} ms, p99 \
+             ratio {:.2}x (what unpaused scans cost the writer here)",
+            ticks(&none),
+            ticks(&four),
+            copies(&four),
+            four.p99 / none.p99,
+            ticks(&scan),
+            scan.p99 / none.p99,
         ));
     }
     if s.enabled("reader_interference_churn") {
@@ -242,17 +272,16 @@ pub fn run(s: &mut Suite) {
         db.execute("CREATE INDEX ON Health (hp) USING btree").expect("an index");
         let mut alive: std::collections::VecDeque<ecsdb::Entity> =
             db.world().tables().iter().flat_map(|t| t.entities().iter().copied()).collect();
-        let (p50_0, p99_0, max_0, _, _) = ticks_with_readers(&mut db, 0, true, Some(&mut alive));
-        let (p50_4, p99_4, max_4, answers, copies) = ticks_with_readers(&mut db, 4, true, Some(&mut alive));
+        let none = ticks_with_readers(&mut db, 0, true, Some(&mut alive));
+        let four = ticks_with_readers(&mut db, 4, true, Some(&mut alive));
         s.note(format!(
             "reader_interference_churn ({N} entities, {CHURN} despawned and {CHURN} spawned a tick, a btree index; \
-             {TICKS} ticks at 60 Hz): writer tick p50/p99/slowest {p50_0:.2}/{p99_0:.2}/{max_0:.2} ms with no reader, \
-             {p50_4:.2}/{p99_4:.2}/{max_4:.2} ms with 4 readers scanning ({answers} answers; states published: {} \
-             full, {} incremental, {} recalled by the writer); p99 ratio {:.2}x (requirement ≤ 1.20x)",
-            copies.full,
-            copies.incremental,
-            copies.recalled,
-            p99_4 / p99_0,
+             {TICKS} ticks at 60 Hz): writer tick p50/p99/slowest {} ms with no reader, {} ms with 4 readers \
+             scanning ({}); p99 ratio {:.2}x (requirement ≤ 1.20x)",
+            ticks(&none),
+            ticks(&four),
+            copies(&four),
+            four.p99 / none.p99,
         ));
     }
     s.workload("rpc_query_roundtrip", |w| {
