@@ -13,6 +13,7 @@
 //! copy's own ticks, so the copy's indexes and skip summaries refresh as after any write.
 
 use std::collections::HashMap;
+use std::ops::Range;
 
 use crate::component::{ComponentId, StorageKind};
 use crate::entity::{Entity, EntityLocation};
@@ -135,19 +136,18 @@ impl World {
                 continue;
             };
             let from = &src.storage.tables[s];
-            if !same_entities(from.entities(), self.storage.tables[dst].entities()) {
-                structural.push(dst);
-                continue;
+            match same_entities(from.entities(), self.storage.tables[dst].entities(), stop) {
+                Some(true) => {}
+                Some(false) => {
+                    structural.push(dst);
+                    continue;
+                }
+                None => stop_here!(false),
             }
             for (&c, column) in from.components().iter().zip(from.columns()) {
                 let (Some(id), Some(copy)) = (ids[c.index()], &plan.copies[c.index()]) else { continue };
-                let runs = changed_runs(column, window);
-                if runs.is_empty() {
-                    continue;
-                }
-                changed[c.index()] = true;
                 let to = self.storage.tables[dst].column_mut(id).expect("the table's image has every copied component");
-                if assign_in_chunks(to, column, &runs, copy, tick, stop) {
+                if assign_changed(to, column, 0..column.len(), window, copy, tick, &mut changed[c.index()], stop) {
                     stop_here!(false);
                 }
             }
@@ -166,14 +166,11 @@ impl World {
                 rebuilt_sparse.push(c);
                 continue;
             }
-            let Some(from) = from else { continue };
-            let runs = changed_runs(from.column(), window);
-            if runs.is_empty() {
-                continue;
-            }
-            changed[c] = true;
+            // Empty in both (the copy may have no set at all).
+            let Some(from) = from.filter(|f| !f.is_empty()) else { continue };
             let to = self.storage.sparse[id.index()].as_mut().expect("holds the same entities").column_mut();
-            if assign_in_chunks(to, from.column(), &runs, copy, tick, stop) {
+            let rows = 0..from.column().len();
+            if assign_changed(to, from.column(), rows, window, copy, tick, &mut changed[c], stop) {
                 stop_here!(false);
             }
         }
@@ -345,30 +342,30 @@ impl World {
                 .collect()
         });
         let common = theirs.len().min(table.len());
+        // The flag is the caller's business: every component of a table whose rows move is
+        // reported changed.
+        let mut copied = false;
         for &(at, column, copy) in &pairs {
-            let runs: Vec<(usize, usize)> = changed_runs(column, window)
-                .into_iter()
-                .map(|(start, end)| (start, end.min(common)))
-                .filter(|(start, end)| start < end)
-                .collect();
-            if assign_in_chunks(&mut table.columns_mut()[at], column, &runs, copy, tick, stop) {
+            let to = &mut table.columns_mut()[at];
+            if assign_changed(to, column, 0..common, window, copy, tick, &mut copied, stop) {
                 return Some(false);
             }
         }
-        let differ = differing_rows(&theirs[..common], &table.entities()[..common]);
-        for chunk in differ.chunks(CHUNK) {
+        for start in (0..common).step_by(CHUNK) {
             if stop() {
                 return Some(false);
             }
+            let end = common.min(start + CHUNK);
             let (entities, columns) = table.parts_mut();
+            let differ = differing_rows(&theirs[start..end], &entities[start..end], start);
             for &(at, column, copy) in &pairs {
-                for &r in chunk {
+                for &r in &differ {
                     // SAFETY: `copy` is the plan's for this component (source and copy ids
                     // from `ids`), made by `ValueCopy::between`; two worlds' columns.
                     unsafe { columns[at].replace_row_from(r, column, r, copy, tick) };
                 }
             }
-            for &r in chunk {
+            for &r in &differ {
                 displaced.push((entities[r], dst));
                 entities[r] = theirs[r];
                 self.entities.place_mirrored(theirs[r], place(r));
@@ -442,41 +439,60 @@ fn block_differs(x: &[Entity], y: &[Entity]) -> u64 {
     x.iter().zip(y).fold(0, |any, (p, q)| any | (p.to_bits() ^ q.to_bits()))
 }
 
-/// Whether `a` and `b` hold the same entities in the same rows.
-fn same_entities(a: &[Entity], b: &[Entity]) -> bool {
-    a.len() == b.len() && a.chunks(ENTITY_BLOCK).zip(b.chunks(ENTITY_BLOCK)).all(|(x, y)| block_differs(x, y) == 0)
+/// Whether `a` and `b` hold the same entities in the same rows, compared a chunk of rows at
+/// a time with a look at `stop` before each (`None`: it stopped).
+fn same_entities(a: &[Entity], b: &[Entity], stop: &dyn Fn() -> bool) -> Option<bool> {
+    if a.len() != b.len() {
+        return Some(false);
+    }
+    for (x, y) in a.chunks(CHUNK).zip(b.chunks(CHUNK)) {
+        if stop() {
+            return None;
+        }
+        if !x.chunks(ENTITY_BLOCK).zip(y.chunks(ENTITY_BLOCK)).all(|(p, q)| block_differs(p, q) == 0) {
+            return Some(false);
+        }
+    }
+    Some(true)
 }
 
-/// The rows where `a` and `b` (as long as each other) hold different entities.
-fn differing_rows(a: &[Entity], b: &[Entity]) -> Vec<usize> {
+/// The rows where `a` and `b` (as long as each other, starting at row `first`) hold
+/// different entities.
+fn differing_rows(a: &[Entity], b: &[Entity], first: usize) -> Vec<usize> {
     let mut rows = Vec::new();
     for (block, (x, y)) in a.chunks(ENTITY_BLOCK).zip(b.chunks(ENTITY_BLOCK)).enumerate() {
         if block_differs(x, y) != 0 {
-            let first = block * ENTITY_BLOCK;
+            let first = first + block * ENTITY_BLOCK;
             rows.extend(x.iter().zip(y).enumerate().filter(|(_, (p, q))| p != q).map(|(r, _)| first + r));
         }
     }
     rows
 }
 
-/// Copies the rows of `runs` in chunks, asking `stop` between them; true if it stopped.
-/// `copy` must be the one made for the components of `from` (source) and `to` (copy).
-fn assign_in_chunks(
+/// Copies the rows among `rows` changed or added in `window` from `from` to the same rows of
+/// `to`, a chunk of rows at a time (found and copied) with a look at `stop` before each;
+/// sets `copied` if it copied any. True if it stopped. `copy` must be the one made for the
+/// components of `from` (source) and `to` (copy).
+#[allow(clippy::too_many_arguments)]
+fn assign_changed(
     to: &mut Column,
     from: &Column,
-    runs: &[(usize, usize)],
+    rows: Range<usize>,
+    window: &ChangeWindow,
     copy: &ValueCopy,
     tick: Tick,
+    copied: &mut bool,
     stop: &dyn Fn() -> bool,
 ) -> bool {
-    for &(start, end) in runs {
-        for at in (start..end).step_by(CHUNK) {
-            if stop() {
-                return true;
-            }
+    for start in rows.clone().step_by(CHUNK) {
+        if stop() {
+            return true;
+        }
+        for (a, b) in changed_runs(from, window, start..rows.end.min(start + CHUNK)) {
+            *copied = true;
             // SAFETY: the callers pass the plan's copy for the component of both columns
-            // (see `assign_in_chunks`), which lie in two worlds.
-            unsafe { to.assign_rows_from(from, at..end.min(at + CHUNK), copy, tick) };
+            // (see above), which lie in two worlds.
+            unsafe { to.assign_rows_from(from, a..b, copy, tick) };
         }
     }
     false
@@ -487,14 +503,17 @@ fn assign_in_chunks(
 /// blocks).
 const TICK_BLOCK: usize = if cfg!(miri) { 32 } else { 256 };
 
-/// Runs of rows (ascending, apart) holding every row changed or added in `window`: the blocks
-/// of [`TICK_BLOCK`] rows with such a row, adjacent ones joined, each run cut to its first and
-/// last such row. A few rows changed far apart cost a few blocks, not the rows between them.
-fn changed_runs(column: &Column, window: &ChangeWindow) -> Vec<(usize, usize)> {
+/// Runs of rows among `rows` (ascending, apart) holding every row changed or added in
+/// `window`: the blocks of [`TICK_BLOCK`] rows with such a row, adjacent ones joined, each run
+/// cut to its first and last such row. A few rows changed far apart cost a few blocks, not
+/// the rows between them.
+fn changed_runs(column: &Column, window: &ChangeWindow, rows: Range<usize>) -> Vec<(usize, usize)> {
     let new = |t: &Tick| window.is_new(*t);
     let changed = column.changed_ticks();
     let added: Option<&[Tick]> = match column.added_ticks() {
-        AddedView::Same(t, n) if n > 0 && new(&t) => return vec![(0, n)],
+        AddedView::Same(t, _) if new(&t) => {
+            return if rows.is_empty() { Vec::new() } else { vec![(rows.start, rows.end)] }
+        }
         AddedView::Same(..) => None,
         AddedView::Rows(ticks) => Some(ticks),
     };
@@ -503,8 +522,8 @@ fn changed_runs(column: &Column, window: &ChangeWindow) -> Vec<(usize, usize)> {
         window.any_new(&changed[start..end]) || added.is_some_and(|a| window.any_new(&a[start..end]))
     };
     let mut runs: Vec<(usize, usize)> = Vec::new();
-    for start in (0..changed.len()).step_by(TICK_BLOCK) {
-        let end = changed.len().min(start + TICK_BLOCK);
+    for start in rows.clone().step_by(TICK_BLOCK) {
+        let end = rows.end.min(start + TICK_BLOCK);
         if !block_has_new(start, end) {
             continue;
         }

@@ -523,7 +523,13 @@ fn changed_rows_are_found_in_runs_cut_to_the_rows() {
     let p = w.component_id("P").unwrap();
     let column = w.tables()[w.location(es[0]).unwrap().table as usize].column(p).unwrap();
     // Blocks apart: a run each, cut to the rows.
-    assert_eq!(super::changed_runs(column, &window), [(3, 4), (mid, mid + 2), (n as usize - 1, n as usize)]);
+    let all = 0..n as usize;
+    assert_eq!(
+        super::changed_runs(column, &window, all.clone()),
+        [(3, 4), (mid, mid + 2), (n as usize - 1, n as usize)]
+    );
+    // Within a range, only its rows.
+    assert_eq!(super::changed_runs(column, &window, 4..mid + 1), [(mid, mid + 1)]);
     let (nothing, _) = w.begin_change_run(Some(w.begin_change_run(None).1));
-    assert!(super::changed_runs(column, &nothing).is_empty());
+    assert!(super::changed_runs(column, &nothing, all).is_empty());
 }
