@@ -418,7 +418,10 @@ impl Publisher {
     /// publish is done (otherwise this tick is skipped: the writer never waits here).
     ///
     /// The world is lent to the copier thread until it has copied what changed since the last
-    /// publish; the writer's next write waits for that if it comes sooner (reads do not).
+    /// publish; the writer's next write takes it back (reads do not), waiting at most for
+    /// one chunk of rows, and that state is skipped. A copy made whole (the first state, or
+    /// the first after a new schema) goes on at the next boundaries: a program that
+    /// publishes once and then only writes leaves readers without it.
     pub fn publish(&mut self, db: &mut Database) {
         let s = &self.shared;
         if s.readers.load(Ordering::Acquire) == 0 {
