@@ -6,7 +6,7 @@
 //! inputs, in f64 as the language prescribes, rounding exactly where the expression as
 //! written rounds, so its result is bit for bit the evaluator's. An UPDATE whose assignments
 //! are all of this form can be rewritten in place a row at a time
-//! ([`crate::execute::rewrite`]).
+//! (`execute/rewrite.rs`).
 
 use ecsdb_engine::{FieldType, Value};
 
@@ -57,7 +57,7 @@ impl AffineSide {
         self.sign == 0 && self.adds_nothing()
     }
 
-    /// Whether it adds nothing (`c` is [`NO_ADD`]): its value is `v * factor()`.
+    /// Whether it adds nothing (`c` is `NO_ADD`): its value is `v * factor()`.
     pub fn adds_nothing(&self) -> bool {
         self.c.to_bits() == NO_ADD.to_bits()
     }
