@@ -42,7 +42,6 @@ pub struct Query<'w, Q: QueryData, F: QueryFilter = ()> {
     /// state inside the iterator (or a choice between two homes for it) would pin the cursor
     /// to memory, its row counter and column pointers reloaded and stored on every row.
     state: NonNull<MatchOf<Q, F>>,
-    owns_state: bool,
     cursor: Cursor<'w, Q, F>,
     _world: PhantomData<&'w mut World>,
 }
@@ -67,7 +66,8 @@ impl<Q: QueryData, F: QueryFilter> Drop for Query<'_, Q, F> {
     // memory on every row of a `for` loop (18 instructions a row of `pos += vel` instead of 15).
     #[inline(always)]
     fn drop(&mut self) {
-        if self.owns_state {
+        // SAFETY: the state is valid until here (see `Query::state`).
+        if unsafe { self.state.as_ref() }.owned_by_query {
             // SAFETY: made by `Box::leak` for this query alone, and freed once.
             drop(unsafe { Box::from_raw(self.state.as_ptr()) });
         }
@@ -112,12 +112,12 @@ impl World {
 
     /// A read-only query with a filter.
     pub fn query_filtered<Q: ReadOnlyQueryData, F: QueryFilter>(&self) -> Query<'_, Q, F> {
-        let matched = QueryState::<Q, F>::readonly_match(self).expect("read-only queries never alias");
+        let mut matched = QueryState::<Q, F>::readonly_match(self).expect("read-only queries never alias");
+        matched.owned_by_query = true;
         let this_run = self.read_change_tick();
         let ctx = FetchContext { world: self as *const World as *mut World, this_run, run_age: EVERYTHING_NEW };
         Query {
             state: NonNull::from(Box::leak(Box::new(matched))),
-            owns_state: true,
             cursor: Cursor::new(self.tables().as_ptr() as *mut ArchetypeTable, ctx),
             _world: PhantomData,
         }
@@ -170,6 +170,6 @@ impl World {
         let this_run = world_ref.take_change_tick_mut() as Tick;
         let tables = world_ref.storage.tables.as_mut_ptr();
         let ctx = FetchContext { world, this_run, run_age: EVERYTHING_NEW };
-        Query { state, owns_state: false, cursor: Cursor::new(tables, ctx), _world: PhantomData }
+        Query { state, cursor: Cursor::new(tables, ctx), _world: PhantomData }
     }
 }

@@ -38,15 +38,19 @@ pub(crate) struct QueryMatch<D, C, G> {
     /// `None` when a read-only one-shot query names a component the world does not know.
     data: Option<D>,
     filter: G,
-    tables: Vec<TableId>,
-    /// Where each matched table keeps the query's columns, beside `tables`.
-    columns: Vec<C>,
+    /// Each matched table, with where it keeps the query's columns (one array: the table
+    /// switch of a `for` loop reads one entry).
+    matched: Vec<(TableId, C)>,
     tables_seen: usize,
     /// The world tick (64-bit count) of the last run; `None` before the first.
     last_run: Option<u64>,
     sparse_write: bool,
     /// Components the query writes (checked against references declared after it was made).
     pub(crate) writes: Vec<ComponentId>,
+    /// A read-only one-shot query's own state, which the query frees when it drops (the flag
+    /// lives here rather than in the query: a `for` loop then keeps one value fewer live
+    /// across its table switches).
+    pub(crate) owned_by_query: bool,
 }
 
 /// The [`QueryMatch`] of query `Q` with filter `F`.
@@ -72,12 +76,10 @@ impl<D, C: Copy, G> QueryMatch<D, C, G> {
         assert_eq!(self.world_id, world_id, "QueryState used with a different world");
         let Some(data) = &self.data else { return };
         // At most every new table matches: one allocation instead of a doubling series.
-        self.tables.reserve(tables.len() - self.tables_seen);
-        self.columns.reserve(tables.len() - self.tables_seen);
+        self.matched.reserve(tables.len() - self.tables_seen);
         for t in &tables[self.tables_seen..] {
             if let Some(columns) = Q::match_table(data, t).filter(|_| F::matches_table(&self.filter, t)) {
-                self.tables.push(t.id());
-                self.columns.push(columns);
+                self.matched.push((t.id(), columns));
             }
         }
         self.tables_seen = tables.len();
@@ -97,7 +99,7 @@ impl<D, C: Copy, G> QueryMatch<D, C, G> {
         F: QueryFilter<State = G>,
     {
         let Some(data) = &self.data else { return };
-        for (&tid, &columns) in self.tables.iter().zip(&self.columns) {
+        for &(tid, columns) in &self.matched {
             // SAFETY: matched table ids are in bounds of the world's tables.
             let table = unsafe { tables.add(tid.index()) };
             // SAFETY: valid table.
@@ -139,11 +141,11 @@ impl<Q: QueryData, F: QueryFilter> QueryState<Q, F> {
             writes: access.into_writes(),
             data: Some(data),
             filter,
-            tables: Vec::new(),
-            columns: Vec::new(),
+            matched: Vec::new(),
             tables_seen: 0,
             last_run: None,
             sparse_write,
+            owned_by_query: false,
         };
         matched.update_tables::<Q, F>(world);
         Ok(matched)
@@ -176,11 +178,11 @@ impl<Q: QueryData, F: QueryFilter> QueryState<Q, F> {
             writes: Vec::new(),
             data,
             filter,
-            tables: Vec::new(),
-            columns: Vec::new(),
+            matched: Vec::new(),
             tables_seen: 0,
             last_run: None,
             sparse_write,
+            owned_by_query: false,
         };
         matched.update_tables::<Q, F>(world);
         Ok(matched)
@@ -202,14 +204,14 @@ impl<Q: QueryData, F: QueryFilter> QueryState<Q, F> {
     }
 
     /// The tables this query matched so far.
-    pub fn matched_tables(&self) -> &[TableId] {
-        &self.matched.tables
+    pub fn matched_tables(&self) -> impl ExactSizeIterator<Item = TableId> + '_ {
+        self.matched.matched.iter().map(|&(t, _)| t)
     }
 
     /// The rows of the tables it matched so far, in `world` now (before row filters: sparse
     /// components and change filters may pass fewer).
     pub fn matched_rows(&self, world: &World) -> usize {
-        self.matched.tables.iter().filter_map(|t| world.tables().get(t.index())).map(ArchetypeTable::len).sum()
+        self.matched_tables().filter_map(|t| world.tables().get(t.index())).map(ArchetypeTable::len).sum()
     }
 
     /// Starts a run on a shared world: the tables and the context, whose world pointer is
@@ -263,8 +265,8 @@ impl<Q: QueryData, F: QueryFilter> QueryState<Q, F> {
         ctx: FetchContext,
     ) -> Vec<TablePart<'w, Q, F>> {
         let Some(data) = &self.matched.data else { return Vec::new() };
-        let mut parts = Vec::with_capacity(self.matched.tables.len());
-        for (&tid, &columns) in self.matched.tables.iter().zip(&self.matched.columns) {
+        let mut parts = Vec::with_capacity(self.matched.matched.len());
+        for &(tid, columns) in &self.matched.matched {
             // SAFETY: matched ids are in bounds of the world's tables.
             let table = unsafe { tables.add(tid.index()) };
             // SAFETY: valid table.
@@ -367,10 +369,9 @@ impl<Q: QueryData, F: QueryFilter> QueryState<Q, F> {
     {
         let loc = world.location(e)?;
         self.update_tables(world);
-        let Some(at) = self.matched.tables.iter().position(|&t| t == TableId(loc.table)) else {
+        let Some(&(_, columns)) = self.matched.matched.iter().find(|&&(t, _)| t == TableId(loc.table)) else {
             return Ok(None);
         };
-        let columns = self.matched.columns[at];
         let Some(data) = &self.matched.data else { return Ok(None) };
         let this_run = world.change_tick_wide();
         let ctx = FetchContext {
@@ -539,18 +540,19 @@ impl<'w, Q: QueryData, F: QueryFilter> Cursor<'w, Q, F> {
             let part = unsafe { parts.as_ref() }.get(next_table)?;
             return Some((next_table + 1, part.fetch.clone(), part.filter.clone(), part.entities, part.len));
         }
-        let data = state.data.as_ref()?;
         loop {
-            let (&tid, &columns) = state.tables.get(next_table).zip(state.columns.get(next_table))?;
+            let &(tid, columns) = state.matched.get(next_table)?;
             next_table += 1;
             // SAFETY: matched ids are in bounds; whoever built the cursor holds the access the
-            // query needs for 'w.
+            // query needs for 'w. A state matches tables only once it has its data state
+            // (`update_tables_in`).
             unsafe {
                 let table = tables.add(tid.index());
                 let len = (*table).len();
                 if len == 0 {
                     continue;
                 }
+                let data = state.data.as_ref().unwrap_unchecked();
                 let fetch = Q::fetch(data, columns, &ctx, table);
                 let filter = F::fetch(&state.filter, &ctx, table);
                 return Some((next_table, fetch, filter, (*table).entities().as_ptr(), len));
