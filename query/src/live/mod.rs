@@ -818,6 +818,28 @@ mod tests {
         panic!("the writer never recalled a first state in 20 tries");
     }
 
+    /// A schema change while a first state is being filled starts the fill again with the
+    /// new schema: the state readers get has the new component.
+    #[test]
+    fn a_new_component_while_a_fill_is_underway_starts_it_again() {
+        let mut db = Database::new();
+        db.execute_script("CREATE COMPONENT Pos (x f64, y f64)").unwrap();
+        let rows: Vec<_> = (0..40_000).map(|i| format!("SPAWN Pos {{x: {i}, y: 0}}")).collect();
+        db.execute_script(&rows.join(";")).unwrap();
+        let mut p = Publisher::with_pool_size(1);
+        let r = p.reader();
+        p.end_tick(&mut db);
+        // Recalled at once (the copier waits 200 µs before it starts), then the schema moves.
+        db.execute_script("CREATE COMPONENT Extra (v i32); SPAWN Extra {v: 7}").unwrap();
+        let tick = p.tick() + 1;
+        p.end_tick(&mut db);
+        let state = r.wait_for_tick(tick, WAIT_LIMIT).expect("a state");
+        let rs = state.db.query("SELECT count(*), sum(Extra.v) FROM Extra").unwrap();
+        assert_eq!(rs.rows[0], vec![ecsdb_engine::Value::Int(1), ecsdb_engine::Value::Int(7)]);
+        let rs = state.db.query("SELECT count(*) FROM Pos").unwrap();
+        assert_eq!(rs.rows[0][0], ecsdb_engine::Value::Int(40_000));
+    }
+
     #[test]
     fn a_failing_script_changes_nothing_and_a_good_one_reports_its_tick() {
         let mut db = world();
