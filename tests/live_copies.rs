@@ -263,8 +263,9 @@ fn tables_that_differ_only_in_an_opaque_component_are_copied_whole() {
         publish(&mut publisher, &mut db, &reader);
         assert_reader_sees(&reader, &db);
     }
+    // Every state whole (`publish` may make more than one a round).
     let stats = reader.copy_stats();
-    assert_eq!((stats.full, stats.incremental), (3, 0), "{stats:?}");
+    assert!(stats.full >= 3 && stats.incremental == 0, "{stats:?}");
     let err = reader.query("SELECT count(*) FROM Secret", &Params::new()).unwrap_err();
     assert!(err.to_string().contains("Secret"), "{err}");
 }
