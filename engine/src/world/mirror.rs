@@ -178,18 +178,18 @@ impl World {
         // before each. A stop leaves every row current only if the tables and sets it did
         // not reach hold none: a row left there may hold the same entity as the source's
         // again by the next call, which then copies it only if the source wrote it since.
-        let tables_empty = |world: &World, tables: &[usize]| tables.iter().all(|&t| world.storage.tables[t].is_empty());
-        let sets_empty = |world: &World, sets: &[usize]| {
-            sets.iter().all(|&c| {
-                let id = ids[c].expect("a rebuilt set is copied");
-                world.storage.sparse.get(id.index()).and_then(Option::as_ref).is_none_or(|s| s.is_empty())
-            })
+        let hold_none = |world: &World, tables: &[usize], sets: &[usize]| {
+            tables.iter().all(|&t| world.storage.tables[t].is_empty())
+                && sets.iter().all(|&c| {
+                    let id = ids[c].expect("a rebuilt set is copied");
+                    world.storage.sparse.get(id.index()).and_then(Option::as_ref).is_none_or(|s| s.is_empty())
+                })
         };
         // Slots for every index the source issued since, before any row is placed: live
         // entities get their location as their rows are copied.
         loop {
             if stop() {
-                stop_here!(tables_empty(self, &structural) && sets_empty(self, &rebuilt_sparse));
+                stop_here!(hold_none(self, &structural, &rebuilt_sparse));
             }
             if self.entities.grow_slots_from(&src.entities, CHUNK) {
                 break;
@@ -197,7 +197,7 @@ impl World {
         }
         for (k, &dst) in structural.iter().enumerate() {
             if stop() {
-                stop_here!(tables_empty(self, &structural[k..]) && sets_empty(self, &rebuilt_sparse));
+                stop_here!(hold_none(self, &structural[k..], &rebuilt_sparse));
             }
             let source = plan.sources[dst].map(|s| &src.storage.tables[s]);
             // Reported even if a stop comes within the table: its rows change either way.
@@ -214,12 +214,12 @@ impl World {
             if let Some(updated) =
                 self.mirror_table(TableId(dst as u32), source, ids, &plan.copies, window, tick, &mut displaced, stop)
             {
-                stop_here!(updated && tables_empty(self, &structural[k + 1..]) && sets_empty(self, &rebuilt_sparse));
+                stop_here!(updated && hold_none(self, &structural[k + 1..], &rebuilt_sparse));
             }
         }
         for (j, &c) in rebuilt_sparse.iter().enumerate() {
             if stop() {
-                stop_here!(sets_empty(self, &rebuilt_sparse[j..]));
+                stop_here!(hold_none(self, &[], &rebuilt_sparse[j..]));
             }
             let id = ids[c].expect("a rebuilt set is copied");
             let from = src.storage.sparse.get(c).and_then(Option::as_ref);

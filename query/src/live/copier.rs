@@ -93,29 +93,44 @@ struct Filling {
     components: Vec<Option<ComponentId>>,
 }
 
+impl Copy {
+    /// A copy of `world` published as the state of live tick `tick`.
+    fn new(world: World, tick: u64, template: &Database, changes: &ChangeLog, synced_run: Option<u64>) -> Copy {
+        let state = Arc::new(Published { tick, db: template.with_world(world), changes: changes.clone() });
+        Copy { state, synced_run }
+    }
+}
+
 impl Filling {
     /// Two empty copies of `writer`'s schema (components that a snapshot cannot carry left
     /// out), with the map from the writer's component ids to theirs.
     fn start(writer: &World) -> Option<Filling> {
         let opts = SaveOptions { skip_opaque: true, schema_only: true, ..SaveOptions::default() };
         let bytes = writer.save_to_vec(&opts).ok()?;
-        // Indexes are built when a reader first wants them, in the reader's statement: a
-        // copy's indexes that nobody reads cost nothing.
-        let load = || {
-            let mut world = World::new();
-            let opts = LoadOptions { indexes: IndexBuild::Deferred, ..LoadOptions::default() };
-            world.load_bytes_into(&bytes, &opts).ok().map(|_| world)
-        };
-        let (first, second) = (load()?, load()?);
-        let components = component_map(writer, &first);
+        let (first, second) = (load_copy(&bytes).ok()?, load_copy(&bytes).ok()?);
+        let components = component_map(&copied_names(writer), &first);
         Some(Filling { first, first_synced: None, second, layout: Layout::of(writer), components })
     }
 }
 
-/// Writer component id → the id in `copy` of the component with its name (`None` for an
-/// opaque component: the copies never hold its values).
-fn component_map(writer: &World, copy: &World) -> Vec<Option<ComponentId>> {
-    writer.components().iter().map(|c| if c.is_opaque() { None } else { copy.component_id(c.name()).ok() }).collect()
+/// A read-only copy from a snapshot. Its indexes are built when a reader first wants them,
+/// in the reader's statement: a copy's indexes that nobody reads cost nothing.
+fn load_copy(bytes: &[u8]) -> Result<World, ecsdb_engine::SnapshotError> {
+    let mut world = World::new();
+    let opts = LoadOptions { indexes: IndexBuild::Deferred, ..LoadOptions::default() };
+    world.load_bytes_into(bytes, &opts).map(|_| world)
+}
+
+/// By component of `world`: its name, if copies hold its values (`None` for an opaque one,
+/// which they never do).
+fn copied_names(world: &World) -> Vec<Option<String>> {
+    world.components().iter().map(|c| (!c.is_opaque()).then(|| c.name().to_string())).collect()
+}
+
+/// Component id in the world `names` came from → the id in `copy` of the component with
+/// that name.
+fn component_map(names: &[Option<String>], copy: &World) -> Vec<Option<ComponentId>> {
+    names.iter().map(|n| n.as_deref().and_then(|n| copy.component_id(n).ok())).collect()
 }
 
 /// How long states may be skipped in a row because the writer wanted its world back before
@@ -278,17 +293,12 @@ impl Copier {
         };
         first.settle_indexes();
         self.log = ChangeLog::everything_at(tick);
-        let changes = &self.log;
-        let copy = |world, synced_run| Copy {
-            state: Arc::new(Published { tick, db: template.with_world(world), changes: changes.clone() }),
-            synced_run,
-        };
-        let current = copy(first, Some(this_run));
+        let current = Copy::new(first, tick, &template, &self.log, Some(this_run));
         shared.state.store(Some(Arc::clone(&current.state)));
         lock(&shared.copies).full += 1;
         let first = current.state.db.world();
         let twin = || {
-            let ids = component_map(first, &second);
+            let ids = component_map(&copied_names(first), &second);
             let (window, _) = first.begin_change_run(None);
             let done = second.mirror_from(first, &ids, &window, &|| false);
             second.settle_indexes();
@@ -297,7 +307,7 @@ impl Copier {
         // Should the twin fail, the spare is filled from the writer's world at the next
         // state instead (reporting every component changed once).
         let synced_run = shared.pool.run_for_copier(twin).then_some(this_run);
-        let spare = copy(second, synced_run);
+        let spare = Copy::new(second, tick, &template, &self.log, synced_run);
         self.pair = Some(Pair { current, spare, layout, components });
         true
     }
@@ -311,27 +321,17 @@ impl Copier {
         let opts = SaveOptions { skip_opaque: true, ..SaveOptions::default() };
         let Ok(bytes) = writer.save_to_vec(&opts) else { return false };
         let layout = Layout::of(writer);
-        let names: Vec<Option<String>> =
-            writer.components().iter().map(|c| (!c.is_opaque()).then(|| c.name().to_string())).collect();
+        let names = copied_names(writer);
         drop(loan);
         // The decode runs after the world is back, on the reader pool's threads: never on
         // the writer's core (the engine's parallel loops use the pool they are called from).
-        let load = || {
-            let mut world = World::new();
-            let opts = LoadOptions { indexes: IndexBuild::Deferred, ..LoadOptions::default() };
-            world.load_bytes_into(&bytes, &opts).map(|_| world)
-        };
-        let decode = || (load(), load());
+        let decode = || (load_copy(&bytes), load_copy(&bytes));
         let (Ok(current), Ok(spare)) = shared.pool.run_for_copier(decode) else {
             return false;
         };
-        let components = names.iter().map(|n| n.as_deref().and_then(|n| current.component_id(n).ok())).collect();
+        let components = component_map(&names, &current);
         self.log = ChangeLog::everything_at(tick);
-        let changes = &self.log;
-        let copy = |world| Copy {
-            state: Arc::new(Published { tick, db: template.with_world(world), changes: changes.clone() }),
-            synced_run: Some(this_run),
-        };
+        let copy = |world| Copy::new(world, tick, &template, &self.log, Some(this_run));
         let (current, spare) = (copy(current), copy(spare));
         shared.state.store(Some(Arc::clone(&current.state)));
         self.pair = Some(Pair { current, spare, layout, components });

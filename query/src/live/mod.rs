@@ -665,6 +665,14 @@ mod tests {
         db
     }
 
+    /// Defines `Pos (x, y)` and spawns `n` entities with `x` from 0 and `y` 0: enough rows
+    /// that a copy takes several chunks.
+    fn spawn_positions(db: &mut Database, n: usize) {
+        db.execute_script("CREATE COMPONENT Pos (x f64, y f64)").unwrap();
+        let rows: Vec<_> = (0..n).map(|i| format!("SPAWN Pos {{x: {i}, y: 0}}")).collect();
+        db.execute_script(&rows.join(";")).unwrap();
+    }
+
     #[test]
     fn readers_see_the_published_tick_and_nothing_later() {
         let mut db = world();
@@ -748,9 +756,7 @@ mod tests {
     #[test]
     fn a_state_skipped_by_a_recall_is_made_at_the_next_boundary() {
         let mut db = world();
-        db.execute_script("CREATE COMPONENT Pos (x f64, y f64)").unwrap();
-        let rows: Vec<_> = (0..20_000).map(|i| format!("SPAWN Pos {{x: {i}, y: 0}}")).collect();
-        db.execute_script(&rows.join(";")).unwrap();
+        spawn_positions(&mut db, 20_000);
         let mut p = Publisher::with_pool_size(1);
         let r = p.reader();
         p.end_tick(&mut db);
@@ -793,9 +799,7 @@ mod tests {
     #[test]
     fn a_first_state_recalled_is_finished_by_later_boundaries() {
         let mut db = Database::new();
-        db.execute_script("CREATE COMPONENT Pos (x f64, y f64)").unwrap();
-        let rows: Vec<_> = (0..40_000).map(|i| format!("SPAWN Pos {{x: {i}, y: 0}}")).collect();
-        db.execute_script(&rows.join(";")).unwrap();
+        spawn_positions(&mut db, 40_000);
         for _ in 0..20 {
             let mut p = Publisher::with_pool_size(1);
             let r = p.reader();
@@ -823,9 +827,7 @@ mod tests {
     #[test]
     fn a_new_component_while_a_fill_is_underway_starts_it_again() {
         let mut db = Database::new();
-        db.execute_script("CREATE COMPONENT Pos (x f64, y f64)").unwrap();
-        let rows: Vec<_> = (0..40_000).map(|i| format!("SPAWN Pos {{x: {i}, y: 0}}")).collect();
-        db.execute_script(&rows.join(";")).unwrap();
+        spawn_positions(&mut db, 40_000);
         let mut p = Publisher::with_pool_size(1);
         let r = p.reader();
         p.end_tick(&mut db);

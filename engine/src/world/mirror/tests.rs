@@ -52,8 +52,16 @@ fn source() -> World {
 }
 
 fn copy_of(w: &World) -> (World, Vec<Option<ComponentId>>) {
-    let bytes = w.save_to_vec(&SaveOptions { skip_opaque: true, ..SaveOptions::default() }).unwrap();
-    let copy = World::load_from_bytes(&bytes).unwrap();
+    copy_saved(w, &SaveOptions { skip_opaque: true, ..SaveOptions::default() })
+}
+
+/// An empty copy of `w`'s schema, to fill by mirrors.
+fn schema_copy_of(w: &World) -> (World, Vec<Option<ComponentId>>) {
+    copy_saved(w, &SaveOptions { skip_opaque: true, schema_only: true, ..SaveOptions::default() })
+}
+
+fn copy_saved(w: &World, opts: &SaveOptions) -> (World, Vec<Option<ComponentId>>) {
+    let copy = World::load_from_bytes(&w.save_to_vec(opts).unwrap()).unwrap();
     let ids = w.components().iter().map(|c| copy.component_id(c.name()).ok()).collect();
     (copy, ids)
 }
@@ -299,10 +307,8 @@ proptest! {
         for op in &start {
             apply_tracked(&mut w, &mut live, &mut all, op);
         }
-        let schema = SaveOptions { skip_opaque: true, schema_only: true, ..SaveOptions::default() };
-        let mut copy = World::load_from_bytes(&w.save_to_vec(&schema).unwrap()).unwrap();
+        let (mut copy, ids) = schema_copy_of(&w);
         prop_assert!(copy.is_empty());
-        let ids: Vec<_> = w.components().iter().map(|c| copy.component_id(c.name()).ok()).collect();
         let mut synced = None;
         for (ops, stop_at) in &tries {
             let (window, this_run) = w.begin_change_run(synced);
@@ -335,14 +341,12 @@ fn a_copy_filled_from_the_schema_goes_on_where_it_stopped() {
     let mut w = source();
     let es: Vec<Entity> =
         (0..40).map(|i| w.spawn_values(&[("P", &[("x", Value::Int(i)), ("y", Value::Float(0.0))])]).unwrap()).collect();
-    let schema = SaveOptions { skip_opaque: true, schema_only: true, ..SaveOptions::default() };
     let (window, synced) = w.begin_change_run(None);
     // The first stop that leaves some rows placed (after the allocator's slots and the look
     // before the table).
     let (mut copy, ids) = (1..)
         .find_map(|stop_at| {
-            let mut copy = World::load_from_bytes(&w.save_to_vec(&schema).unwrap()).unwrap();
-            let ids: Vec<_> = w.components().iter().map(|c| copy.component_id(c.name()).ok()).collect();
+            let (mut copy, ids) = schema_copy_of(&w);
             let looks = std::cell::Cell::new(0);
             let stop = || {
                 looks.set(looks.get() + 1);
