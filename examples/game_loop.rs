@@ -125,7 +125,7 @@ fn main() {
 /// applied between two ticks.
 #[cfg(feature = "live")]
 fn serve_forever(mut db: Database) {
-    use ecsdb::live::{serve, Publisher, ServeOptions};
+    use ecsdb::live::{Publisher, ServeOptions, serve};
     let mut publisher = Publisher::new();
     let live =
         serve(publisher.reader(), ServeOptions { allow_writes: true, ..ServeOptions::default() }).expect("serve");

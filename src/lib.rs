@@ -55,7 +55,7 @@ pub use ecsdb_transfer as transfer;
 #[cfg(feature = "live")]
 pub mod live {
     pub use ecsdb_query::live::*;
-    pub use ecsdb_server::{client, serve, LiveServer, ServeError, ServeOptions};
+    pub use ecsdb_server::{LiveServer, ServeError, ServeOptions, client, serve};
 }
 
 #[doc = include_str!("../README.md")]

@@ -244,12 +244,12 @@ impl Harness {
                 }
             }
             Op::MutPos(i, (dx, dy, dz)) => {
-                if let Some(e) = self.pick(i) {
-                    if let Ok(mut p) = self.world.get_mut::<Pos>(e) {
-                        p.x += half(dx);
-                        p.y += half(dy);
-                        p.z += half(dz);
-                    }
+                if let Some(e) = self.pick(i)
+                    && let Ok(mut p) = self.world.get_mut::<Pos>(e)
+                {
+                    p.x += half(dx);
+                    p.y += half(dy);
+                    p.z += half(dz);
                 }
             }
             Op::QueryMutPos(d) => {
@@ -290,10 +290,10 @@ impl Harness {
                 }
             }
             Op::SetName(i, n) => {
-                if let Some(e) = self.pick(i) {
-                    if let Ok(mut name) = self.world.get_mut::<Name>(e) {
-                        name.value = format!("n{n}");
-                    }
+                if let Some(e) = self.pick(i)
+                    && let Ok(mut name) = self.world.get_mut::<Name>(e)
+                {
+                    name.value = format!("n{n}");
                 }
             }
             Op::InsertMarked(i, n) => {
@@ -308,18 +308,18 @@ impl Harness {
             }
             Op::SetLink(i, t) => {
                 let target = t.and_then(|t| self.pick(t)).unwrap_or(Entity::NULL);
-                if let Some(e) = self.pick(i) {
-                    if let Ok(mut l) = self.world.get_mut::<Link>(e) {
-                        l.target = target;
-                    }
+                if let Some(e) = self.pick(i)
+                    && let Ok(mut l) = self.world.get_mut::<Link>(e)
+                {
+                    l.target = target;
                 }
             }
             Op::MutDir(i, (a, b)) => {
-                if let Some(e) = self.pick(i) {
-                    if let Ok(mut d) = self.world.get_mut::<Dir>(e) {
-                        d.v[0] += half(a);
-                        d.v[1] += half(b);
-                    }
+                if let Some(e) = self.pick(i)
+                    && let Ok(mut d) = self.world.get_mut::<Dir>(e)
+                {
+                    d.v[0] += half(a);
+                    d.v[1] += half(b);
                 }
             }
             Op::SetPlace(i, (a, b)) => {
@@ -598,11 +598,7 @@ fn check_spatial(w: &World, r: &mut Rng, names: &[&str], component: &str, fields
             .iter()
             .filter(|(_, q)| {
                 let d = dist(q, &c);
-                if inclusive {
-                    d <= radius
-                } else {
-                    d < radius
-                }
+                if inclusive { d <= radius } else { d < radius }
             })
             .map(|(e, _)| *e)
             .collect();

@@ -1,7 +1,7 @@
 //! The Rust API: parameters, prepared statements, scripts, registered functions, typed
 //! selection, JSON.
 
-use ecsdb::query::{is_read_only, Database, ErrorKind, Params, ResultSet};
+use ecsdb::query::{Database, ErrorKind, Params, ResultSet, is_read_only};
 use ecsdb::{Component, Entity, Value};
 
 #[derive(Component, Debug, Clone, Copy, PartialEq)]

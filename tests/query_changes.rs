@@ -160,11 +160,10 @@ proptest! {
             let w = db.world_mut();
             match s {
                 Step::TypedWrite(k) => {
-                    if let Some(e) = pick(k) {
-                        if let Ok(mut h) = w.get_mut::<Hp>(e) {
+                    if let Some(e) = pick(k)
+                        && let Ok(mut h) = w.get_mut::<Hp>(e) {
                             h.v += 1.0;
                         }
-                    }
                 }
                 Step::TextUpdate(below) => {
                     db.execute_with("UPDATE Hp SET v = Hp.v + 0.5 WHERE Hp.v < $1", &Params::positional([below as f64]))

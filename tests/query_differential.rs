@@ -39,7 +39,7 @@ mod common;
 #[path = "differential/compare.rs"]
 mod compare;
 #[path = "differential/gen.rs"]
-mod gen;
+mod r#gen;
 #[path = "differential/hand_cases.rs"]
 mod hand_cases;
 #[path = "differential/hand_relations.rs"]
@@ -61,19 +61,19 @@ use common::rng;
 mod world_gen;
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::time::Instant;
 
-use ecsdb::query::parse::{parse_statement, Statement};
-use ecsdb::query::{Database, Error, ErrorKind, PlanOptions, Prepared, ResultSet};
 use ecsdb::Value;
+use ecsdb::query::parse::{Statement, parse_statement};
+use ecsdb::query::{Database, Error, ErrorKind, PlanOptions, Prepared, ResultSet};
 
 use compare::{compare, describe_expected, describe_got};
-use gen::{Case, Expect, Gen};
+use r#gen::{Case, Expect, Gen};
 use model::Model;
 use mutate::Effect;
 use reference::{RefError, Reference};
-use rng::{mix, Rng};
+use rng::{Rng, mix};
 use world_gen::TestWorld;
 
 /// The secondary indexes the queries are run again with, one at a time and then all together:

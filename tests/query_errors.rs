@@ -1,8 +1,8 @@
 //! Golden tests of error messages as a person sees them: kind, line, column, the quoted line,
 //! the caret under the offending text, and the "did you mean" hint.
 
-use ecsdb::query::{Database, ErrorKind, Params};
 use ecsdb::Value;
+use ecsdb::query::{Database, ErrorKind, Params};
 
 fn world() -> Database {
     let mut db = Database::new();

@@ -3,8 +3,8 @@
 //! answered by walking an index's ordered stream. Every answer is checked against the same
 //! query without indexes; EXPLAIN is checked to show the path under test.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use ecsdb::query::{Database, ErrorKind, Params, PlanOptions};
 use ecsdb::{Component, ComponentDef, Value};

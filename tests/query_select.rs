@@ -5,7 +5,7 @@ use ecsdb::query::{Database, ErrorKind, Params, ResultSet};
 use ecsdb::{ComponentDef, FieldType, Value};
 
 mod common;
-use common::values::{e, f, i, s, NULL};
+use common::values::{NULL, e, f, i, s};
 
 /// 0: red, hp 10, Position (1,2,0), Velocity, Player, Level 3
 /// 1: blue, hp 60, Position (5,2,0), Frozen
@@ -227,15 +227,24 @@ fn vector_like_components() {
 #[test]
 fn aggregates() {
     let db = world();
-    let rs = q(&db, "SELECT count(*), count(Level.value), sum(Health.hp), avg(Health.hp), min(Health.hp), max(Team.name) FROM ?Level");
+    let rs = q(
+        &db,
+        "SELECT count(*), count(Level.value), sum(Health.hp), avg(Health.hp), min(Health.hp), max(Team.name) FROM ?Level",
+    );
     assert_eq!(rs.rows, [[i(4), i(2), f(130.0), f(32.5), f(10.0), s("red")]]);
     let rs = q(&db, "SELECT sum(Level.value), avg(Level.value), min(Level.value), max(entity)");
     assert_eq!(rs.rows, [[i(10), f(5.0), i(3), e(4)]]);
     // Over nothing: one row; count 0, the others null.
-    let rs = q(&db, "SELECT count(*), count(Health.hp), sum(Health.hp), avg(Health.hp), min(Health.hp), max(Health.hp) WHERE Health.hp > 1000");
+    let rs = q(
+        &db,
+        "SELECT count(*), count(Health.hp), sum(Health.hp), avg(Health.hp), min(Health.hp), max(Health.hp) WHERE Health.hp > 1000",
+    );
     assert_eq!(rs.rows, [[i(0), i(0), NULL, NULL, NULL, NULL]]);
     // Grouped.
-    let rs = q(&db, "SELECT Team.name, count(*) AS n, avg(Health.hp), max(Health.hp) FROM ?Health GROUP BY Team.name ORDER BY n DESC, Team.name");
+    let rs = q(
+        &db,
+        "SELECT Team.name, count(*) AS n, avg(Health.hp), max(Health.hp) FROM ?Health GROUP BY Team.name ORDER BY n DESC, Team.name",
+    );
     assert_eq!(
         rs.rows,
         [[s("red"), i(3), f(70.0 / 3.0), f(30.0)], [s("blue"), i(1), f(60.0), f(60.0)], [s("green"), i(1), NULL, NULL]]

@@ -6,7 +6,7 @@
 //! heads must equal the heads of its current values.
 
 use ecsdb::query::Database;
-use ecsdb::storage::{string_head, TableId};
+use ecsdb::storage::{TableId, string_head};
 use ecsdb::{Component, Entity, World};
 
 mod common;

@@ -2,8 +2,8 @@
 //! overlap, alone when they write a sparse component, mixed with text systems; the result is
 //! the same on 1, 2 and 4 threads, change ticks and all.
 
-use ecsdb::query::schedule::{Phase, SystemContext};
 use ecsdb::query::Database;
+use ecsdb::query::schedule::{Phase, SystemContext};
 use ecsdb_engine::query::QueryIter;
 use ecsdb_engine::{Changed, Component, Value};
 use proptest::prelude::*;

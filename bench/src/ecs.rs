@@ -21,7 +21,7 @@
 
 use std::hint::black_box;
 
-use crate::harness::{batched, human_bytes, iter, Suite};
+use crate::harness::{Suite, batched, human_bytes, iter};
 
 const INSERT_N: usize = 10_000;
 const ITER_N: usize = 10_000;

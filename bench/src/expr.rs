@@ -34,8 +34,8 @@ use ecsdb::{Component, Entity, QueryState, Value, With, Without, World};
 use rusqlite::Connection;
 
 use crate::data::typed::{Health, Position, Velocity};
-use crate::data::{entity_name, game_world, Row, TEAMS};
-use crate::harness::{batched, iter, reset_each, Suite};
+use crate::data::{Row, TEAMS, entity_name, game_world};
+use crate::harness::{Suite, batched, iter, reset_each};
 
 const N: usize = 1_000_000;
 /// Statements in the `spawn_script` script.
@@ -379,8 +379,10 @@ pub fn run(s: &mut Suite) {
                     let item = (OrdF64((dx * dx + dy * dy + dz * dz).sqrt()), e);
                     if heap.len() < 10 {
                         heap.push(item);
-                    } else if let Some(mut top) = heap.peek_mut() {
-                        if item < *top {
+                    } else {
+                        if let Some(mut top) = heap.peek_mut()
+                            && item < *top
+                        {
                             *top = item;
                         }
                     }

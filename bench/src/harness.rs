@@ -305,11 +305,7 @@ fn median(sorted: &[f64]) -> f64 {
     if n == 0 {
         return f64::NAN;
     }
-    if n % 2 == 1 {
-        sorted[n / 2]
-    } else {
-        (sorted[n / 2 - 1] + sorted[n / 2]) / 2.0
-    }
+    if n % 2 == 1 { sorted[n / 2] } else { (sorted[n / 2 - 1] + sorted[n / 2]) / 2.0 }
 }
 
 fn summarize(suite: &str, workload: &str, library: String, extra: Map<String, Value>, runs: Runs) -> Measurement {

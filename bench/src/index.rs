@@ -21,10 +21,10 @@ use std::time::Instant;
 
 use ecsdb::index::{IndexDef, IndexKind, IndexPredicate};
 use ecsdb::{Component, Entity, Value, World};
-use rusqlite::{params, Connection, Statement};
+use rusqlite::{Connection, Statement, params};
 
 use crate::data::Rng;
-use crate::harness::{human_bytes, iter, Suite};
+use crate::harness::{Suite, human_bytes, iter};
 
 const N: usize = 1_000_000;
 const TEAMS: u8 = 4;

@@ -15,18 +15,18 @@
 //! - subscription latency (an `exec` to its `changed` notification) and fan-out (100
 //!   subscribers of one query against one), in the notes.
 
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use ecsdb::live::client::{Endpoint, HttpClient, WsClient};
-use ecsdb::live::{serve, CopyStats, Publisher, ServeOptions};
+use ecsdb::live::{CopyStats, Publisher, ServeOptions, serve};
 use ecsdb::query::Database;
 use serde_json::json;
 
 use crate::data::game_world;
 use crate::data::typed::{Health, Position, Velocity};
-use crate::harness::{iter, Suite};
+use crate::harness::{Suite, iter};
 
 /// Entities of the interference run (the requirement's 1M; less in debug builds).
 const N: usize = if cfg!(debug_assertions) { 20_000 } else { 1_000_000 };

@@ -32,8 +32,8 @@ use ecsdb::{Component, Entity, QueryState, Value, World};
 use rusqlite::Connection;
 
 use crate::data::typed::{Health, Position, Velocity};
-use crate::data::{game_world, Row, TEAMS};
-use crate::harness::{iter, Suite};
+use crate::data::{Row, TEAMS, game_world};
+use crate::harness::{Suite, iter};
 
 const N: usize = 1_000_000;
 
@@ -276,8 +276,10 @@ pub fn run(s: &mut Suite) {
                     let item = Reverse((OrdF32(h.hp), Reverse(e)));
                     if heap.len() < 10 {
                         heap.push(item);
-                    } else if let Some(mut top) = heap.peek_mut() {
-                        if item < *top {
+                    } else {
+                        if let Some(mut top) = heap.peek_mut()
+                            && item < *top
+                        {
                             *top = item;
                         }
                     }

@@ -31,7 +31,7 @@ use ecsdb::query::{Database, Params, Prepared};
 use ecsdb::{Entity, Value};
 use rusqlite::Connection;
 
-use crate::harness::{iter, reset_each, Suite};
+use crate::harness::{Suite, iter, reset_each};
 
 const TREES: usize = 100;
 const TREE: usize = 10_000;

@@ -22,7 +22,7 @@ use ecsdb::query::Database;
 use ecsdb::{Component, Entity, Value, World};
 
 use crate::data::Rng;
-use crate::harness::{iter, Suite};
+use crate::harness::{Suite, iter};
 
 const N: usize = 1_000_000;
 const PER_ZONE: usize = 1_000;

@@ -28,8 +28,8 @@ use std::path::{Path, PathBuf};
 use std::rc::Rc;
 use std::time::Instant;
 
-use crate::data::{game_world, Row, TEAMS};
-use crate::harness::{batched, human_bytes, iter, Suite};
+use crate::data::{Row, TEAMS, game_world};
+use crate::harness::{Suite, batched, human_bytes, iter};
 
 const SUITE_N: usize = 1_000;
 const BIG_N: usize = 1_000_000;
@@ -139,7 +139,7 @@ mod hecs_ser {
     use std::any::TypeId;
 
     use hecs::serialize::column::{
-        deserialize_column, try_serialize, try_serialize_id, DeserializeContext, SerializeContext,
+        DeserializeContext, SerializeContext, deserialize_column, try_serialize, try_serialize_id,
     };
     use hecs::{Archetype, ColumnBatchBuilder, ColumnBatchType, World};
     use serde::de::{DeserializeSeed, SeqAccess};

@@ -26,13 +26,13 @@
 use std::collections::BinaryHeap;
 use std::time::Instant;
 
-use ecsdb::index::{distance, IndexDef, IndexKind, IndexPredicate, RtreeUpdate};
+use ecsdb::index::{IndexDef, IndexKind, IndexPredicate, RtreeUpdate, distance};
 use ecsdb::{Entity, World};
-use rusqlite::{params, Connection, Statement};
+use rusqlite::{Connection, Statement, params};
 
-use crate::data::typed::{Position, Velocity};
 use crate::data::Rng;
-use crate::harness::{human, human_bytes, iter, Suite};
+use crate::data::typed::{Position, Velocity};
+use crate::harness::{Suite, human, human_bytes, iter};
 
 const N: usize = 1_000_000;
 const MOVERS: usize = 10_000;
@@ -183,8 +183,7 @@ fn sqlite_db(d: &Data) -> (Connection, f64) {
     (conn, start.elapsed().as_secs_f64())
 }
 
-const SQL_BOX: &str =
-    "SELECT id, minX, minY, minZ FROM pos WHERE minX >= ?1 AND maxX <= ?2 AND minY >= ?3 AND maxY <= ?4 AND minZ >= ?5 AND maxZ <= ?6";
+const SQL_BOX: &str = "SELECT id, minX, minY, minZ FROM pos WHERE minX >= ?1 AND maxX <= ?2 AND minY >= ?3 AND maxY <= ?4 AND minZ >= ?5 AND maxZ <= ?6";
 
 /// `(id, point)` of every entity inside the box.
 fn sqlite_box(st: &mut Statement<'_>, lo: &[f64; 3], hi: &[f64; 3], out: &mut Vec<(i64, [f64; 3])>) {

@@ -12,13 +12,13 @@
 //!   (`bevy_ecs`), same data.
 
 use ecsdb::engine::query::QueryIter;
-use ecsdb::query::schedule::SystemContext;
 use ecsdb::query::Database;
+use ecsdb::query::schedule::SystemContext;
 use ecsdb::{Component, Without};
 
 use crate::data::game_world;
 use crate::data::typed::{Position, Velocity};
-use crate::harness::{iter, Suite};
+use crate::harness::{Suite, iter};
 
 /// Entities of the `parallel` and `movement` worlds (fewer in debug builds).
 const N: usize = if cfg!(debug_assertions) { 20_000 } else { 1_000_000 };
@@ -46,7 +46,7 @@ fn parallel_world() -> Database {
         let p = |k: f32| (r.pos[0] + k, r.pos[1] - k, r.pos[2]);
         let (x0, y0, z0) = p(0.0);
         macro_rules! at {
-            ($t:ident, $k:expr) => {{
+            ($t:ident, $k:expr_2021) => {{
                 let (x, y, z) = p($k);
                 $t { x, y, z }
             }};

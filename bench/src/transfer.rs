@@ -25,7 +25,7 @@ use std::time::Duration;
 
 use ecsdb::transfer::{self, ExportOptions, Format, ImportOptions};
 
-use crate::harness::{batched, human_bytes, iter, Sampler, Suite};
+use crate::harness::{Sampler, Suite, batched, human_bytes, iter};
 use crate::snapshot::{big_world, rows};
 
 const COMPONENTS: [&str; 8] = ["Position", "Velocity", "Health", "Team", "Level", "Player", "Monster", "Frozen"];

@@ -10,12 +10,12 @@
 use std::io::{self, BufWriter, IsTerminal, Write};
 use std::time::{Duration, Instant};
 
-use ecsdb::query::{Database, ErrorKind, Params, ResultSet};
 use ecsdb::Value;
+use ecsdb::query::{Database, ErrorKind, Params, ResultSet};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use crate::format::{self, millis, thousands};
-use crate::{world_file, DemoArgs, Failure};
+use crate::{DemoArgs, Failure, world_file};
 
 /// The schema, in the query language.
 const SCHEMA: &[&str] = &[

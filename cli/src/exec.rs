@@ -16,7 +16,7 @@ use ecsdb::query::{Database, Error, Params, ResultSet, Span};
 
 use crate::format::{self, Format};
 use crate::shell::split_statements;
-use crate::{query_cmd, world_file, ExecArgs, Failure};
+use crate::{ExecArgs, Failure, query_cmd, world_file};
 
 /// Runs `ecsdb exec`.
 pub fn run(args: &ExecArgs) -> Result<(), Failure> {

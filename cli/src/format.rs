@@ -2,8 +2,8 @@
 
 use std::io::{self, Write};
 
-use ecsdb::query::{Error, ResultSet};
 use ecsdb::Value;
+use ecsdb::query::{Error, ResultSet};
 
 use crate::Failure;
 
@@ -112,20 +112,12 @@ fn float_text(x: f64) -> String {
         return Value::Float(x).to_string();
     }
     let s = narrow.to_string();
-    if s.contains(['.', 'e', 'E']) {
-        s
-    } else {
-        format!("{s}.0")
-    }
+    if s.contains(['.', 'e', 'E']) { s } else { format!("{s}.0") }
 }
 
 /// The `(N rows)` line.
 pub fn row_count_line(n: usize) -> String {
-    if n == 1 {
-        "(1 row)".to_string()
-    } else {
-        format!("({} rows)", thousands(n as u64))
-    }
+    if n == 1 { "(1 row)".to_string() } else { format!("({} rows)", thousands(n as u64)) }
 }
 
 /// Writes an aligned table: header, a rule, the rows (numbers right-aligned), then the row
@@ -239,10 +231,10 @@ fn csv_field(rec: &mut String, s: &str, quote_empty: bool) {
 /// is one.
 pub fn render_error(src: &str, err: &Error, origin: Option<&str>) -> String {
     let mut text = err.render(src);
-    if let Some(s) = &err.suggestion {
-        if !text.contains(&format!("'{s}'")) {
-            text.push_str(&format!("\nhint: did you mean '{s}'?"));
-        }
+    if let Some(s) = &err.suggestion
+        && !text.contains(&format!("'{s}'"))
+    {
+        text.push_str(&format!("\nhint: did you mean '{s}'?"));
     }
     match origin {
         Some(o) => format!("error[{}] in {o}: {text}", err.kind.as_str()),

@@ -7,20 +7,26 @@ use ecsdb::query::{Database, Params};
 use ecsdb::{Entity, Value};
 
 use crate::format;
-use crate::{world_file, Failure, QueryArgs};
+use crate::{Failure, QueryArgs, world_file};
 
 /// Runs `ecsdb query`.
 pub fn run(args: &QueryArgs) -> Result<(), Failure> {
     let (world, text) = match (&args.connect, &args.world, &args.text) {
         // With --connect the one positional argument is the statement.
         (Some(url), Some(text), None) => {
-            return crate::remote::query(url, args.token.as_deref(), &text.to_string_lossy(), &args.params, args.format)
+            return crate::remote::query(
+                url,
+                args.token.as_deref(),
+                &text.to_string_lossy(),
+                &args.params,
+                args.format,
+            );
         }
         (Some(url), None, Some(text)) => {
-            return crate::remote::query(url, args.token.as_deref(), text, &args.params, args.format)
+            return crate::remote::query(url, args.token.as_deref(), text, &args.params, args.format);
         }
         (Some(_), _, _) => {
-            return Err(Failure::usage("with --connect, give only the statement: ecsdb query --connect URL TEXT"))
+            return Err(Failure::usage("with --connect, give only the statement: ecsdb query --connect URL TEXT"));
         }
         (None, Some(world), Some(text)) => (world, text),
         (None, _, _) => return Err(Failure::usage("usage: ecsdb query WORLD TEXT (or --connect URL TEXT)")),
@@ -36,7 +42,7 @@ pub fn run(args: &QueryArgs) -> Result<(), Failure> {
                 "`ecsdb query` runs only read-only statements (SELECT, EXPLAIN, SHOW, DESCRIBE), and this one \
                  changes the world.\nhint: use `ecsdb exec {} SCRIPT` (SCRIPT a file, or - to read it from stdin)",
                 world_path.display()
-            )))
+            )));
         }
         // A statement that does not parse: report it below, as the query's own error.
         Err(_) => {}
@@ -125,13 +131,15 @@ pub fn parse_literal(text: &str) -> Result<Value, String> {
             other => Err(format!("a vector has 2 or 3 elements, {t} has {}", other.len())),
         };
     }
-    if let Some((idx, gen)) = t.split_once(['v', 'V']) {
-        if !idx.is_empty() && !gen.is_empty() && (idx.bytes().chain(gen.bytes())).all(|b| b.is_ascii_digit()) {
-            return match (idx.parse::<u32>(), gen.parse::<u32>()) {
-                (Ok(i), Ok(g)) if !Entity::from_parts(i, g).is_null() => Ok(Value::Entity(Entity::from_parts(i, g))),
-                _ => Err(format!("entity {t} is out of range")),
-            };
-        }
+    if let Some((idx, r#gen)) = t.split_once(['v', 'V'])
+        && !idx.is_empty()
+        && !r#gen.is_empty()
+        && (idx.bytes().chain(r#gen.bytes())).all(|b| b.is_ascii_digit())
+    {
+        return match (idx.parse::<u32>(), r#gen.parse::<u32>()) {
+            (Ok(i), Ok(g)) if !Entity::from_parts(i, g).is_null() => Ok(Value::Entity(Entity::from_parts(i, g))),
+            _ => Err(format!("entity {t} is out of range")),
+        };
     }
     match parse_number(t) {
         Some(r) => r,

@@ -4,14 +4,14 @@
 use std::io::{self, BufRead, BufWriter, IsTerminal, Write};
 use std::time::Duration;
 
+use ecsdb::Value;
 use ecsdb::live::client::{ClientError, Endpoint, HttpClient, WsClient};
 use ecsdb::query::{Error, ErrorKind, ResultSet, Span};
-use ecsdb::Value;
-use serde_json::{json, Value as Json};
+use serde_json::{Value as Json, json};
 
+use crate::Failure;
 use crate::format::{self, Format};
 use crate::query_cmd::Param;
-use crate::Failure;
 
 /// The server's URL and token: the token from `--token`, else `ECSDB_TOKEN`, else the URL's
 /// fragment.

@@ -6,7 +6,7 @@ use std::time::Duration;
 use ecsdb::Database;
 use indicatif::{ProgressBar, ProgressStyle};
 
-use crate::{format, world_file, Failure, RunArgs};
+use crate::{Failure, RunArgs, format, world_file};
 
 /// Ticks run between progress-bar updates (and failure collection).
 const CHUNK: u64 = 16;

@@ -6,14 +6,14 @@
 
 use std::io::Write;
 use std::net::{IpAddr, SocketAddr};
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use ecsdb::live::{serve, Publisher, ServeOptions};
+use ecsdb::live::{Publisher, ServeOptions, serve};
 use ecsdb::query::Database;
 
-use crate::{format, world_file, Failure, ServeArgs};
+use crate::{Failure, ServeArgs, format, world_file};
 
 /// Runs `ecsdb serve`.
 pub fn run(args: &ServeArgs) -> Result<(), Failure> {
@@ -77,10 +77,10 @@ fn run_systems(db: &mut Database, dt: f64, reported: &mut Option<String>) {
         ),
         Err(e) => Some(format!("systems not run: {e}")),
     };
-    if let Some(m) = &message {
-        if reported.as_ref() != Some(m) {
-            format::eprint_line(m);
-        }
+    if let Some(m) = &message
+        && reported.as_ref() != Some(m)
+    {
+        format::eprint_line(m);
     }
     *reported = message;
 }

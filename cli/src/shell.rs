@@ -29,9 +29,9 @@ use rustyline::history::DefaultHistory;
 use rustyline::validate::{ValidationContext, ValidationResult, Validator};
 use rustyline::{CompletionType, Config, Context, Editor, Helper};
 
-use crate::exec::{run_script, RunOptions};
+use crate::exec::{RunOptions, run_script};
 use crate::format::{self, Format};
-use crate::{world_file, Failure, ShellArgs};
+use crate::{Failure, ShellArgs, world_file};
 
 const HELP: &str = "\
 Statements end with ';' and may span several lines. Examples:
@@ -84,11 +84,7 @@ pub fn run(args: &ShellArgs) -> Result<(), Failure> {
         failed: false,
         autosave: args.autosave,
     };
-    if io::stdin().is_terminal() {
-        shell.interactive()
-    } else {
-        shell.piped()
-    }
+    if io::stdin().is_terminal() { shell.interactive() } else { shell.piped() }
 }
 
 struct Shell {
@@ -161,11 +157,7 @@ impl Shell {
                 format::eprint_line(&format!("ecsdb: changes were not saved to {target} (use .save or --autosave)"));
             }
         }
-        if self.failed {
-            Err(Failure::Statement)
-        } else {
-            Ok(())
-        }
+        if self.failed { Err(Failure::Statement) } else { Ok(()) }
     }
 
     /// The line editor loop on a terminal.
@@ -394,10 +386,10 @@ pub(crate) fn set_names(editor: &mut Editor<ShellHelper, DefaultHistory>, names:
 }
 
 fn history_path() -> Option<PathBuf> {
-    if let Some(p) = std::env::var_os("ECSDB_HISTORY") {
-        if !p.is_empty() {
-            return Some(PathBuf::from(p));
-        }
+    if let Some(p) = std::env::var_os("ECSDB_HISTORY")
+        && !p.is_empty()
+    {
+        return Some(PathBuf::from(p));
     }
     std::env::var_os("HOME").filter(|h| !h.is_empty()).map(|h| PathBuf::from(h).join(".ecsdb_history"))
 }

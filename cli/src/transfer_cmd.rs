@@ -8,7 +8,7 @@ use ecsdb::{IndexBuild, World};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use crate::format::{millis, thousands};
-use crate::{world_file, ExportArgs, Failure, ImportArgs};
+use crate::{ExportArgs, Failure, ImportArgs, world_file};
 
 /// Exports with fewer rows than this finish too soon for a bar to help.
 const BAR_ROWS: u64 = 200_000;

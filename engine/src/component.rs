@@ -714,7 +714,7 @@ fn check_schema_agrees(
         match existing.field(&f.name) {
             None => return Err(mismatch(format!("field '{}' is missing from the stored component", f.name))),
             Some(g) if g.ty != f.ty => {
-                return Err(mismatch(format!("field '{}' is {} in the Rust type but {} stored", f.name, f.ty, g.ty)))
+                return Err(mismatch(format!("field '{}' is {} in the Rust type but {} stored", f.name, f.ty, g.ty)));
             }
             Some(_) => {}
         }

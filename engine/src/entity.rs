@@ -64,11 +64,7 @@ impl Entity {
 
 impl fmt::Display for Entity {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if self.is_null() {
-            f.write_str("null")
-        } else {
-            write!(f, "{}v{}", self.index, self.generation)
-        }
+        if self.is_null() { f.write_str("null") } else { write!(f, "{}v{}", self.index, self.generation) }
     }
 }
 

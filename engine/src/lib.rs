@@ -51,18 +51,14 @@ mod world;
 /// and reaches the same paths.
 #[cfg(test)]
 fn test_size<T>(normal: T, miri: T) -> T {
-    if cfg!(miri) {
-        miri
-    } else {
-        normal
-    }
+    if cfg!(miri) { miri } else { normal }
 }
 
 pub use bundle::Bundle;
 pub use command::{ApplyReport, CommandBuffer};
 pub use component::{
-    is_identifier, Component, ComponentDef, ComponentId, ComponentInfo, ComponentSchema, Components, FieldInfo,
-    FieldType, SchemaField, StorageKind, TypedReference,
+    Component, ComponentDef, ComponentId, ComponentInfo, ComponentSchema, Components, FieldInfo, FieldType,
+    SchemaField, StorageKind, TypedReference, is_identifier,
 };
 pub use ecsdb_derive::Component;
 pub use entity::{Entities, EntitiesState, Entity, EntityLocation, ParseEntityError};
@@ -74,11 +70,11 @@ pub use query::{
 pub use reference::{Chain, OnDelete, Reference, ReferenceDef, ReferenceWrite};
 pub use schedule_record::{ScheduleRecord, SystemBody, SystemRecord};
 pub use snapshot::{
-    FileStamp, IndexBuild, IndexDefinition, JsonOptions, LoadOptions, LoadStats, SaveOptions, SaveStats, SnapshotError,
-    WorldLock, DEFAULT_BUSY_TIMEOUT,
+    DEFAULT_BUSY_TIMEOUT, FileStamp, IndexBuild, IndexDefinition, JsonOptions, LoadOptions, LoadStats, SaveOptions,
+    SaveStats, SnapshotError, WorldLock,
 };
-pub use tick::{is_newer, ChangeWindow, Mut, Tick};
-pub use value::{convert_value, read_field, read_object, ComponentValues, FieldValue, Value, ValueType};
+pub use tick::{ChangeWindow, Mut, Tick, is_newer};
+pub use value::{ComponentValues, FieldValue, Value, ValueType, convert_value, read_field, read_object};
 pub use world::{ComponentWriter, FieldRows, MemoryUsage, Mirrored, RowByRow, RowRewrite, TypedFieldValues, World};
 
 #[doc(hidden)]

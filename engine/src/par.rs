@@ -3,8 +3,8 @@
 //! `-Zmiri-strict-provenance`; the engine's own unsafe code is what Miri must check, and it
 //! runs the same under either, still on several threads.
 
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 #[cfg(not(miri))]
 use rayon::prelude::*;

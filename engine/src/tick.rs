@@ -157,11 +157,7 @@ impl<'a, T> Mut<'a, T> {
 
     /// The tick this value was last changed at (this run's, once written through the guard).
     pub fn last_changed(&self) -> Tick {
-        if self.written {
-            self.tick
-        } else {
-            *self.changed
-        }
+        if self.written { self.tick } else { *self.changed }
     }
 
     /// Mutable access that does not mark a change (use with care: indexes and `Changed<T>`

@@ -241,11 +241,7 @@ pub unsafe fn read_field(base: *const u8, field: &FieldInfo) -> std::result::Res
             FieldType::String => Value::Str((*(p as *const String)).clone()),
             FieldType::Entity => {
                 let e = *(p as *const Entity);
-                if e.is_null() {
-                    Value::Null
-                } else {
-                    Value::Entity(e)
-                }
+                if e.is_null() { Value::Null } else { Value::Entity(e) }
             }
             FieldType::Vec2 => {
                 let v = *(p as *const [f32; 2]);

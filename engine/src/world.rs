@@ -12,8 +12,8 @@ use crate::component::{
 use crate::entity::{Entities, Entity, EntityLocation};
 use crate::error::{EngineError, Result};
 use crate::storage::{ArchetypeTable, SparseSet, TableId};
-use crate::tick::{Mut, Tick, CHECK_TICK_THRESHOLD};
-use crate::value::{convert_value, read_field, read_object, FieldValue, Value};
+use crate::tick::{CHECK_TICK_THRESHOLD, Mut, Tick};
+use crate::value::{FieldValue, Value, convert_value, read_field, read_object};
 
 static NEXT_WORLD_ID: AtomicU64 = AtomicU64::new(1);
 

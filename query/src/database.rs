@@ -5,13 +5,13 @@ use ecsdb_engine::query::QueryData;
 use ecsdb_engine::{ComponentDef, ComponentId, Entity, QueryState, Value, World};
 use std::borrow::Cow;
 
-use crate::bind::{bind_statement, Bound};
+use crate::bind::{Bound, bind_statement};
 use crate::error::{Error, ErrorKind, Span};
 use crate::execute::convert::StagingBuffers;
 use crate::execute::{catalog, literal_spawn, mutate, select};
 use crate::functions::{FunctionRegistry, RegisteredFn};
 use crate::params::Params;
-use crate::parse::{self, ast, ScriptItem};
+use crate::parse::{self, ScriptItem, ast};
 use crate::plan::explain::explain_select;
 use crate::plan::logical::{ComponentValue, Expr, LogicalPlan, ParamKey, ParamSpec, ScheduleOp, ShowKind};
 use crate::plan::physical::ScanPlan;
@@ -268,7 +268,7 @@ impl Database {
                     None => {
                         return Err(
                             Error::new(ErrorKind::Constraint, format!("no system named '{name}'")).with_span(*span)
-                        )
+                        );
                     }
                 }
                 Ok(ResultSet::default())
@@ -386,15 +386,15 @@ impl Database {
         let none = Params::new();
         for item in &script.items {
             // SPAWNs of literals in the plain case skip the syntax tree, the binder and the plan.
-            if let ScriptItem::Spawn(s) = item {
-                if spawner.push(self.world.get(), &script, s, &mut batch) {
-                    // (Written in runs that stay in cache: the same as one by one, as a
-                    // literal SPAWN's checks do not read the entities.)
-                    if batch.len() >= SPAWN_RUN {
-                        self.flush_spawns(&mut batch, &mut out)?;
-                    }
-                    continue;
+            if let ScriptItem::Spawn(s) = item
+                && spawner.push(self.world.get(), &script, s, &mut batch)
+            {
+                // (Written in runs that stay in cache: the same as one by one, as a
+                // literal SPAWN's checks do not read the entities.)
+                if batch.len() >= SPAWN_RUN {
+                    self.flush_spawns(&mut batch, &mut out)?;
                 }
+                continue;
             }
             spawner.clear();
             let tree;

@@ -163,10 +163,10 @@ impl Builtin {
                     return Err(format!("round() takes 1 or 2 arguments, got {}", args.len()));
                 }
                 numeric(args[0], "")?;
-                if let Some(&d) = args.get(1) {
-                    if !matches!(d, T::Int | T::Null | T::Any) {
-                        return Err(format!("round() needs an int number of digits, found {d}"));
-                    }
+                if let Some(&d) = args.get(1)
+                    && !matches!(d, T::Int | T::Null | T::Any)
+                {
+                    return Err(format!("round() needs an int number of digits, found {d}"));
                 }
                 Ok(args[0])
             }

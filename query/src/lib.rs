@@ -90,8 +90,8 @@ pub mod plan;
 mod result;
 pub mod schedule;
 
-pub use database::{is_read_only, Database, Prepared, Selected};
+pub use database::{Database, Prepared, Selected, is_read_only};
 pub use error::{Error, ErrorKind, Span};
 pub use params::Params;
 pub use plan::PlanOptions;
-pub use result::{value_to_json, ResultSet};
+pub use result::{ResultSet, value_to_json};

@@ -5,7 +5,7 @@
 type Asset = (&'static str, &'static str, &'static [u8]);
 
 macro_rules! asset {
-    ($path:literal, $mime:expr) => {
+    ($path:literal, $mime:expr_2021) => {
         (concat!("/", $path), $mime, include_bytes!(concat!("../assets/", $path)) as &[u8])
     };
 }

@@ -6,7 +6,7 @@ use std::io::{self, Read, Write};
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
-use serde_json::{json, Value as Json};
+use serde_json::{Value as Json, json};
 use tungstenite::{Message, WebSocket};
 
 use crate::rpc::RpcError;
@@ -244,7 +244,9 @@ impl WsClient {
         loop {
             match self.ws.read() {
                 Ok(Message::Text(t)) => {
-                    return serde_json::from_str(t.as_str()).map(Some).map_err(|e| ClientError::Protocol(e.to_string()))
+                    return serde_json::from_str(t.as_str())
+                        .map(Some)
+                        .map_err(|e| ClientError::Protocol(e.to_string()));
                 }
                 Ok(Message::Close(f)) => {
                     let code = f.map(|f| u16::from(f.code)).unwrap_or(1005);
@@ -254,7 +256,7 @@ impl WsClient {
                 Err(tungstenite::Error::Io(e))
                     if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut) =>
                 {
-                    return Ok(None)
+                    return Ok(None);
                 }
                 Err(e) => return Err(ClientError::Protocol(e.to_string())),
             }

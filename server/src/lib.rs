@@ -32,16 +32,16 @@ mod ws;
 
 use std::io;
 use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
 use ecsdb_query::live::Reader;
-use serde_json::{json, Value as Json};
+use serde_json::{Value as Json, json};
 
-use crate::http::{read_request, write_response, ReadError, Request};
-use crate::rpc::{parse_call, response, Methods, RpcError};
+use crate::http::{ReadError, Request, read_request, write_response};
+use crate::rpc::{Methods, RpcError, parse_call, response};
 use crate::subscribe::Hub;
 
 /// The most connections served at once; more are answered 503 and closed.

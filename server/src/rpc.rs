@@ -5,8 +5,8 @@ use std::str::FromStr;
 
 use ecsdb_engine::{Entity, StorageKind, Value};
 use ecsdb_query::live::Reader;
-use ecsdb_query::{value_to_json, Error, ErrorKind, Params, ResultSet};
-use serde_json::{json, Map, Value as Json};
+use ecsdb_query::{Error, ErrorKind, Params, ResultSet, value_to_json};
+use serde_json::{Map, Value as Json, json};
 
 /// The default row limit of `query`.
 pub const DEFAULT_LIMIT: u64 = 10_000;
@@ -124,7 +124,10 @@ pub fn parse_call(v: Json) -> Result<Call, Box<(Json, RpcError)>> {
         None | Some(Json::Null) => Map::new(),
         Some(Json::Object(p)) => p,
         Some(_) => {
-            return Err(Box::new((answer_id, RpcError::params("params", "must be an object (parameters are by name)"))))
+            return Err(Box::new((
+                answer_id,
+                RpcError::params("params", "must be an object (parameters are by name)"),
+            )));
         }
     };
     Ok(Call { id, method, params })

@@ -8,11 +8,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, Weak};
 use std::time::Duration;
 
-use ecsdb_query::live::{subscription_shape, Reader};
 use ecsdb_query::Params;
-use serde_json::{json, Value as Json};
+use ecsdb_query::live::{Reader, subscription_shape};
+use serde_json::{Value as Json, json};
 
-use crate::rpc::{rows_json, RpcError};
+use crate::rpc::{RpcError, rows_json};
 
 /// A subscription whose result has more rows than this is refused.
 pub const MAX_SUBSCRIPTION_ROWS: usize = 100_000;
@@ -284,8 +284,8 @@ impl Hub {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use ecsdb_query::live::Publisher;
     use ecsdb_query::Database;
+    use ecsdb_query::live::Publisher;
 
     /// Ends ticks until readers see the newest one (the copier may skip a tick while busy).
     fn publish(p: &mut Publisher, db: &mut Database, reader: &Reader) -> u64 {

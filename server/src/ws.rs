@@ -7,15 +7,15 @@ use std::net::TcpStream;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use serde_json::{json, Value as Json};
+use serde_json::{Value as Json, json};
 use tungstenite::protocol::frame::coding::CloseCode;
 use tungstenite::protocol::{CloseFrame, Role, WebSocketConfig};
 use tungstenite::{Message, WebSocket};
 
-use crate::http::{write_response, Request, MAX_BODY_BYTES, REQUEST_TIMEOUT};
-use crate::rpc::{response, str_param, RpcError};
-use crate::subscribe::{Outbox, MAX_SUBSCRIPTIONS_PER_CONNECTION};
-use crate::{handle_text, security, Ctx};
+use crate::http::{MAX_BODY_BYTES, REQUEST_TIMEOUT, Request, write_response};
+use crate::rpc::{RpcError, response, str_param};
+use crate::subscribe::{MAX_SUBSCRIPTIONS_PER_CONNECTION, Outbox};
+use crate::{Ctx, handle_text, security};
 
 /// How long the connection thread sleeps when neither the client nor the hub has anything.
 const POLL: Duration = Duration::from_millis(2);

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use common::{Served, WORLD};
 use ecsdb_server::client::ClientError;
-use serde_json::{json, Value as Json};
+use serde_json::{Value as Json, json};
 
 fn code(r: Result<Json, ClientError>) -> (i64, Option<Json>) {
     match r {
@@ -46,11 +46,9 @@ fn every_read_method() {
         health,
         json!({"name": "Health", "fields": [{"name": "hp", "type": "i32"}, {"name": "max", "type": "i32"}], "storage": "table", "entities": 2})
     );
-    assert!(schema["tables"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .any(|t| t == &json!({"components": ["Health", "Name"], "rows": 1})));
+    assert!(
+        schema["tables"].as_array().unwrap().iter().any(|t| t == &json!({"components": ["Health", "Name"], "rows": 1}))
+    );
     assert_eq!(schema["systems"], json!([]));
     assert_eq!(schema["writable"], json!(false));
 
@@ -161,8 +159,10 @@ fn limits_host_origin_and_paths() {
     assert!(raw(&s, own.as_bytes()).starts_with("HTTP/1.1 200"));
     let page = raw(&s, b"GET / HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n");
     assert!(page.starts_with("HTTP/1.1 200") && page.contains("<html"));
-    assert!(raw(&s, b"GET /favicon.ico HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
-        .starts_with("HTTP/1.1 200"));
+    assert!(
+        raw(&s, b"GET /favicon.ico HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
+            .starts_with("HTTP/1.1 200")
+    );
     assert!(raw(&s, b"GET /nope HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n").starts_with("HTTP/1.1 404"));
     assert!(raw(&s, b"garbage\x00\r\n\r\n").starts_with("HTTP/1.1 400"));
     // A half-sent request is answered 408 after the 10 s limit; others are served meanwhile.

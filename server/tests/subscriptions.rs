@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use common::Served;
 use proptest::prelude::*;
-use serde_json::{json, Value as Json};
+use serde_json::{Value as Json, json};
 
 const WORLD: &str = "CREATE COMPONENT Health (hp i32); CREATE COMPONENT Tag (n i32); \
     SPAWN Health {hp: 1}; SPAWN Health {hp: 2}, Tag {n: 1}; SPAWN Tag {n: 2}";

@@ -14,7 +14,7 @@
 use ecsdb::Value;
 
 use super::model::show;
-use super::reference::{approx_eq, Expected};
+use super::reference::{Expected, approx_eq};
 
 pub fn value_eq(a: &Value, b: &Value, tolerant: bool) -> bool {
     let f = |x: f64, y: f64| x == y || (tolerant && approx_eq(x, y));

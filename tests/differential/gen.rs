@@ -201,11 +201,7 @@ impl<'a> Gen<'a> {
     }
 
     fn paren(&mut self, g: G) -> String {
-        if g.atom && !self.rng.chance(0.04) {
-            g.text
-        } else {
-            format!("({})", g.text)
-        }
+        if g.atom && !self.rng.chance(0.04) { g.text } else { format!("({})", g.text) }
     }
 
     fn bin(&mut self, a: G, op: &str, b: G) -> G {
@@ -348,10 +344,10 @@ impl<'a> Gen<'a> {
         if self.rng.chance(0.03) {
             return G::atom(self.kw("NULL"));
         }
-        if self.rng.chance(0.06) {
-            if let Some(g) = self.relation_leaf(ty) {
-                return g;
-            }
+        if self.rng.chance(0.06)
+            && let Some(g) = self.relation_leaf(ty)
+        {
+            return g;
         }
         let want_field = self.rng.chance(0.6);
         match ty {
@@ -505,11 +501,7 @@ impl<'a> Gen<'a> {
                     } else {
                         self.num(d1)
                     };
-                    if self.rng.chance(0.5) && op != "/" && op != "%" {
-                        self.bin(b, op, a)
-                    } else {
-                        self.bin(a, op, b)
-                    }
+                    if self.rng.chance(0.5) && op != "/" && op != "%" { self.bin(b, op, a) } else { self.bin(a, op, b) }
                 }
                 2 => {
                     let a = self.expr(Ty::Float, d1);
@@ -528,11 +520,7 @@ impl<'a> Gen<'a> {
                     let f = if self.rng.chance(0.5) { "min" } else { "max" };
                     let a = self.expr(Ty::Float, d1);
                     let (b, _) = self.num(d1);
-                    if self.rng.chance(0.5) {
-                        self.call(f, vec![a, b])
-                    } else {
-                        self.call(f, vec![b, a])
-                    }
+                    if self.rng.chance(0.5) { self.call(f, vec![a, b]) } else { self.call(f, vec![b, a]) }
                 }
                 6 => {
                     let vt = if self.rng.chance(0.5) { Ty::V2 } else { Ty::V3 };
@@ -553,11 +541,7 @@ impl<'a> Gen<'a> {
                 }
                 2 => {
                     let (a, b) = (self.expr(Ty::Str, d1), self.expr(Ty::Int, d1));
-                    if self.rng.chance(0.5) {
-                        self.bin(a, "||", b)
-                    } else {
-                        self.bin(b, "||", a)
-                    }
+                    if self.rng.chance(0.5) { self.bin(a, "||", b) } else { self.bin(b, "||", a) }
                 }
                 _ => self.leaf(Ty::Str),
             },
@@ -571,11 +555,7 @@ impl<'a> Gen<'a> {
                 }
                 2 => {
                     let (v, (k, _)) = (self.vec_operand(ty, d1), self.num(d1.min(1)));
-                    if self.rng.chance(0.5) {
-                        self.bin(v, "*", k)
-                    } else {
-                        self.bin(k, "*", v)
-                    }
+                    if self.rng.chance(0.5) { self.bin(v, "*", k) } else { self.bin(k, "*", v) }
                 }
                 _ => {
                     let v = self.vec_operand(ty, d1);
@@ -591,11 +571,7 @@ impl<'a> Gen<'a> {
     /// `null * 2` as a number, so the vector context would be lost).
     fn vec_operand(&mut self, ty: Ty, d: u32) -> G {
         let g = self.expr(ty, d);
-        if g.text.trim().eq_ignore_ascii_case("null") {
-            self.vec_lit(if ty == Ty::V2 { 2 } else { 3 })
-        } else {
-            g
-        }
+        if g.text.trim().eq_ignore_ascii_case("null") { self.vec_lit(if ty == Ty::V2 { 2 } else { 3 }) } else { g }
     }
 
     /// A condition (a bool expression), at most `d` deep.
@@ -692,11 +668,7 @@ impl<'a> Gen<'a> {
     }
 
     fn num_ty(&mut self) -> Ty {
-        if self.rng.chance(0.5) {
-            Ty::Int
-        } else {
-            Ty::Float
-        }
+        if self.rng.chance(0.5) { Ty::Int } else { Ty::Float }
     }
 
     fn comparison(&mut self, d: u32) -> G {
@@ -714,11 +686,7 @@ impl<'a> Gen<'a> {
             }
         };
         let op = if eq_only { *self.rng.pick(&ops[..4]) } else { *self.rng.pick(&ops) };
-        if self.rng.chance(0.5) {
-            self.bin(a, op, b)
-        } else {
-            self.bin(b, op, a)
-        }
+        if self.rng.chance(0.5) { self.bin(a, op, b) } else { self.bin(b, op, a) }
     }
 
     /// An ORDER BY or GROUP BY key: never a bare integer literal, which SQL (and the engine)

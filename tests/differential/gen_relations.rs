@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 
 use ecsdb::{Entity, Value};
 
-use super::{Expect, Gen, Ty, G};
+use super::{Expect, G, Gen, Ty};
 use crate::model::Model;
 
 /// Per entity field (`"C.f"`): every entity it holds somewhere (live or stale), and the live
@@ -204,11 +204,7 @@ impl Gen<'_> {
         }
         let parents = self.link_targets.get("ChildOf.parent").cloned().unwrap_or_default();
         let e = |g: &mut Gen| {
-            if parents.is_empty() || g.rng.chance(0.2) {
-                g.entity_lit()
-            } else {
-                g.rng.pick(&parents).to_string()
-            }
+            if parents.is_empty() || g.rng.chance(0.2) { g.entity_lit() } else { g.rng.pick(&parents).to_string() }
         };
         match self.rng.below(3) {
             0 => format!("ChildOf.parent IN ({}, {})", e(self), e(self)),

@@ -2,13 +2,13 @@
 //! reference evaluator itself (a wrong reference would make the differential test blame the
 //! engine, or miss its bugs). No query engine involved.
 
-use ecsdb::query::parse::{parse_statement, Statement};
+use ecsdb::query::parse::{Statement, parse_statement};
 use ecsdb::{Entity, Value};
 
 use super::compare::compare;
 use super::model::{Model, Schema};
-use super::mutate::{effect, Effect};
-use super::reference::{collapse, like, RefError, Reference};
+use super::mutate::{Effect, effect};
+use super::reference::{RefError, Reference, collapse, like};
 
 fn e(index: u32, generation: u32) -> Entity {
     Entity::from_parts(index, generation)

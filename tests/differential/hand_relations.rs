@@ -6,7 +6,7 @@ use ecsdb::query::parse::parse_statement;
 use ecsdb::{Entity, OnDelete, Value};
 
 use super::model::{Model, RefDecl, Schema};
-use super::mutate::{effect, Effect};
+use super::mutate::{Effect, effect};
 use super::reference::RefError;
 
 use crate::common::values::{b, i, s};

@@ -19,7 +19,7 @@
 use ecsdb::query::parse::{ComponentValue, Statement, Target};
 use ecsdb::{Entity, FieldType, Value};
 
-use super::gen::{Gen, Ty};
+use super::r#gen::{Gen, Ty};
 use super::model::{Fields, Model};
 use super::reference::{RefError, Reference};
 use super::relations::{self, Write};
@@ -32,11 +32,7 @@ pub fn mutation(g: &mut Gen, model: &Model, dead: &[Entity]) -> String {
     let mut rng = g.rng.fork();
     g.allow_params = false;
     let target_entity = |rng: &mut Rng, g: &mut Gen| -> String {
-        if live.is_empty() || rng.chance(0.08) {
-            g.entity_lit()
-        } else {
-            rng.pick(&live).to_string()
-        }
+        if live.is_empty() || rng.chance(0.08) { g.entity_lit() } else { rng.pick(&live).to_string() }
     };
     // `[FROM …] [WHERE …]`; `own` is the statement's component (UPDATE C, REMOVE C), which FROM
     // sometimes marks too (`!C`, `?C`, `C | X`: the statement still implies the term C).
@@ -90,11 +86,7 @@ pub fn mutation(g: &mut Gen, model: &Model, dead: &[Entity]) -> String {
     match rng.weighted(&[18, 8, 4, 12, 7, 8, 6, 22, 6, 3]) {
         0 => {
             let n = rng.below(4);
-            if n == 0 {
-                "SPAWN".into()
-            } else {
-                format!("SPAWN {}", values(&mut rng, n))
-            }
+            if n == 0 { "SPAWN".into() } else { format!("SPAWN {}", values(&mut rng, n)) }
         }
         1 => format!("DESPAWN {}", target_entity(&mut rng, g)),
         2 => {
@@ -151,11 +143,7 @@ pub fn mutation(g: &mut Gen, model: &Model, dead: &[Entity]) -> String {
             }
             let target = if rng.weighted(&[3, 1]) == 1 {
                 let with: Vec<Entity> = live.iter().copied().filter(|e| model.has(*e, &c.name)).collect();
-                if with.is_empty() {
-                    filter(&mut rng, g, Some(&c.name))
-                } else {
-                    format!(" FROM {}", rng.pick(&with))
-                }
+                if with.is_empty() { filter(&mut rng, g, Some(&c.name)) } else { format!(" FROM {}", rng.pick(&with)) }
             } else {
                 filter(&mut rng, g, Some(&c.name))
             };

@@ -257,7 +257,7 @@ pub fn eq_values(a: &Value, b: &Value) -> R<Option<bool>> {
         (V::Vec2(x), V::Vec2(y)) => Some(x == y),
         (V::Vec3(x), V::Vec3(y)) => Some(x == y),
         (V::Vec2(_) | V::Vec3(_), _) | (_, V::Vec2(_) | V::Vec3(_)) => {
-            return invalid(format!("cannot compare {a:?} and {b:?}"))
+            return invalid(format!("cannot compare {a:?} and {b:?}"));
         }
         _ => cmp_values(a, b)?.map(|o| o == Ordering::Equal),
     })
@@ -433,11 +433,7 @@ fn call_scalar(name: &str, args: &[Value]) -> R {
         ("round", [V::Float(f)]) => V::Float(f.round()),
         ("sqrt", [x @ (V::Int(_) | V::Float(_))]) => {
             let x = x.as_f64().unwrap();
-            if x < 0.0 {
-                V::Null
-            } else {
-                V::Float(x.sqrt())
-            }
+            if x < 0.0 { V::Null } else { V::Float(x.sqrt()) }
         }
         ("min" | "max", [a, b]) => {
             let o = cmp_values(a, b)?.expect("no nulls");
@@ -575,7 +571,7 @@ impl<'m> Reference<'m> {
             }
             ExprKind::IsNull { expr, negated } => Value::Bool(self.eval(expr, leaf)?.is_null() != *negated),
             ExprKind::Call { name, .. } if is_hierarchy_function(&name.name) => {
-                return invalid(format!("`{x}` needs a row (outside a row, or neither grouped nor aggregated)"))
+                return invalid(format!("`{x}` needs a row (outside a row, or neither grouped nor aggregated)"));
             }
             ExprKind::Call { name, args } => {
                 let lower = name.name.to_ascii_lowercase();
@@ -599,7 +595,7 @@ impl<'m> Reference<'m> {
                 }
             }
             ExprKind::Field { .. } | ExprKind::Component(_) | ExprKind::EntityId | ExprKind::CountStar => {
-                return invalid(format!("`{x}` here"))
+                return invalid(format!("`{x}` here"));
             }
         })
     }
@@ -609,11 +605,9 @@ impl<'m> Reference<'m> {
     fn component_value(&self, row: Row, name: &str, as_vector: bool) -> R {
         let def = self.model.schema.get(name).ok_or_else(|| RefError::Unknown("component", name.into()))?;
         let Some(fields) = row.comps.get(name) else { return Ok(Value::Null) };
-        if as_vector {
-            if let Some(n) = def.vector_len() {
-                let xs: Vec<f64> = fields.iter().map(|(_, v)| v.as_f64().expect("numeric field")).collect();
-                return Ok(if n == 2 { Value::Vec2([xs[0], xs[1]]) } else { Value::Vec3([xs[0], xs[1], xs[2]]) });
-            }
+        if as_vector && let Some(n) = def.vector_len() {
+            let xs: Vec<f64> = fields.iter().map(|(_, v)| v.as_f64().expect("numeric field")).collect();
+            return Ok(if n == 2 { Value::Vec2([xs[0], xs[1]]) } else { Value::Vec3([xs[0], xs[1], xs[2]]) });
         }
         Ok(Value::Object(fields.clone()))
     }
@@ -863,10 +857,10 @@ impl<'m> Reference<'m> {
                 continue;
             }
             let row = Row { e: *e, comps };
-            if let Some(w) = where_ {
-                if truth(&self.eval_row(w, row)?)? != Some(true) {
-                    continue;
-                }
+            if let Some(w) = where_
+                && truth(&self.eval_row(w, row)?)? != Some(true)
+            {
+                continue;
             }
             out.push(row);
         }
@@ -923,10 +917,10 @@ impl<'m> Reference<'m> {
             self.check_names(x)?;
         }
         let terms = self.terms(&sel.from, &exprs, &[])?;
-        if let Some(w) = &sel.where_ {
-            if contains_agg(w) {
-                return invalid("aggregate in WHERE");
-            }
+        if let Some(w) = &sel.where_
+            && contains_agg(w)
+        {
+            return invalid("aggregate in WHERE");
         }
         let rows = self.rows(&terms, sel.where_.as_ref())?;
 

@@ -150,10 +150,10 @@ pub fn check_steps(model: &Model, steps: &[PathStep]) -> Result<(), RefError> {
     for step in steps {
         let comp = &step.component.name;
         let def = model.schema.get(comp).ok_or_else(|| RefError::Unknown("component", comp.clone()))?;
-        if let Some(f) = &step.field {
-            if def.field(&f.name).is_none() {
-                return Err(RefError::Unknown("field", format!("{comp}.{}", f.name)));
-            }
+        if let Some(f) = &step.field
+            && def.field(&f.name).is_none()
+        {
+            return Err(RefError::Unknown("field", format!("{comp}.{}", f.name)));
         }
     }
     Ok(())
@@ -244,10 +244,11 @@ pub fn check_writes(before: &Model, after: &Model, writes: &[Write]) -> Result<(
         if decl(c, f).is_none() {
             continue;
         }
-        if let Value::Entity(t) = v {
-            if !t.is_null() && !before.is_alive(*t) {
-                return Err(RefError::Stale(*t));
-            }
+        if let Value::Entity(t) = v
+            && !t.is_null()
+            && !before.is_alive(*t)
+        {
+            return Err(RefError::Stale(*t));
         }
     }
     for (e, c, f, _) in writes {

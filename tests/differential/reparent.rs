@@ -7,7 +7,7 @@
 
 use ecsdb::{Entity, Value};
 
-use super::gen::Gen;
+use super::r#gen::Gen;
 use super::model::Model;
 use super::relations;
 use super::rng::Rng;

@@ -21,18 +21,18 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use ecsdb::query::parse::{parse_statement, Statement};
+use ecsdb::query::parse::{Statement, parse_statement};
 use ecsdb::{Entity, Value};
 
-use super::gen::{Case, Gen};
+use super::r#gen::{Case, Gen};
 use super::model::{Fields, Model};
 use super::mutate::{self, Effect};
 use super::reference::{RefError, Reference};
 use super::relations;
 use super::reparent;
-use super::rng::{mix, Rng};
+use super::rng::{Rng, mix};
 use super::world_gen::{self, TestWorld};
-use crate::{error_kind, guarded, judge, record, run_engine, state_case, Api, Outcome, Report};
+use crate::{Api, Outcome, Report, error_kind, guarded, judge, record, run_engine, state_case};
 
 /// Phases the generated systems use, in run order; SPAWN only in the last.
 const PHASES: [&str; 2] = ["PreUpdate", "OnUpdate"];
@@ -239,7 +239,7 @@ fn statement(g: &mut Gen, rng: &mut Rng, model: &Model, dead: &[Entity], focus: 
     let mut x = || entity(rng, focus, model, dead);
     let (a, b) = (x(), x());
     match rng.weighted(&[28, 16, 12, 8, 12, 6, 18]) {
-        0 => reparent::reparent(g, model, dead).0 .0,
+        0 => reparent::reparent(g, model, dead).0.0,
         // Despawning parents: ON DELETE at the phase's end, RESTRICT refusals, stale targets.
         1 => match rng.below(4) {
             0 | 1 => format!("DESPAWN {a}"),

@@ -15,11 +15,11 @@
 use ecsdb::query::Database;
 use ecsdb::{ComponentDef, EngineError, Entity, FieldType, OnDelete, ReferenceDef, Value};
 
-use super::gen::{NAMES, TEAMS};
+use super::r#gen::{NAMES, TEAMS};
 use super::model::{Model, RefDecl, Schema};
 use super::reference::RefError;
 use super::relations;
-use super::rng::{mix, Rng};
+use super::rng::{Rng, mix};
 
 /// A database and the model of the same data.
 pub struct TestWorld {

@@ -35,8 +35,8 @@ use ecsdb_engine::snapshot::DeadIndices;
 use ecsdb_engine::{ComponentDef, Entity, FieldType, IndexDefinition, StorageKind, World};
 use serde::{Deserialize, Serialize};
 
-use crate::error::TransferError;
 use crate::Format;
+use crate::error::TransferError;
 
 /// The `format` value of `schema.json`.
 pub const SCHEMA_FORMAT: &str = "ecsdb-export";

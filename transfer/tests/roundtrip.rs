@@ -5,7 +5,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use ecsdb_engine::{ComponentDef, Entity, FieldType, Value, World};
-use ecsdb_transfer::{export, import, read_dir, DataProblem, ExportOptions, Format, ImportOptions, TransferError};
+use ecsdb_transfer::{DataProblem, ExportOptions, Format, ImportOptions, TransferError, export, import, read_dir};
 
 fn temp_dir(test: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("ecsdb-transfer-{test}-{}", std::process::id()));

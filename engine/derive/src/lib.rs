@@ -15,7 +15,7 @@
 
 use proc_macro::TokenStream;
 use quote::quote;
-use syn::{parse_macro_input, Data, DeriveInput, Fields, LitStr};
+use syn::{Data, DeriveInput, Fields, LitStr, parse_macro_input};
 
 /// Derives `ecsdb_engine::Component`. See the crate docs for the attributes.
 #[proc_macro_derive(Component, attributes(component, references))]
@@ -30,7 +30,7 @@ pub fn derive_component(input: TokenStream) -> TokenStream {
 /// The path of the engine crate as the caller sees it: `::ecsdb_engine` when it depends on the
 /// engine (or is the engine, which aliases itself), `::ecsdb::engine` through the facade.
 fn engine_path() -> proc_macro2::TokenStream {
-    use proc_macro_crate::{crate_name, FoundCrate};
+    use proc_macro_crate::{FoundCrate, crate_name};
     match crate_name("ecsdb-engine") {
         Ok(FoundCrate::Itself) => quote!(::ecsdb_engine),
         Ok(FoundCrate::Name(name)) => {
@@ -102,14 +102,14 @@ fn expand(input: &DeriveInput) -> syn::Result<proc_macro2::TokenStream> {
                     return Err(syn::Error::new_spanned(
                         ident,
                         "tuple structs have no field names for a schema: use named fields, or #[component(opaque)]",
-                    ))
+                    ));
                 }
             },
             _ => {
                 return Err(syn::Error::new_spanned(
                     ident,
                     "only structs get a schema: mark enums and unions #[component(opaque)]",
-                ))
+                ));
             }
         }
     };

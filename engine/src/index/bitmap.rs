@@ -4,8 +4,8 @@
 
 use roaring::RoaringBitmap;
 
-use super::keys::{eq_range, KeyClass, KeyedSets, Mismatch, Stored};
-use super::{cost, Estimate, IndexAnswer, IndexKind, IndexPredicate, IndexStats, SecondaryIndex};
+use super::keys::{KeyClass, KeyedSets, Mismatch, Stored, eq_range};
+use super::{Estimate, IndexAnswer, IndexKind, IndexPredicate, IndexStats, SecondaryIndex, cost};
 use crate::value::Value;
 
 fn bitmap_estimate(rows: u64) -> Estimate {

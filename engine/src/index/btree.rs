@@ -15,15 +15,15 @@
 //! Null entity values are kept aside too; an unbounded ordered scan yields them first
 //! ascending and last descending, as `ORDER BY` does.
 
-use std::collections::btree_map;
 use std::collections::BTreeMap;
+use std::collections::btree_map;
 use std::iter::{Peekable, Rev};
 use std::ops::Bound;
 
 use roaring::RoaringBitmap;
 
-use super::keys::{bitmap_from_ids, eq_range, key_range, valid_range, KeyClass, KeyRange, Mismatch, Slot, Stored};
-use super::{cost, Estimate, IndexAnswer, IndexKind, IndexPredicate, IndexStats, SecondaryIndex};
+use super::keys::{KeyClass, KeyRange, Mismatch, Slot, Stored, bitmap_from_ids, eq_range, key_range, valid_range};
+use super::{Estimate, IndexAnswer, IndexKind, IndexPredicate, IndexStats, SecondaryIndex, cost};
 use crate::value::Value;
 
 /// Buckets of the equi-depth histogram used for range estimates.
@@ -79,10 +79,10 @@ impl<K: KeyClass> Runs<K> {
     }
 
     fn rekey(&mut self, old: &Entry<K>) {
-        if let Some(block) = self.blocks.remove(old) {
-            if let Some(first) = block.first().cloned() {
-                self.blocks.insert(first, block);
-            }
+        if let Some(block) = self.blocks.remove(old)
+            && let Some(first) = block.first().cloned()
+        {
+            self.blocks.insert(first, block);
         }
     }
 
@@ -161,7 +161,7 @@ impl<K: KeyClass> Runs<K> {
         // Entries at or past `probe` satisfy the lower end (`exclusive`: strictly past it).
         let (probe, exclusive) = match lo {
             Bound::Unbounded => {
-                return Asc { blocks: Some(self.blocks.range::<Entry<K>, _>(..)), cur: [].iter(), hi: hi.clone() }
+                return Asc { blocks: Some(self.blocks.range::<Entry<K>, _>(..)), cur: [].iter(), hi: hi.clone() };
             }
             Bound::Included(k) => ((k.clone(), 0), false),
             Bound::Excluded(k) => ((k.clone(), u32::MAX), true),
@@ -191,7 +191,7 @@ impl<K: KeyClass> Runs<K> {
                     blocks: Some(self.blocks.range::<Entry<K>, _>(..).rev()),
                     cur: [].iter().rev(),
                     lo: lo.clone(),
-                }
+                };
             }
             Bound::Included(k) => ((k.clone(), u32::MAX), false),
             Bound::Excluded(k) => ((k.clone(), 0), true),
@@ -539,10 +539,10 @@ impl<K: KeyClass> SecondaryIndex for BtreeIndex<K> {
             if unbounded {
                 rows += self.nulls.len();
             }
-            if let Some(l) = limit {
-                if rows > *l as u64 {
-                    (rows, exact) = (*l as u64, true);
-                }
+            if let Some(l) = limit
+                && rows > *l as u64
+            {
+                (rows, exact) = (*l as u64, true);
             }
             return Some(Estimate { rows, exact, cost: cost::DESCEND * log2(n) + rows as f64 * cost::POSTING });
         }
@@ -787,9 +787,10 @@ mod tests {
         assert_eq!(q(Bound::Excluded(Value::Int(3)), Bound::Excluded(Value::Int(3))), Vec::<u32>::new());
         assert_eq!(q(Bound::Included(Value::Int(9)), Bound::Included(Value::Int(1))), Vec::<u32>::new());
         assert_eq!(q(Bound::Included(Value::Float(f64::NAN)), Bound::Unbounded), Vec::<u32>::new());
-        assert!(b
-            .estimate(&IndexPredicate::Range { low: Bound::Included(Value::Bool(true)), high: Bound::Unbounded })
-            .is_none());
+        assert!(
+            b.estimate(&IndexPredicate::Range { low: Bound::Included(Value::Bool(true)), high: Bound::Unbounded })
+                .is_none()
+        );
         assert_eq!(ids(b.answer(&IndexPredicate::NotEq(Value::Float(2.5))).unwrap()), [0, 2, 3, 4]);
         // NaN present: an unbounded ordered scan is declined, a bounded one is fine.
         let ordered = |low, high, descending| IndexPredicate::Ordered { low, high, descending, limit: Some(2) };

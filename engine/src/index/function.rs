@@ -5,7 +5,7 @@
 
 use roaring::RoaringBitmap;
 
-use super::{cost, Estimate, IndexAnswer, IndexKind, IndexPredicate, IndexStats, SecondaryIndex};
+use super::{Estimate, IndexAnswer, IndexKind, IndexPredicate, IndexStats, SecondaryIndex, cost};
 use crate::value::Value;
 
 /// The entities for which a named predicate holds.

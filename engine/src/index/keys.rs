@@ -627,11 +627,11 @@ impl<K: KeyClass> KeyedSets<K> {
         match std::mem::replace(slot, Slot::Absent) {
             Slot::Absent => return,
             Slot::Key(k) => {
-                if let Some(p) = self.map.get_mut(&k) {
-                    if p.remove(e) {
-                        self.key_heap -= k.heap_bytes();
-                        self.map.remove(&k);
-                    }
+                if let Some(p) = self.map.get_mut(&k)
+                    && p.remove(e)
+                {
+                    self.key_heap -= k.heap_bytes();
+                    self.map.remove(&k);
                 }
             }
             Slot::Null => {
@@ -694,11 +694,11 @@ impl<K: KeyClass> KeyedSets<K> {
 
     /// Calls `visit` with each entity whose key lies in the range, key by key.
     pub fn range_each(&self, range: &KeyRange<K>, visit: &mut dyn FnMut(&[u32])) {
-        if let Some((lo, hi)) = range {
-            if valid_range(lo, hi) {
-                for p in self.map.range((lo.clone(), hi.clone())).map(|(_, p)| p) {
-                    p.for_each_batch(visit);
-                }
+        if let Some((lo, hi)) = range
+            && valid_range(lo, hi)
+        {
+            for p in self.map.range((lo.clone(), hi.clone())).map(|(_, p)| p) {
+                p.for_each_batch(visit);
             }
         }
     }
@@ -706,25 +706,25 @@ impl<K: KeyClass> KeyedSets<K> {
     /// Entities whose key lies in the range.
     pub fn range_set(&self, range: &KeyRange<K>) -> RoaringBitmap {
         let mut out = RoaringBitmap::new();
-        if let Some((lo, hi)) = range {
-            if valid_range(lo, hi) {
-                // Single entities are gathered and built into a bitmap in one pass.
-                let mut ids: Vec<u32> = Vec::new();
-                for p in self.map.range((lo.clone(), hi.clone())).map(|(_, p)| p) {
-                    match p {
-                        Postings::One(x) => ids.push(*x),
-                        Postings::Few(v) => ids.extend_from_slice(v),
-                        Postings::Many(b) if out.is_empty() => out = b.clone(),
-                        Postings::Many(b) => out |= b,
-                    }
+        if let Some((lo, hi)) = range
+            && valid_range(lo, hi)
+        {
+            // Single entities are gathered and built into a bitmap in one pass.
+            let mut ids: Vec<u32> = Vec::new();
+            for p in self.map.range((lo.clone(), hi.clone())).map(|(_, p)| p) {
+                match p {
+                    Postings::One(x) => ids.push(*x),
+                    Postings::Few(v) => ids.extend_from_slice(v),
+                    Postings::Many(b) if out.is_empty() => out = b.clone(),
+                    Postings::Many(b) => out |= b,
                 }
-                if !ids.is_empty() {
-                    let singles = bitmap_from_ids(ids);
-                    if out.is_empty() {
-                        out = singles;
-                    } else {
-                        out |= singles;
-                    }
+            }
+            if !ids.is_empty() {
+                let singles = bitmap_from_ids(ids);
+                if out.is_empty() {
+                    out = singles;
+                } else {
+                    out |= singles;
                 }
             }
         }

@@ -11,7 +11,7 @@ use std::collections::HashMap;
 use roaring::RoaringBitmap;
 
 use super::keys::Postings;
-use super::{cost, Estimate, IndexAnswer, IndexKind, IndexPredicate, IndexStats, SecondaryIndex};
+use super::{Estimate, IndexAnswer, IndexKind, IndexPredicate, IndexStats, SecondaryIndex, cost};
 use crate::entity::Entity;
 use crate::value::Value;
 
@@ -74,10 +74,10 @@ impl RelationIndex {
         let Some(slot) = self.target_of.get_mut(entity as usize) else { return };
         let Some(old) = slot.take() else { return };
         self.entries -= 1;
-        if let Some(p) = self.by_target.get_mut(&old) {
-            if p.remove(entity) {
-                self.by_target.remove(&old);
-            }
+        if let Some(p) = self.by_target.get_mut(&old)
+            && p.remove(entity)
+        {
+            self.by_target.remove(&old);
         }
     }
 }

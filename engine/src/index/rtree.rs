@@ -45,13 +45,13 @@ use std::ops::ControlFlow;
 use roaring::RoaringBitmap;
 use rstar::iterators::NearestNeighborDistance2Iterator;
 use rstar::{
-    Envelope, PointDistance, RStarInsertionStrategy, RTree, RTreeNode, RTreeObject, RTreeParams, SelectionFunction,
-    AABB,
+    AABB, Envelope, PointDistance, RStarInsertionStrategy, RTree, RTreeNode, RTreeObject, RTreeParams,
+    SelectionFunction,
 };
 
-use super::keys::{bitmap_from_ids, OrdF64};
+use super::keys::{OrdF64, bitmap_from_ids};
 use super::{
-    cost, distance, Estimate, IndexAnswer, IndexKind, IndexPredicate, IndexStats, RtreeUpdate, SecondaryIndex,
+    Estimate, IndexAnswer, IndexKind, IndexPredicate, IndexStats, RtreeUpdate, SecondaryIndex, cost, distance,
 };
 use crate::value::Value;
 
@@ -85,22 +85,14 @@ type Bx<const D: usize> = AABB<[f32; D]>;
 #[inline]
 fn down(x: f64) -> f32 {
     let f = x as f32;
-    if f as f64 > x {
-        next_toward_zero_or_below(f)
-    } else {
-        f
-    }
+    if f as f64 > x { next_toward_zero_or_below(f) } else { f }
 }
 
 /// The smallest `f32` not below `x`.
 #[inline]
 fn up(x: f64) -> f32 {
     let f = x as f32;
-    if (f as f64) < x {
-        -next_toward_zero_or_below(-f)
-    } else {
-        f
-    }
+    if (f as f64) < x { -next_toward_zero_or_below(-f) } else { f }
 }
 
 /// The next `f32` below `f` (`f` is not NaN and not `-inf`: it rounded from a larger value).
@@ -267,11 +259,7 @@ where
     #[inline]
     fn point_of(&self, el: &Elem<D>) -> [f64; D] {
         let lo = el.env.lower();
-        if lo == el.env.upper() {
-            widen(lo)
-        } else {
-            self.pos[el.e as usize]
-        }
+        if lo == el.env.upper() { widen(lo) } else { self.pos[el.e as usize] }
     }
 
     /// The widest loose box (half-width): twice the mean spacing of the points.
@@ -289,11 +277,7 @@ where
         }
         let vol: f64 = ext.iter().map(|e| e.max(max * 1e-3)).product();
         let spacing = (vol / n as f64).powf(1.0 / D as f64);
-        if spacing.is_finite() {
-            LOOSE_CAP_SPACINGS * spacing
-        } else {
-            0.0
-        }
+        if spacing.is_finite() { LOOSE_CAP_SPACINGS * spacing } else { 0.0 }
     }
 
     fn margin(old: &[f64; D], new: &[f64; D], cap: f64) -> f64 {
@@ -668,11 +652,11 @@ where
                 self.tree_done = self.next.is_none();
             }
             let bound = self.next.map(|(_, lb2)| (lb2 as f64).sqrt() * (1.0 - 1e-6) - self.offset - 1e-20);
-            if let Some(Reverse((d, e))) = self.heap.peek().copied() {
-                if bound.is_none_or(|b| d.get() < b) {
-                    self.heap.pop();
-                    return Some(e);
-                }
+            if let Some(Reverse((d, e))) = self.heap.peek().copied()
+                && bound.is_none_or(|b| d.get() < b)
+            {
+                self.heap.pop();
+                return Some(e);
             }
             let (el, _) = self.next.take()?;
             let d = distance(&self.index.point_of(el), &self.center);
@@ -785,11 +769,7 @@ mod tests {
             .iter()
             .filter(|(_, p)| {
                 let d = distance(*p, c);
-                if inclusive {
-                    d <= r
-                } else {
-                    d < r
-                }
+                if inclusive { d <= r } else { d < r }
             })
             .map(|(e, _)| *e)
             .collect();
@@ -923,9 +903,9 @@ mod tests {
         assert_eq!(t.answer(&within(f64::NAN, true)).unwrap().into_vec(None), Vec::<u32>::new());
         assert_eq!(t.answer(&within(-1.0, true)).unwrap().into_vec(None), Vec::<u32>::new());
         assert!(t.estimate(&within(f64::INFINITY, true)).is_none());
-        assert!(t
-            .estimate(&IndexPredicate::WithinRadius { center: vec![0.0; 3], radius: 1.0, inclusive: true })
-            .is_none());
+        assert!(
+            t.estimate(&IndexPredicate::WithinRadius { center: vec![0.0; 3], radius: 1.0, inclusive: true }).is_none()
+        );
         let b = IndexPredicate::InsideBox { lo: vec![0.0, -1.0], hi: vec![f64::INFINITY, 1.0] };
         assert_eq!(t.answer(&b).unwrap().into_vec(None), [0, 1, 2]);
         let b = IndexPredicate::InsideBox { lo: vec![1.0, 0.0], hi: vec![0.0, 0.0] };

@@ -26,8 +26,8 @@ use std::ops::Bound;
 use fastbloom::BloomFilter;
 use roaring::RoaringBitmap;
 
-use super::keys::{eq_range, key_range, KeyClass, KeyRange, Mismatch, Stored};
-use super::{cost, Estimate, IndexAnswer, IndexKind, IndexPredicate, IndexStats, SecondaryIndex};
+use super::keys::{KeyClass, KeyRange, Mismatch, Stored, eq_range, key_range};
+use super::{Estimate, IndexAnswer, IndexKind, IndexPredicate, IndexStats, SecondaryIndex, cost};
 use crate::value::Value;
 
 /// Entity ids per block (fewer under Miri, so that the few rows its tests can take fill

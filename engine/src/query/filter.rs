@@ -7,7 +7,7 @@ use crate::component::{Component, ComponentId, Components, StorageKind};
 use crate::entity::Entity;
 use crate::query::FetchContext;
 use crate::storage::{ArchetypeTable, SparseSet};
-use crate::tick::{is_new, Tick};
+use crate::tick::{Tick, is_new};
 
 /// The filter half of a query.
 ///
@@ -94,11 +94,7 @@ unsafe impl<T: Component> QueryFilter for With<T> {
     }
     fn tick_reads(_: &Self::State, _: &mut Vec<ComponentId>) {}
     unsafe fn fetch<'w>(id: &Self::State, ctx: &FetchContext, _: *const ArchetypeTable) -> Self::Fetch<'w> {
-        if T::STORAGE == StorageKind::Sparse {
-            sparse_of(ctx, *id)
-        } else {
-            std::ptr::null()
-        }
+        if T::STORAGE == StorageKind::Sparse { sparse_of(ctx, *id) } else { std::ptr::null() }
     }
     #[inline(always)]
     unsafe fn filter_row(set: &Self::Fetch<'_>, _: usize, entity: Entity) -> bool {
@@ -126,11 +122,7 @@ unsafe impl<T: Component> QueryFilter for Without<T> {
     }
     fn tick_reads(_: &Self::State, _: &mut Vec<ComponentId>) {}
     unsafe fn fetch<'w>(id: &Self::State, ctx: &FetchContext, _: *const ArchetypeTable) -> Self::Fetch<'w> {
-        if T::STORAGE == StorageKind::Sparse {
-            sparse_of(ctx, *id)
-        } else {
-            std::ptr::null()
-        }
+        if T::STORAGE == StorageKind::Sparse { sparse_of(ctx, *id) } else { std::ptr::null() }
     }
     #[inline(always)]
     unsafe fn filter_row(set: &Self::Fetch<'_>, _: usize, entity: Entity) -> bool {
@@ -219,7 +211,7 @@ unsafe fn tick_filter<T: Component>(kind: TickKind, f: &TickFetch, row: usize, e
 }
 
 macro_rules! change_filter {
-    ($ty:ident, $kind:expr) => {
+    ($ty:ident, $kind:expr_2021) => {
         // SAFETY: reads ticks only.
         unsafe impl<T: Component> QueryFilter for $ty<T> {
             type State = Option<ComponentId>;

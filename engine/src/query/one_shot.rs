@@ -14,7 +14,7 @@ use crate::component::TypeIdMap;
 use crate::query::state::{Cursor, MatchOf, QueryMatch};
 use crate::query::{FetchContext, QueryData, QueryFilter, QueryState, ReadOnlyQueryData};
 use crate::storage::ArchetypeTable;
-use crate::tick::{Tick, EVERYTHING_NEW};
+use crate::tick::{EVERYTHING_NEW, Tick};
 use crate::world::World;
 
 /// The states of the one-shot queries a world has run, by query type (lifetimes erased).

@@ -1,8 +1,8 @@
 //! Typed queries whose items outlive the loop: the aliasing patterns Miri checks.
 
+use crate::Entity;
 use crate::query::{Changed, QueryState, With};
 use crate::world::World;
-use crate::Entity;
 
 #[derive(crate::Component, Debug, PartialEq, Clone, Copy)]
 struct Pos {

@@ -13,11 +13,11 @@ use std::collections::HashMap;
 use crate::component::{ComponentDef, FieldType, StorageKind};
 use crate::entity::Entity;
 use crate::snapshot::format::{
-    entities_le, field_type_code, storage_code, u32s_le, wire_size, AllocatorRecord, Body, Bytes, ColumnData,
-    ColumnRecord, ComponentRecord, FieldRecord, FieldRun, IndexRecord, IndexSection, SparseRecord, TableRecord, Text,
+    AllocatorRecord, Body, Bytes, ColumnData, ColumnRecord, ComponentRecord, FieldRecord, FieldRun, IndexRecord,
+    IndexSection, SparseRecord, TableRecord, Text, entities_le, field_type_code, storage_code, u32s_le, wire_size,
 };
 use crate::snapshot::load::load_into;
-use crate::snapshot::placement::{claim, row_runs, tables, RowRuns, Tables, TextStarts};
+use crate::snapshot::placement::{RowRuns, Tables, TextStarts, claim, row_runs, tables};
 use crate::snapshot::{IndexBuild, IndexDefinition, LoadOptions, LoadStats, SnapshotError};
 use crate::world::World;
 
@@ -134,10 +134,10 @@ fn check_component(c: &ComponentColumns) -> Result<usize, SnapshotError> {
     }
     // The highest index in the same pass (the null entity has the highest of all).
     let highest = c.entities.iter().map(|e| e.index()).max();
-    if highest == Some(u32::MAX) {
-        if let Some(row) = c.entities.iter().position(|e| e.is_null()) {
-            return Err(invalid(name, Some(row), "the null entity cannot have components"));
-        }
+    if highest == Some(u32::MAX)
+        && let Some(row) = c.entities.iter().position(|e| e.is_null())
+    {
+        return Err(invalid(name, Some(row), "the null entity cannot have components"));
     }
     Ok(highest.map_or(0, |i| i as usize + 1))
 }
@@ -281,7 +281,7 @@ fn columns_to_body(data: &ColumnarWorld) -> Result<Body<'_>, SnapshotError> {
                 ALLOCATOR,
                 None,
                 format!("{} indices issued, but an entity has index {}", dead.issued, live_needed - 1),
-            ))
+            ));
         }
         Some(dead) => dead.issued as usize,
         None => live_needed,

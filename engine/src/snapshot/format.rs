@@ -620,7 +620,7 @@ mod tests {
             bincode::serde::borrow_decode_from_slice(&enc, body_config()).unwrap();
         assert_eq!(used, enc.len());
         assert!(matches!(dec.0, Bytes::Mem(Cow::Borrowed(_))));
-        assert!(matches!(dec.1 .0, Cow::Borrowed(_)));
+        assert!(matches!(dec.1.0, Cow::Borrowed(_)));
         assert_eq!(dec.0.mem(), Some(&[1u8, 2, 3][..]));
         assert_eq!(dec.1.as_str(), "név");
         // A claimed length beyond the input fails without allocating it.

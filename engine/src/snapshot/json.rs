@@ -40,8 +40,8 @@ use serde_json::Value as Json;
 use crate::component::{ComponentInfo, FieldType, StorageKind};
 use crate::entity::Entity;
 use crate::snapshot::format::{
-    field_type_code, storage_code, wire_size, AllocatorRecord, Body, Bytes, ColumnData, ColumnRecord, ComponentRecord,
-    FieldRecord, FieldRun, IndexRecord, IndexSection, SparseRecord, TableRecord, Text,
+    AllocatorRecord, Body, Bytes, ColumnData, ColumnRecord, ComponentRecord, FieldRecord, FieldRun, IndexRecord,
+    IndexSection, SparseRecord, TableRecord, Text, field_type_code, storage_code, wire_size,
 };
 use crate::snapshot::load::load_into;
 use crate::snapshot::opaque::OpaqueSerde;
@@ -180,19 +180,11 @@ struct FieldOut {
 }
 
 fn ser_f32<S: Serializer>(x: f32, s: S) -> Result<S::Ok, S::Error> {
-    if x.is_finite() {
-        s.serialize_f32(x)
-    } else {
-        s.serialize_str(non_finite(x as f64))
-    }
+    if x.is_finite() { s.serialize_f32(x) } else { s.serialize_str(non_finite(x as f64)) }
 }
 
 fn ser_f64<S: Serializer>(x: f64, s: S) -> Result<S::Ok, S::Error> {
-    if x.is_finite() {
-        s.serialize_f64(x)
-    } else {
-        s.serialize_str(non_finite(x))
-    }
+    if x.is_finite() { s.serialize_f64(x) } else { s.serialize_str(non_finite(x)) }
 }
 
 fn non_finite(x: f64) -> &'static str {
@@ -232,11 +224,7 @@ impl Serialize for FieldOut {
                 FieldType::String => s.serialize_str(&*(p as *const String)),
                 FieldType::Entity => {
                     let e = *(p as *const Entity);
-                    if e.is_null() {
-                        s.serialize_none()
-                    } else {
-                        s.serialize_str(&e.to_string())
-                    }
+                    if e.is_null() { s.serialize_none() } else { s.serialize_str(&e.to_string()) }
                 }
                 FieldType::Vec2 | FieldType::Vec3 => {
                     let n = if self.ty == FieldType::Vec2 { 2 } else { 3 };
@@ -666,7 +654,7 @@ fn json_to_body(
             None | Some("table") => StorageKind::Table,
             Some("sparse") => StorageKind::Sparse,
             Some(other) => {
-                return Err(SnapshotError::Json(format!("component '{}': unknown storage {other:?}", c.name)))
+                return Err(SnapshotError::Json(format!("component '{}': unknown storage {other:?}", c.name)));
             }
         };
         let mut fields = Vec::with_capacity(c.fields.len());

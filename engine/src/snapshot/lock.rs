@@ -28,7 +28,7 @@ use std::path::{Path, PathBuf};
 use std::thread;
 use std::time::{Duration, Instant, SystemTime};
 
-use super::{save, write_atomically, SaveOptions, SaveStats, SnapshotError, HEADER_LEN};
+use super::{HEADER_LEN, SaveOptions, SaveStats, SnapshotError, save, write_atomically};
 use crate::world::World;
 
 /// How long [`World::save`] waits for another process's lock on the file before giving up.

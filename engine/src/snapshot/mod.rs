@@ -115,7 +115,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 pub use columns::{ColumnarWorld, ComponentColumns, DeadIndices, FieldValues};
 pub use format::{FORMAT_VERSION, HEADER_LEN, MAGIC};
 pub use json::JsonOptions;
-pub use lock::{FileStamp, WorldLock, DEFAULT_BUSY_TIMEOUT};
+pub use lock::{DEFAULT_BUSY_TIMEOUT, FileStamp, WorldLock};
 pub(crate) use opaque::OpaqueSerdes;
 
 use crate::world::World;

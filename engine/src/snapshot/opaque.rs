@@ -9,8 +9,8 @@
 use std::any::TypeId;
 use std::mem::ManuallyDrop;
 
-use serde::de::DeserializeOwned;
 use serde::Serialize;
+use serde::de::DeserializeOwned;
 
 use crate::component::{Component, ComponentId, TypeIdMap};
 use crate::error::Result;
@@ -55,7 +55,7 @@ impl OpaqueSerdes {
 /// Decodes a bincode blob of one value, reading nothing past it and allocating nothing by a
 /// claimed length beyond a small multiple of the blob's size.
 pub(crate) fn decode_value<T: DeserializeOwned>(blob: &[u8]) -> Result<T, String> {
-    use bincode::config::{standard, Config};
+    use bincode::config::{Config, standard};
     fn run<T: DeserializeOwned>(blob: &[u8], cfg: impl Config) -> Result<T, String> {
         let (v, used) = bincode::serde::borrow_decode_from_slice::<T, _>(blob, cfg).map_err(|e| e.to_string())?;
         if used != blob.len() {

@@ -12,7 +12,7 @@ use std::collections::HashMap;
 use crate::component::StorageKind;
 use crate::entity::Entity;
 use crate::snapshot::columns::{ColumnarWorld, ComponentColumns, FieldValues};
-use crate::snapshot::{SnapshotError, SIZE_DIVISOR};
+use crate::snapshot::{SIZE_DIVISOR, SnapshotError};
 
 /// Indices per range of the second pass: a multiple of 64 (whole words of presence bits),
 /// large enough that a range's own table list stays short.

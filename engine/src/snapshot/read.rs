@@ -19,7 +19,7 @@ use crate::snapshot::format::{
     AllocatorRecord, Body, Bytes, ColumnData, ColumnRecord, ComponentRecord, Deferred, FieldRecord, FieldRun,
     IndexRecord, IndexSection, ScheduleSection, SparseRecord, SystemEntry, TableRecord, Text, TickRecord,
 };
-use crate::snapshot::{SnapshotError, SIZE_DIVISOR};
+use crate::snapshot::{SIZE_DIVISOR, SnapshotError};
 
 /// Runs at least this long are deferred to the builder.
 pub(crate) const DEFER_MIN: usize = 128 * 1024 / SIZE_DIVISOR;

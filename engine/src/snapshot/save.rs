@@ -16,11 +16,11 @@ use crate::component::{ComponentId, ComponentInfo, FieldType};
 use crate::entity::{Entities, Entity};
 use crate::par;
 use crate::snapshot::format::{
-    entities_le, field_type_code, storage_code, u32s_le, wire_size, Header, FLAG_TICKS, FORMAT_VERSION, HEADER_LEN,
-    INDEX_SECTION_VERSION, INDEX_SECTION_VERSION_REFERENCES,
+    FLAG_TICKS, FORMAT_VERSION, HEADER_LEN, Header, INDEX_SECTION_VERSION, INDEX_SECTION_VERSION_REFERENCES,
+    entities_le, field_type_code, storage_code, u32s_le, wire_size,
 };
 use crate::snapshot::opaque::OpaqueSerde;
-use crate::snapshot::{SaveOptions, SaveStats, SnapshotError, SIZE_DIVISOR};
+use crate::snapshot::{SIZE_DIVISOR, SaveOptions, SaveStats, SnapshotError};
 use crate::storage::{ArchetypeTable, Column};
 use crate::world::World;
 

@@ -5,7 +5,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::format::{body_config, Body, Bytes, ColumnData, FieldRun, Header, FLAG_TICKS, HEADER_LEN};
+use super::format::{Body, Bytes, ColumnData, FLAG_TICKS, FieldRun, HEADER_LEN, Header, body_config};
 use super::load::{decode_body, parse_header};
 use super::*;
 use crate::{Component, ComponentDef, Entity, FieldType, Value};

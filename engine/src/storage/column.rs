@@ -23,7 +23,7 @@ use added::AddedTicks;
 pub use added::AddedView;
 pub(crate) use bulk::RemovalPlan;
 use heads::HeadCache;
-pub use heads::{string_head, StringHeads};
+pub use heads::{StringHeads, string_head};
 pub(crate) use mirror::ValueCopy;
 use write_log::WriteLog;
 pub use write_log::WrittenRows;
@@ -274,11 +274,7 @@ impl Column {
     /// tick is at `ptr + (r & mask)` (added ticks shared by every row have mask 0).
     #[inline]
     pub(crate) fn ticks_reader(&self, added: bool) -> (*const Tick, usize) {
-        if added {
-            self.added.reader()
-        } else {
-            (self.changed.as_ptr(), usize::MAX)
-        }
+        if added { self.added.reader() } else { (self.changed.as_ptr(), usize::MAX) }
     }
 
     /// One row's added and changed ticks, read without a reference to the tick slices (so

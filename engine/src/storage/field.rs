@@ -17,7 +17,7 @@
 use std::marker::PhantomData;
 
 use crate::component::ComponentId;
-use crate::storage::{string_head, Column, StringHeads, TableId};
+use crate::storage::{Column, StringHeads, TableId, string_head};
 use crate::world::World;
 
 /// The Rust types a field of each [`FieldType`](crate::FieldType) holds: the engine's one sealed mapping,

@@ -4,8 +4,8 @@
 
 use crate::component::{ComponentId, FieldType};
 use crate::entity::Entity;
-use crate::storage::field::{FieldColumn, FieldScalar};
 use crate::storage::TableId;
+use crate::storage::field::{FieldColumn, FieldScalar};
 use crate::value::Value;
 use crate::world::{TypedFieldValues, World};
 
@@ -318,7 +318,7 @@ pub trait FieldNum: FieldScalar + Copy {
     fn to_f64(self) -> f64;
 }
 macro_rules! num {
-    ($($t:ty => $int:expr),*) => {$(
+    ($($t:ty => $int:expr_2021),*) => {$(
         impl FieldNum for $t {
             const INT: bool = $int;
             #[inline(always)]

@@ -10,7 +10,7 @@ mod sparse;
 mod table;
 
 pub(crate) use column::ValueCopy;
-pub use column::{string_head, AddedView, Column, StringHeads, WrittenRows};
+pub use column::{AddedView, Column, StringHeads, WrittenRows, string_head};
 pub use field::{FieldColumn, FieldIter, FieldScalar};
 pub use field_view::{FieldNum, FieldPlace, FieldView};
 pub use sparse::SparseSet;

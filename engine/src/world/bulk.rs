@@ -8,7 +8,7 @@
 //! from the highest row down. The results equal the one-entity operations' (values, ticks,
 //! index hooks), except for the order of rows within a table.
 
-use super::{sparse_mut, OwnedValue, Storage, World};
+use super::{OwnedValue, Storage, World, sparse_mut};
 use crate::component::{ComponentId, ComponentInfo, StorageKind};
 use crate::entity::{Entity, EntityLocation};
 use crate::error::{EngineError, Result};

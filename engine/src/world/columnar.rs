@@ -392,9 +392,9 @@ mod tests {
         assert!(world.write_field_rows(id, 1, FieldRows::Table(table, &[0]), TypedFieldValues::I64(vec![1])).is_err());
         assert!(world.write_field_rows(id, 7, FieldRows::Table(table, &[0]), TypedFieldValues::I32(vec![1])).is_err());
         assert!(world.write_field_rows(id, 1, FieldRows::Table(table, &[5]), TypedFieldValues::I32(vec![1])).is_err());
-        assert!(world
-            .write_field_rows(id, 1, FieldRows::Table(table, &[0, 1]), TypedFieldValues::I32(vec![1]))
-            .is_err());
+        assert!(
+            world.write_field_rows(id, 1, FieldRows::Table(table, &[0, 1]), TypedFieldValues::I32(vec![1])).is_err()
+        );
         assert_eq!(world.get_field(a, "N", "v").unwrap(), Value::Int(0));
         world
             .write_field_rows(

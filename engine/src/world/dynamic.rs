@@ -92,10 +92,10 @@ impl Drop for OwnedValue {
     fn drop(&mut self) {
         // SAFETY: `live` means the value is initialised and still ours.
         unsafe {
-            if self.live {
-                if let Some(d) = &self.drop {
-                    d.call(self.ptr.as_ptr());
-                }
+            if self.live
+                && let Some(d) = &self.drop
+            {
+                d.call(self.ptr.as_ptr());
             }
             if self.layout.size() != 0 {
                 std::alloc::dealloc(self.ptr.as_ptr(), self.layout);

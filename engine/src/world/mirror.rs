@@ -20,7 +20,7 @@ use crate::entity::{Entity, EntityLocation};
 use crate::error::{EngineError, Result};
 use crate::storage::{AddedView, Column, TableId, ValueCopy};
 use crate::tick::{ChangeWindow, Tick};
-use crate::world::{sparse_mut, World};
+use crate::world::{World, sparse_mut};
 
 /// How [`World::mirror_from`] ended.
 #[derive(Debug, PartialEq, Eq)]
@@ -118,7 +118,7 @@ impl World {
         let MirrorPending { mut displaced, mut lost_sparse, changed: _ } = pending;
         // A stop keeps what was moved (and what earlier stops kept) for the next call.
         macro_rules! stop_here {
-            ($rows_current:expr) => {{
+            ($rows_current:expr_2021) => {{
                 let rows_current = $rows_current;
                 let changed = changed.iter().enumerate().filter(|(_, c)| **c).map(|(c, _)| c).collect();
                 self.mirror_pending = Some(Box::new(MirrorPending { displaced, lost_sparse, changed }));
@@ -512,7 +512,7 @@ fn changed_runs(column: &Column, window: &ChangeWindow, rows: Range<usize>) -> V
     let changed = column.changed_ticks();
     let added: Option<&[Tick]> = match column.added_ticks() {
         AddedView::Same(t, _) if new(&t) => {
-            return if rows.is_empty() { Vec::new() } else { vec![(rows.start, rows.end)] }
+            return if rows.is_empty() { Vec::new() } else { vec![(rows.start, rows.end)] };
         }
         AddedView::Same(..) => None,
         AddedView::Rows(ticks) => Some(ticks),

@@ -390,11 +390,7 @@ mod tests {
         let es: Vec<Entity> = (0..rows)
             .map(|i| {
                 let (p, v) = (Pos { x: i as f32, y: -(i as f32), z: 0.5 }, Vel { x: 1.0, y: 2.0 });
-                if i % 3 == 0 {
-                    world.spawn((p, v, Tag))
-                } else {
-                    world.spawn((p, v))
-                }
+                if i % 3 == 0 { world.spawn((p, v, Tag)) } else { world.spawn((p, v)) }
             })
             .collect();
         let mut ts: Vec<_> = es.iter().map(|e| TableId(world.location(*e).unwrap().table)).collect();

@@ -10,8 +10,8 @@ use crate::component::{ComponentId, ComponentInfo, StorageKind};
 use crate::error::{EngineError, Result};
 use crate::storage::{Column, SparseSet, TableId};
 use crate::tick::Tick;
-use crate::world::columnar::{write_run, write_values, FieldRows, TypedFieldValues, ValuesLeft};
 use crate::world::World;
+use crate::world::columnar::{FieldRows, TypedFieldValues, ValuesLeft, write_run, write_values};
 
 /// Columnar writes to one component, made by [`World::component_writers`]: every table's
 /// column of the component (or its sparse set) and the write's tick, borrowed from the world

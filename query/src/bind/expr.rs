@@ -179,13 +179,13 @@ impl Binder<'_> {
         match place {
             Place::Projection => {}
             Place::InAggregate => {
-                return Err(type_err(format!("{}() cannot be nested inside another aggregate", func.name()), span))
+                return Err(type_err(format!("{}() cannot be nested inside another aggregate", func.name()), span));
             }
             Place::Row | Place::Constant => {
                 return Err(type_err(
                     format!("aggregate {}() is not allowed here (only in SELECT items and ORDER BY)", func.name()),
                     span,
-                ))
+                ));
             }
         }
         let arg = match arg {
@@ -233,7 +233,7 @@ impl Binder<'_> {
                     return Err(type_err(
                         format!("'{}' is a component: name one of its fields to step on", info.name()),
                         s.component.span,
-                    ))
+                    ));
                 }
             };
             hops.push(PathHop { component: id, field, text });

@@ -21,7 +21,7 @@ use std::sync::Arc;
 
 use ecsdb_engine::{ComponentDef, ComponentId, Entity, Value, World};
 
-use crate::error::{suggest, Error, ErrorKind, Span};
+use crate::error::{Error, ErrorKind, Span, suggest};
 use crate::functions::{Builtin, Function, FunctionRegistry, IndexCall};
 use crate::parse::ast;
 use crate::plan::logical::{

@@ -330,7 +330,7 @@ impl Binder<'_> {
                             return Err(type_err(
                                 format!("GROUP BY position {n} is not an item (there are {} items)", items.len()),
                                 g.span,
-                            ))
+                            ));
                         }
                     }
                 }
@@ -363,7 +363,7 @@ impl Binder<'_> {
                             return Err(type_err(
                                 format!("ORDER BY position {n} is not an item (there are {} items)", items.len()),
                                 k.expr.span,
-                            ))
+                            ));
                         }
                     }
                 }

@@ -72,11 +72,7 @@ pub fn binary(op: BinaryOp, a: DataType, b: DataType) -> Result<DataType, String
         }
         BinaryOp::Concat => {
             let texty = |t: T| matches!(t, T::Str | T::Int | T::Float | T::Bool | T::Entity | T::Null | T::Any);
-            if texty(a) && texty(b) {
-                Ok(T::Str)
-            } else {
-                Err(mismatch())
-            }
+            if texty(a) && texty(b) { Ok(T::Str) } else { Err(mismatch()) }
         }
         BinaryOp::Add | BinaryOp::Sub | BinaryOp::Mul | BinaryOp::Div | BinaryOp::Mod => {
             let num = |t: T| t.is_numeric() || open(t);
@@ -103,11 +99,7 @@ pub fn binary(op: BinaryOp, a: DataType, b: DataType) -> Result<DataType, String
 
 /// The type of `-x`.
 pub fn negate(t: DataType) -> Result<DataType, String> {
-    if t.is_numeric() || t.is_vector() || open(t) {
-        Ok(t)
-    } else {
-        Err(format!("cannot negate {t}"))
-    }
+    if t.is_numeric() || t.is_vector() || open(t) { Ok(t) } else { Err(format!("cannot negate {t}")) }
 }
 
 /// The type of an aggregate over an argument of type `arg` (`None` for `count(*)`).

@@ -234,7 +234,9 @@ impl Prepared {
                 return Ok(Step::Read(select::stream_select(phys, world, &values, &mut |_| {})?));
             }
             _ => {
-                return Err(Error::internal("a system statement must be SELECT, SPAWN, DESPAWN, ADD, REMOVE or UPDATE"))
+                return Err(Error::internal(
+                    "a system statement must be SELECT, SPAWN, DESPAWN, ADD, REMOVE or UPDATE",
+                ));
             }
         };
         Ok(Step::Staged(staged))

@@ -14,7 +14,7 @@ use ecsdb_engine::Value;
 use crate::error::{Error, ErrorKind};
 use crate::execute::ops::{self, KeyValue};
 use crate::execute::scan::{Sink, SlotReader, TableCtx};
-use crate::expr::{eval_error, Evaluator, Leaves, Vector};
+use crate::expr::{Evaluator, Leaves, Vector, eval_error};
 use crate::plan::logical::{AggFunc, AggregateExpr, DataType, Expr, ExprKind, SelectPlan};
 use ecsdb_engine::storage::FieldView;
 
@@ -383,17 +383,17 @@ impl<'w, 'p> AggregateSink<'w, 'p> {
         match self.mode {
             KeyMode::Single => self.gids.resize(rows.len(), 0),
             KeyMode::StrField { slot, field } => {
-                if let Some(SlotReader::Dense(readers)) = ctx.slots.get(slot) {
-                    if let Some(FieldView::Str(col)) = readers.get(field).copied() {
-                        for &r in rows {
-                            let g = match col.get(r as usize) {
-                                Some(s) => self.groups.str_group(s.as_str()),
-                                None => self.groups.value_group(vec![Value::Null]),
-                            };
-                            self.gids.push(g);
-                        }
-                        return self.grow_accs(before);
+                if let Some(SlotReader::Dense(readers)) = ctx.slots.get(slot)
+                    && let Some(FieldView::Str(col)) = readers.get(field).copied()
+                {
+                    for &r in rows {
+                        let g = match col.get(r as usize) {
+                            Some(s) => self.groups.str_group(s.as_str()),
+                            None => self.groups.value_group(vec![Value::Null]),
+                        };
+                        self.gids.push(g);
                     }
+                    return self.grow_accs(before);
                 }
                 self.general_groups(ctx, rows)?;
             }
@@ -446,33 +446,32 @@ impl<'w, 'p> AggregateSink<'w, 'p> {
             };
             let err = |m: String| Error::new(ErrorKind::Type, m).with_span(arg.span);
             // A plain numeric column: read it once through its typed view, then fold it.
-            if let ExprKind::Field { slot, field } = arg.kind {
-                if let Some(SlotReader::Dense(readers)) = ctx.slots.get(slot) {
-                    if let Some(reader) = readers.get(field) {
-                        let key = (slot, field);
-                        if reader.is_exact_f64() && !reader.is_int() {
-                            if !floats.iter().any(|(k, _)| *k == key) {
-                                let mut xs = Vec::with_capacity(rows.len());
-                                reader.read_f64_rows(rows, &mut xs);
-                                floats.push((key, xs));
-                            }
-                            let xs = floats.iter().find(|(k, _)| *k == key).map(|(_, v)| v.as_slice()).unwrap_or(&[]);
-                            fold_f64(acc, xs, &self.gids).map_err(err)?;
-                            continue;
-                        }
-                        if reader.is_int() {
-                            if !ints.iter().any(|(k, _)| *k == key) {
-                                let mut xs = Vec::with_capacity(rows.len());
-                                reader.read_i64_rows(rows, &mut xs);
-                                ints.push((key, xs));
-                            }
-                            let xs = ints.iter().find(|(k, _)| *k == key).map(|(_, v)| v.as_slice()).unwrap_or(&[]);
-                            for (&x, &g) in xs.iter().zip(&self.gids) {
-                                acc.add_i64(g as usize, x).map_err(err)?;
-                            }
-                            continue;
-                        }
+            if let ExprKind::Field { slot, field } = arg.kind
+                && let Some(SlotReader::Dense(readers)) = ctx.slots.get(slot)
+                && let Some(reader) = readers.get(field)
+            {
+                let key = (slot, field);
+                if reader.is_exact_f64() && !reader.is_int() {
+                    if !floats.iter().any(|(k, _)| *k == key) {
+                        let mut xs = Vec::with_capacity(rows.len());
+                        reader.read_f64_rows(rows, &mut xs);
+                        floats.push((key, xs));
                     }
+                    let xs = floats.iter().find(|(k, _)| *k == key).map(|(_, v)| v.as_slice()).unwrap_or(&[]);
+                    fold_f64(acc, xs, &self.gids).map_err(err)?;
+                    continue;
+                }
+                if reader.is_int() {
+                    if !ints.iter().any(|(k, _)| *k == key) {
+                        let mut xs = Vec::with_capacity(rows.len());
+                        reader.read_i64_rows(rows, &mut xs);
+                        ints.push((key, xs));
+                    }
+                    let xs = ints.iter().find(|(k, _)| *k == key).map(|(_, v)| v.as_slice()).unwrap_or(&[]);
+                    for (&x, &g) in xs.iter().zip(&self.gids) {
+                        acc.add_i64(g as usize, x).map_err(err)?;
+                    }
+                    continue;
                 }
             }
             // Any other expression: evaluated into a typed vector, folded without Values where
@@ -556,7 +555,7 @@ impl<'w> Leaves<'w> for GroupRows {
                         ErrorKind::Type,
                         "this value is neither grouped nor aggregated (add it to GROUP BY or aggregate it)",
                     )
-                    .with_span(e.span))
+                    .with_span(e.span));
                 }
             };
             out.push(v.unwrap_or(Value::Null));

@@ -6,10 +6,10 @@
 use std::rc::Rc;
 use std::sync::{Arc, Mutex, PoisonError};
 
-use ecsdb_engine::{convert_value, Entity, FieldInfo, FieldType, SchemaField, TypedFieldValues, Value};
+use ecsdb_engine::{Entity, FieldInfo, FieldType, SchemaField, TypedFieldValues, Value, convert_value};
 
-use crate::expr::compiled::{sized, Bail, ChunkBuffers, Numbers, Program, RowSet};
 use crate::expr::Vector;
+use crate::expr::compiled::{Bail, ChunkBuffers, Numbers, Program, RowSet, sized};
 
 /// Converts row by row with `conv`; at the first row it refuses, the error
 /// [`convert_value`] gives for that row's value.
@@ -32,7 +32,7 @@ fn rows_with<T>(
                         value.describe(),
                         field.name
                     ))
-                }))
+                }));
             }
         }
     }
@@ -165,11 +165,7 @@ impl NumericField for f32 {
         TypedFieldValues::F32(xs)
     }
     fn of_values(v: TypedFieldValues) -> Option<Vec<f32>> {
-        if let TypedFieldValues::F32(xs) = v {
-            Some(xs)
-        } else {
-            None
-        }
+        if let TypedFieldValues::F32(xs) = v { Some(xs) } else { None }
     }
 }
 
@@ -190,11 +186,7 @@ impl NumericField for f64 {
         TypedFieldValues::F64(xs)
     }
     fn of_values(v: TypedFieldValues) -> Option<Vec<f64>> {
-        if let TypedFieldValues::F64(xs) = v {
-            Some(xs)
-        } else {
-            None
-        }
+        if let TypedFieldValues::F64(xs) = v { Some(xs) } else { None }
     }
 }
 
@@ -379,10 +371,8 @@ fn run_block(
     (start, end): (usize, usize),
     buffers: &mut ChunkBuffers,
 ) -> Option<()> {
-    if in_f32 {
-        if let Some(done) = out.push_f32_run(end - start, &mut |room| program.f32s_run(start, room)) {
-            return done.ok();
-        }
+    if in_f32 && let Some(done) = out.push_f32_run(end - start, &mut |room| program.f32s_run(start, room)) {
+        return done.ok();
     }
     RowSet::Range(start, end).for_each_chunk(|chunk| program.numbers(chunk, buffers, |numbers| out.push(numbers))).ok()
 }
@@ -422,11 +412,9 @@ pub(crate) fn convert_compiled(
     }
     rows.for_each_chunk(|chunk| {
         for (((program, _), out), &in_f32) in programs.iter().zip(&mut staged).zip(&in_f32) {
-            if in_f32 {
-                if let Some(done) = program.f32s(chunk, &mut buffers, |xs| out.push_f32s(xs)) {
-                    done?;
-                    continue;
-                }
+            if in_f32 && let Some(done) = program.f32s(chunk, &mut buffers, |xs| out.push_f32s(xs)) {
+                done?;
+                continue;
             }
             program.numbers(chunk, &mut buffers, |numbers| out.push(numbers))?;
         }

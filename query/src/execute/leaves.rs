@@ -9,11 +9,11 @@ use ecsdb_engine::storage::{FieldColumn, FieldScalar, StringHeads};
 use ecsdb_engine::{Entity, Value, World};
 
 use crate::error::Error;
-use crate::execute::scan::{out_of_range, SlotReader, TableCtx};
+use crate::execute::scan::{SlotReader, TableCtx, out_of_range};
 use std::rc::Rc;
 
-use crate::expr::compiled::{as_range, compile, Columns, Program};
-use crate::expr::{eval_error, Leaves, Prim, StrVec, Vector};
+use crate::expr::compiled::{Columns, Program, as_range, compile};
+use crate::expr::{Leaves, Prim, StrVec, Vector, eval_error};
 use crate::plan::logical::{Expr, ExprKind};
 use ecsdb_engine::storage::FieldView;
 

@@ -8,7 +8,7 @@
 //! Anything else is declined, and the statement then goes the general way, which
 //! reports any error exactly as before.
 
-use ecsdb_engine::{convert_value, ComponentId, FieldType, FieldValue, Value, World};
+use ecsdb_engine::{ComponentId, FieldType, FieldValue, Value, World, convert_value};
 
 use crate::bind::storable;
 use crate::execute::mutate::SpawnBatch;

@@ -16,10 +16,10 @@
 //! re-checks what may have changed since: targets that died meanwhile are skipped, and
 //! references are checked against the world being written.
 
-use ecsdb_engine::{convert_value, ComponentId, ComponentValues, Entity, FieldValue, ReferenceWrite, Value, World};
+use ecsdb_engine::{ComponentId, ComponentValues, Entity, FieldValue, ReferenceWrite, Value, World, convert_value};
 
 use crate::error::{Error, ErrorKind};
-use crate::execute::scan::{run_scan, Sink, TableCtx};
+use crate::execute::scan::{Sink, TableCtx, run_scan};
 use crate::execute::update::StagedUpdate;
 use crate::expr::{Evaluator, NoRows};
 use crate::plan::logical::{ComponentValue, Expr};

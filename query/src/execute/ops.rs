@@ -41,7 +41,7 @@ pub fn compare(a: &Value, b: &Value) -> OpResult<Option<Ordering>> {
         (Value::Bool(x), Value::Bool(y)) => Some(x.cmp(y)),
         (Value::Entity(x), Value::Entity(y)) => Some(x.cmp(y)),
         (Value::Vec2(_), Value::Vec2(_)) | (Value::Vec3(_), Value::Vec3(_)) => {
-            return Err("vectors cannot be ordered (only = and != compare them)".into())
+            return Err("vectors cannot be ordered (only = and != compare them)".into());
         }
         _ => return Err(format!("cannot compare {} with {}", a.value_type(), b.value_type())),
     })
@@ -178,13 +178,7 @@ fn vec_zip<const N: usize>(a: [f64; N], b: [f64; N], f: impl Fn(f64, f64) -> f64
 }
 
 fn arith(op: BinaryOp, a: &Value, b: &Value) -> OpResult {
-    let scale = |k: f64, inverse: bool| -> Option<f64> {
-        if inverse {
-            (k != 0.0).then(|| 1.0 / k)
-        } else {
-            Some(k)
-        }
-    };
+    let scale = |k: f64, inverse: bool| -> Option<f64> { if inverse { (k != 0.0).then(|| 1.0 / k) } else { Some(k) } };
     match (a, b) {
         (Value::Null, _) | (_, Value::Null) => Ok(Value::Null),
         (Value::Int(x), Value::Int(y)) => int_arith(op, *x, *y),
@@ -283,11 +277,7 @@ fn type_rank(v: &Value) -> u8 {
 
 fn float_total(x: f64, y: f64) -> Ordering {
     // -0.0 and 0.0 are equal keys; NaN sorts after every number.
-    if x == y {
-        Ordering::Equal
-    } else {
-        x.total_cmp(&y)
-    }
+    if x == y { Ordering::Equal } else { x.total_cmp(&y) }
 }
 
 /// The total order of ORDER BY: null first, then by type (bool, numbers, strings, entities,

@@ -118,10 +118,10 @@ pub fn hold_gate(gate: Arc<Gate>) {
 #[inline(never)]
 pub fn point() {
     HELD.with(|held| {
-        if let Some(gate) = held.borrow().as_deref() {
-            if gate.is_closed() {
-                gate.wait();
-            }
+        if let Some(gate) = held.borrow().as_deref()
+            && gate.is_closed()
+        {
+            gate.wait();
         }
     });
 }

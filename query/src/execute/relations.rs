@@ -187,7 +187,7 @@ fn descendant_args(extra: &[&Value], e: &Expr) -> Result<Result<(Entity, Option<
         Some(Value::Entity(a)) => *a,
         Some(Value::Null) | None => return Ok(Err(Value::Null)),
         Some(other) => {
-            return Err(eval_error(e, format!("descendant_of() takes an entity, found {}", other.describe())))
+            return Err(eval_error(e, format!("descendant_of() takes an entity, found {}", other.describe())));
         }
     };
     let max = match extra.get(1) {
@@ -196,7 +196,7 @@ fn descendant_args(extra: &[&Value], e: &Expr) -> Result<Result<(Entity, Option<
         Some(Value::Int(m)) => Some(*m as u64),
         Some(Value::Null) => return Ok(Err(Value::Null)),
         Some(other) => {
-            return Err(eval_error(e, format!("descendant_of() takes an int depth, found {}", other.describe())))
+            return Err(eval_error(e, format!("descendant_of() takes an int depth, found {}", other.describe())));
         }
     };
     Ok(Ok((ancestor, max)))

@@ -164,7 +164,7 @@ impl InPlace {
         undo: &mut Vec<f32>,
     ) -> Result<bool, Error> {
         macro_rules! combining {
-            ($($c:expr),*) => {
+            ($($c:expr_2021),*) => {
                 $(if self.all_combine($c) {
                     return self.rewrite::<W, R>(world, undo, |a, _, i| a.value_as($c, i[0], i[1]));
                 })*

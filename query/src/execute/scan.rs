@@ -18,7 +18,7 @@ use roaring::RoaringBitmap;
 use crate::error::{Error, ErrorKind};
 use crate::execute::pace;
 use crate::expr::compiled::Program;
-use crate::expr::{eval_error, Evaluator, Leaves};
+use crate::expr::{Evaluator, Leaves, eval_error};
 use crate::plan::logical::Expr;
 use crate::plan::physical::{
     Access, FilterStep, IndexCount, PhysicalSlot, RowCheck, ScanPlan, SlotSource, TableFilter,
@@ -388,7 +388,7 @@ fn access_rows(plan: &ScanPlan, world: &World, params: &[Value]) -> Result<Optio
                         return Err(at(Error::new(
                             if *must_exist { ErrorKind::Parameter } else { ErrorKind::Type },
                             format!("expected an entity, found {}", other.describe()),
-                        )))
+                        )));
                     }
                 };
                 if !locate(e, &mut map) && *must_exist {
@@ -474,11 +474,11 @@ pub fn run_scan<'w>(
     params: &[Value],
     sink: &mut dyn Sink<'w>,
 ) -> Result<(), Error> {
-    if sink.count_only() {
-        if let Some(n) = counted_by_index(plan, world, params)? {
-            sink.count(n);
-            return Ok(());
-        }
+    if sink.count_only()
+        && let Some(n) = counted_by_index(plan, world, params)?
+    {
+        sink.count(n);
+        return Ok(());
     }
     let restrict = access_rows(plan, world, params)?;
     // Conjuncts the index answer decided exactly are not tested again on its rows.

@@ -20,16 +20,16 @@ use std::cmp::Ordering;
 use ecsdb_engine::{Entity, Value, World};
 
 use crate::error::{Error, ErrorKind};
-use crate::execute::aggregate::{counts_rows_only, AggregateSink, CountSink, GroupRows};
+use crate::execute::aggregate::{AggregateSink, CountSink, GroupRows, counts_rows_only};
 use crate::execute::ops::sort_cmp;
-use crate::execute::scan::{run_scan, FunctionSets, Sink, TableCtx};
-use crate::expr::eval_constant;
+use crate::execute::scan::{FunctionSets, Sink, TableCtx, run_scan};
 use crate::expr::Evaluator;
+use crate::expr::eval_constant;
 use crate::plan::logical::{Expr, ExprKind, SelectPlan};
 use crate::plan::physical::ScanPlan;
 use crate::plan::{PhysicalSelect, Strategy};
 use crate::result::ResultSet;
-use order::{cmp_keys, ordered_rows, sorted_rows, RowRef};
+use order::{RowRef, cmp_keys, ordered_rows, sorted_rows};
 
 /// LIMIT and OFFSET as numbers.
 #[derive(Clone, Copy, Debug)]
@@ -109,11 +109,7 @@ fn result_rows(
         }
         Strategy::Aggregate if counts_rows_only(plan) => {
             let row = counted_row(plan, count_rows(phys, world, params)?, params)?;
-            if shows_one_row(bounds) {
-                vec![row]
-            } else {
-                Vec::new()
-            }
+            if shows_one_row(bounds) { vec![row] } else { Vec::new() }
         }
         Strategy::Aggregate => {
             let mut sink = AggregateSink::new(plan, params);
@@ -240,14 +236,14 @@ fn project_into(
     out.extend(rows.iter().map(|_| Vec::with_capacity(plan.items.len())));
     for item in &plan.items {
         // A column of the table: straight from the column into the rows.
-        if let ExprKind::Field { slot, field } = item.expr.kind {
-            if let Some(reader) = ctx.dense_reader(slot, field) {
-                let dest = &mut out[first..];
-                reader
-                    .for_each_value(rows, |i, v| dest[i].push(v))
-                    .map_err(|v| ctx.out_of_range(&item.expr, slot, field, v))?;
-                continue;
-            }
+        if let ExprKind::Field { slot, field } = item.expr.kind
+            && let Some(reader) = ctx.dense_reader(slot, field)
+        {
+            let dest = &mut out[first..];
+            reader
+                .for_each_value(rows, |i, v| dest[i].push(v))
+                .map_err(|v| ctx.out_of_range(&item.expr, slot, field, v))?;
+            continue;
         }
         let values = ev.eval_values(&item.expr, rows)?;
         for (row, v) in out[first..].iter_mut().zip(values) {
@@ -269,13 +265,13 @@ fn project_columns(
     cols.resize_with(plan.items.len(), Vec::new);
     for (item, col) in plan.items.iter().zip(cols.iter_mut()) {
         col.clear();
-        if let ExprKind::Field { slot, field } = item.expr.kind {
-            if let Some(reader) = ctx.dense_reader(slot, field) {
-                reader
-                    .for_each_value(rows, |_, v| col.push(v))
-                    .map_err(|v| ctx.out_of_range(&item.expr, slot, field, v))?;
-                continue;
-            }
+        if let ExprKind::Field { slot, field } = item.expr.kind
+            && let Some(reader) = ctx.dense_reader(slot, field)
+        {
+            reader
+                .for_each_value(rows, |_, v| col.push(v))
+                .map_err(|v| ctx.out_of_range(&item.expr, slot, field, v))?;
+            continue;
         }
         *col = ev.eval_values(&item.expr, rows)?;
     }

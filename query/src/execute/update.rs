@@ -18,11 +18,11 @@ use ecsdb_engine::{
 };
 
 use crate::error::Error;
-use crate::execute::convert::{convert_compiled, convert_vector, StagingBuffers};
+use crate::execute::convert::{StagingBuffers, convert_compiled, convert_vector};
 use crate::execute::mutate::{count, write_failed};
 use crate::execute::rewrite::InPlace;
-use crate::execute::scan::{rows_in_batches, run_scan, Sink, SlotReader, TableCtx};
-use crate::expr::compiled::{as_range, Program, RowSet};
+use crate::execute::scan::{Sink, SlotReader, TableCtx, rows_in_batches, run_scan};
+use crate::expr::compiled::{Program, RowSet, as_range};
 use crate::expr::{Evaluator, Leaves};
 use crate::plan::logical::Expr;
 use crate::plan::physical::ScanPlan;
@@ -87,15 +87,14 @@ impl UpdateSink<'_> {
 impl<'w> Sink<'w> for UpdateSink<'_> {
     fn rows_all(&mut self, ctx: &TableCtx<'w>, n: usize) -> Result<bool, Error> {
         // A whole table whose new values all compile: one batch, written as one run.
-        if let Some(table) = self.dense_table(ctx)? {
-            if !self.writes_references {
-                if let Some(values) = self.compiled_values(ctx, RowSet::Range(0, n), n) {
-                    let at = PendingRows::TableRun(table, 0, n as u32);
-                    self.targets += n;
-                    self.pending.push(PendingBatch { at, entities: Vec::new(), values });
-                    return Ok(true);
-                }
-            }
+        if let Some(table) = self.dense_table(ctx)?
+            && !self.writes_references
+            && let Some(values) = self.compiled_values(ctx, RowSet::Range(0, n), n)
+        {
+            let at = PendingRows::TableRun(table, 0, n as u32);
+            self.targets += n;
+            self.pending.push(PendingBatch { at, entities: Vec::new(), values });
+            return Ok(true);
         }
         rows_in_batches(self, ctx, n)
     }
@@ -252,23 +251,17 @@ pub(crate) fn stage_update(
     buffers: &StagingBuffers,
     in_place: bool,
 ) -> Result<StagedUpdate, Error> {
-    if in_place {
-        if let Some(plan) = InPlace::plan(world, component, assignments, scan, params) {
-            let deferred = Deferred {
-                in_place: plan,
-                assignments: assignments.to_vec(),
-                scan: scan.clone(),
-                params: params.to_vec(),
-            };
-            return Ok(StagedUpdate {
-                component,
-                fields: assignments.iter().map(|(i, _)| *i).collect(),
-                pending: Vec::new(),
-                targets: deferred.in_place.rows(),
-                buffers: buffers.clone(),
-                deferred: Some(Box::new(deferred)),
-            });
-        }
+    if in_place && let Some(plan) = InPlace::plan(world, component, assignments, scan, params) {
+        let deferred =
+            Deferred { in_place: plan, assignments: assignments.to_vec(), scan: scan.clone(), params: params.to_vec() };
+        return Ok(StagedUpdate {
+            component,
+            fields: assignments.iter().map(|(i, _)| *i).collect(),
+            pending: Vec::new(),
+            targets: deferred.in_place.rows(),
+            buffers: buffers.clone(),
+            deferred: Some(Box::new(deferred)),
+        });
     }
     let info = world.components().info(component);
     let fields: Vec<&FieldInfo> = assignments

@@ -11,7 +11,7 @@ use ecsdb_engine::Value;
 use crate::execute::ops;
 use crate::expr::compare::str_of;
 use crate::expr::fallback;
-use crate::expr::vector::{and_validity, Prim, StrVec, Validity, Vector};
+use crate::expr::vector::{Prim, StrVec, Validity, Vector, and_validity};
 use crate::plan::logical::BinaryOp;
 
 /// An operand of a numeric kernel: a column or a constant.
@@ -153,10 +153,10 @@ pub fn binary<'a>(op: BinaryOp, a: &Vector<'a>, b: &Vector<'a>, n: usize) -> Res
     if op == BinaryOp::Concat {
         return concat(a, b, n);
     }
-    if let (Some(x), Some(y)) = (int_arg(a), int_arg(b)) {
-        if !matches!((x, y), (Arg::Const(_), Arg::Const(_))) {
-            return int_kernel(op, x, y, n).map(Vector::Int);
-        }
+    if let (Some(x), Some(y)) = (int_arg(a), int_arg(b))
+        && !matches!((x, y), (Arg::Const(_), Arg::Const(_)))
+    {
+        return int_kernel(op, x, y, n).map(Vector::Int);
     }
     let (mut ka, mut kb) = (Vec::new(), Vec::new());
     if let (Some(x), Some(y)) = (float_arg(a, &mut ka), float_arg(b, &mut kb)) {

@@ -10,9 +10,9 @@ use std::cmp::Ordering;
 use ecsdb_engine::{Entity, Value};
 
 use crate::execute::ops;
-use crate::expr::arith::{float_arg, int_arg, zip, Arg};
+use crate::expr::arith::{Arg, float_arg, int_arg, zip};
 use crate::expr::fallback;
-use crate::expr::vector::{and_validity, Prim, Validity, Vector};
+use crate::expr::vector::{Prim, Validity, Vector, and_validity};
 use crate::plan::logical::BinaryOp;
 
 #[inline(always)]
@@ -130,17 +130,17 @@ pub fn compare<'a>(op: BinaryOp, a: &Vector<'a>, b: &Vector<'a>, n: usize) -> Re
         }
         match (a, b) {
             (Vector::Entity(x), Vector::Entity(y)) => {
-                return Ok(cmp_by(op, x, Arg::Col(&y.values, &y.valid), n, Entity::cmp))
+                return Ok(cmp_by(op, x, Arg::Col(&y.values, &y.valid), n, Entity::cmp));
             }
             (Vector::Entity(x), Vector::Scalar(Value::Entity(c), _)) => {
-                return Ok(cmp_by(op, x, Arg::Const(*c), n, Entity::cmp))
+                return Ok(cmp_by(op, x, Arg::Const(*c), n, Entity::cmp));
             }
             (Vector::Scalar(Value::Entity(_), _), Vector::Entity(_)) => return compare(op.flip(), b, a, n),
             (Vector::Bool(x), Vector::Bool(y)) => {
-                return Ok(cmp_by(op, x, Arg::Col(&y.values, &y.valid), n, bool::cmp))
+                return Ok(cmp_by(op, x, Arg::Col(&y.values, &y.valid), n, bool::cmp));
             }
             (Vector::Bool(x), Vector::Scalar(Value::Bool(c), _)) => {
-                return Ok(cmp_by(op, x, Arg::Const(*c), n, bool::cmp))
+                return Ok(cmp_by(op, x, Arg::Const(*c), n, bool::cmp));
             }
             (Vector::Scalar(Value::Bool(_), _), Vector::Bool(_)) => return compare(op.flip(), b, a, n),
             _ => {}
@@ -231,11 +231,7 @@ pub enum InSet {
 }
 
 fn float_key(x: f64) -> u64 {
-    if x == 0.0 {
-        0
-    } else {
-        x.to_bits()
-    }
+    if x == 0.0 { 0 } else { x.to_bits() }
 }
 
 impl InSet {

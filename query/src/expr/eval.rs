@@ -96,12 +96,12 @@ impl<'s, 'w, S: Leaves<'w> + ?Sized> Evaluator<'s, 'w, S> {
             }
             return self.filter(right, &kept);
         }
-        if let Some(cond) = self.compiled(e) {
-            if let Some(c) = cond.as_cond() {
-                let mut out = Vec::with_capacity(rows.len());
-                if Program::select(c, rows, &mut out).is_ok() {
-                    return Ok(out);
-                }
+        if let Some(cond) = self.compiled(e)
+            && let Some(c) = cond.as_cond()
+        {
+            let mut out = Vec::with_capacity(rows.len());
+            if Program::select(c, rows, &mut out).is_ok() {
+                return Ok(out);
             }
         }
         let v = self.eval(e, rows)?;
@@ -122,12 +122,12 @@ impl<'s, 'w, S: Leaves<'w> + ?Sized> Evaluator<'s, 'w, S> {
             let one = self.eval(e, &rows[..1])?;
             return Ok(Vector::Scalar(if one.is_empty() { Value::Null } else { one.value(0) }, n));
         }
-        if let Some(program) = self.compiled(e) {
-            if let Ok(v) = program.eval(rows) {
-                return Ok(v);
-            }
-            // A row needs the general rules (an overflow, say): evaluate it here.
+        if let Some(program) = self.compiled(e)
+            && let Ok(v) = program.eval(rows)
+        {
+            return Ok(v);
         }
+        // A row needs the general rules (an overflow, say): evaluate it here.
         let at = |m: String| eval_error(e, m);
         Ok(match &e.kind {
             ExprKind::Literal(v) => Vector::Scalar(v.clone(), n),
@@ -160,10 +160,10 @@ impl<'s, 'w, S: Leaves<'w> + ?Sized> Evaluator<'s, 'w, S> {
                 let this = Expr { kind: ExprKind::Entity, ty: DataType::Entity, span: e.span };
                 let entities = self.source.leaf(&this, rows)?;
                 let cols: Vec<Vector<'w>> = args.iter().map(|c| self.eval(c, rows)).collect::<Result<_, _>>()?;
-                if *func == HierarchyFunc::DescendantOf {
-                    if let Some(extra) = cols.iter().map(Vector::as_scalar).collect::<Option<Vec<&Value>>>() {
-                        return relations::descendant_of_batch(world, *component, *field, &entities, &extra, e);
-                    }
+                if *func == HierarchyFunc::DescendantOf
+                    && let Some(extra) = cols.iter().map(Vector::as_scalar).collect::<Option<Vec<&Value>>>()
+                {
+                    return relations::descendant_of_batch(world, *component, *field, &entities, &extra, e);
                 }
                 let mut out = Vec::with_capacity(n);
                 for i in 0..n {
@@ -194,11 +194,7 @@ impl<'s, 'w, S: Leaves<'w> + ?Sized> Evaluator<'s, 'w, S> {
                 let ge = compare::compare(BinaryOp::Ge, &x, &lo, n).map_err(at)?;
                 let le = compare::compare(BinaryOp::Le, &x, &hi, n).map_err(at)?;
                 let both = and_or(BinaryOp::And, &ge, &le, n).map_err(at)?;
-                if *negated {
-                    compare::not(&both, n).map_err(at)?
-                } else {
-                    both
-                }
+                if *negated { compare::not(&both, n).map_err(at)? } else { both }
             }
             ExprKind::InList { expr, list, negated } => {
                 let x = self.eval(expr, rows)?;

@@ -6,17 +6,17 @@
 
 use ecsdb_engine::Value;
 
-use crate::expr::arith::{float_arg, zip, Arg};
+use crate::expr::arith::{Arg, float_arg, zip};
 use crate::expr::fallback;
-use crate::expr::vector::{and_validity, Prim, StrVec, Validity, Vector};
+use crate::expr::vector::{Prim, StrVec, Validity, Vector, and_validity};
 use crate::functions::{Builtin, Function};
 
 /// Calls `func` over argument vectors of `n` rows.
 pub fn call<'a>(func: &Function, args: &[Vector<'a>], n: usize) -> Result<Vector<'a>, String> {
-    if let Function::Builtin(b) = func {
-        if let Some(v) = builtin(*b, args, n)? {
-            return Ok(v);
-        }
+    if let Function::Builtin(b) = func
+        && let Some(v) = builtin(*b, args, n)?
+    {
+        return Ok(v);
     }
     fallback::map_n(args, n, |row| func.call(row))
 }
@@ -105,11 +105,7 @@ fn builtin<'a>(b: Builtin, args: &[Vector<'a>], n: usize) -> Result<Option<Vecto
         (Builtin::Ceil, [Vector::Float(p)]) => float_unary(p, f64::ceil),
         (Builtin::Round, [Vector::Float(p)]) => float_unary(p, |f| {
             let r = f.round();
-            if r.is_finite() {
-                r
-            } else {
-                f
-            }
+            if r.is_finite() { r } else { f }
         }),
         (Builtin::Floor | Builtin::Ceil | Builtin::Round, [v @ Vector::Int(_)]) => v.clone(),
         (Builtin::Abs, [Vector::Int(p)]) => {

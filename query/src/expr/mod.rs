@@ -27,6 +27,6 @@ pub mod functions;
 pub mod like;
 pub mod vector;
 
-pub use eval::{eval_error, Evaluator, Leaves, NoRows};
+pub use eval::{Evaluator, Leaves, NoRows, eval_error};
 pub use fold::{eval_constant, fold_constants};
-pub use vector::{and_validity, Prim, StrVec, Validity, Vector};
+pub use vector::{Prim, StrVec, Validity, Vector, and_validity};

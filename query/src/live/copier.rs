@@ -29,16 +29,16 @@
 //! ([`Mirrored::Stopped`]), so a copy being filled goes on from its last row rather than
 //! starting over.
 
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use ecsdb_engine::index::IndexDef;
 use ecsdb_engine::{ComponentId, IndexBuild, LoadOptions, Mirrored, ReferenceDef, SaveOptions, SystemRecord, World};
 
-use super::{lock, ChangeLog, Published, Shared};
-use crate::database::WorldLoan;
+use super::{ChangeLog, Published, Shared, lock};
 use crate::Database;
+use crate::database::WorldLoan;
 
 /// One state to make: the writer's world at the end of live tick `tick`.
 pub(crate) struct Job {

@@ -28,18 +28,18 @@ use std::time::{Duration, Instant};
 use arc_swap::ArcSwapOption;
 use ecsdb_engine::{SaveOptions, World};
 
+use crate::Database;
 use crate::error::{Error, ErrorKind};
 use crate::execute::pace::Gate;
 use crate::params::Params;
 use crate::parse;
 use crate::result::ResultSet;
-use crate::Database;
 
 mod copier;
 mod pool;
 use copier::{Copier, Job};
 use pool::ReaderPool;
-pub use pool::{default_pool_size, PoolOptions, ReaderPriority, TICK_PAUSE_LIMIT};
+pub use pool::{PoolOptions, ReaderPriority, TICK_PAUSE_LIMIT, default_pool_size};
 
 /// A state of the world as of one tick, shared by readers.
 #[derive(Debug)]

@@ -24,7 +24,7 @@
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 
-use crate::execute::pace::{hold_gate, Gate};
+use crate::execute::pace::{Gate, hold_gate};
 
 use super::lock;
 

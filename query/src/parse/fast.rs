@@ -24,8 +24,8 @@
 //! vectors, entity literals, exponents and `.5`; brackets nested more than [`MAX_DEPTH`] deep.
 
 use super::ast::*;
-use super::number::{read_decimal, Decimal};
-use super::parser::{collapse_whitespace, parameter, unescape, RESERVED};
+use super::number::{Decimal, read_decimal};
+use super::parser::{RESERVED, collapse_whitespace, parameter, unescape};
 use super::precedence::{Infix, Nested, OperatorStack};
 use super::script::{LiteralField, LiteralSpawn, LiteralValue, Script, ScriptItem};
 

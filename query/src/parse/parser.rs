@@ -11,13 +11,13 @@ use pest::error::InputLocation;
 use pest::iterators::Pair;
 use pest::{Parser as _, Token};
 
+use super::MAX_NESTING;
 use super::ast::*;
 use super::precedence::OperatorStack;
-use super::prepare::{prepare, Prepared};
+use super::prepare::{Prepared, prepare};
 use super::script::{Script, ScriptItem};
 use super::syntax_error::syntax_error;
-use super::MAX_NESTING;
-use crate::error::{suggest, Error, ErrorKind};
+use crate::error::{Error, ErrorKind, suggest};
 use ecsdb_engine::{FieldType, OnDelete};
 use expr::leaf;
 
@@ -627,7 +627,7 @@ pub(super) fn unescape(raw: &str, offset: usize) -> Result<String> {
                 return Err(Error::syntax(
                     format!("unknown escape '\\{other}' in a string (known: \\\\ \\' \\\" \\n \\t)"),
                     Span::new(start, start + 1 + other.len_utf8()),
-                ))
+                ));
             }
             None => return Err(Error::syntax("a string cannot end with '\\'", Span::new(start, start + 1))),
         }

@@ -2,8 +2,8 @@
 //! operands and operators into a tree. Both parsers feed it (the pest tree builder and the
 //! hand-written script reader), so precedence, spans and height limits are the same in both.
 
-use super::ast::*;
 use super::MAX_EXPR_DEPTH;
+use super::ast::*;
 use crate::error::Error;
 
 type Result<T, E = Error> = std::result::Result<T, E>;

@@ -3,8 +3,8 @@
 
 use std::borrow::Cow;
 
-use super::ast::Span;
 use super::MAX_NESTING;
+use super::ast::Span;
 use crate::error::Error;
 
 /// About how long a piece of a script given to pest at once is (see [`parse`](super::parser::parse)).

@@ -4,8 +4,8 @@
 use pest::error::{ErrorVariant, InputLocation};
 
 use super::ast::Span;
-use super::parser::{Rule, KEYWORDS, RESERVED};
-use crate::error::{suggest, Error};
+use super::parser::{KEYWORDS, RESERVED, Rule};
+use crate::error::{Error, suggest};
 
 /// Rank of the statement-start keywords in [`expected_label`].
 const STATEMENT_RANK: u8 = 0;
@@ -178,10 +178,11 @@ fn keyword_suggestion(src: &str, span: Span, expected: &[&str]) -> Option<String
         .flat_map(|kw| kw.split(' ').next())
         .filter(|kw| KEYWORDS.contains(kw))
         .collect();
-    if !found.is_empty() && found.bytes().all(|b| b.is_ascii_alphabetic()) {
-        if let Some(s) = suggest(found, expected_keywords.iter().copied()) {
-            return Some(s);
-        }
+    if !found.is_empty()
+        && found.bytes().all(|b| b.is_ascii_alphabetic())
+        && let Some(s) = suggest(found, expected_keywords.iter().copied())
+    {
+        return Some(s);
     }
     // The word before the error, when it starts the statement.
     let before = src[..span.start.min(src.len())].trim_end();

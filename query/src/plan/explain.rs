@@ -14,7 +14,7 @@ use ecsdb_engine::{StorageKind, Value, World};
 use crate::expr::compiled::MAX_STRING_IN;
 use crate::expr::like::{HeadTest, LikeMatcher, ShortTest};
 use crate::plan::logical::{
-    literal_text, slot_fields, BinaryOp, DisplayContext, Expr, ExprKind, ParamSpec, SelectPlan, SortKey,
+    BinaryOp, DisplayContext, Expr, ExprKind, ParamSpec, SelectPlan, SortKey, literal_text, slot_fields,
 };
 use crate::plan::physical::{Access, FilterStep, Operand, PhysicalSlot, RowCheck, TableFilter};
 use crate::plan::{PhysicalSelect, Strategy};
@@ -282,11 +282,7 @@ pub fn explain_select(phys: &PhysicalSelect, world: &World, params: &[ParamSpec]
         .iter()
         .map(|i| {
             let text = show(&i.expr);
-            if text == i.name {
-                text
-            } else {
-                format!("{text} AS {}", i.name)
-            }
+            if text == i.name { text } else { format!("{text} AS {}", i.name) }
         })
         .collect();
     let est = if per_group { "one row per group".to_string() } else { rows(out_rows) };

@@ -33,9 +33,9 @@ use roaring::RoaringBitmap;
 
 use crate::error::{Error, Span};
 use crate::functions::{Builtin, Function};
+use crate::plan::PlanOptions;
 use crate::plan::logical::{BinaryOp, Expr, ExprKind, HierarchyFunc, SelectPlan, Slot, Source, Term};
 use crate::plan::physical::{IndexLookup, IndexScan, Operand};
-use crate::plan::PlanOptions;
 
 /// Visiting one row an index returned (find its entity's table and row, then run the residual
 /// filter there), in the engine's scan-row cost units: random accesses, measured at 25–35×
@@ -347,11 +347,7 @@ impl IndexTree {
             IndexTree::And(cs) => cs.iter().map(|c| c.describe(false)).collect::<Vec<_>>().join(" AND "),
             IndexTree::Or(cs) => {
                 let inner = cs.iter().map(|c| c.describe(false)).collect::<Vec<_>>().join(" OR ");
-                if top {
-                    inner
-                } else {
-                    format!("({inner})")
-                }
+                if top { inner } else { format!("({inner})") }
             }
         }
     }
@@ -437,10 +433,10 @@ impl Chooser<'_, '_> {
             if ix.fields != want || !cand.shape.kinds().contains(&ix.kind) {
                 continue;
             }
-            if let Shape::Function(name) = &cand.shape {
-                if *name != ix.name {
-                    continue;
-                }
+            if let Shape::Function(name) = &cand.shape
+                && *name != ix.name
+            {
+                continue;
             }
             let (rows, cost, note) = match cand.shape.resolve(&[]) {
                 Some(pred) if !cand.shape.has_param() => match self.reader.estimate(&ix.name, &pred) {

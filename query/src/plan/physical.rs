@@ -612,11 +612,11 @@ fn kernel_type(ty: FieldType) -> bool {
 
 fn compile_conjunct(c: &Expr, sources: &[SlotSource], slots: &[PhysicalSlot]) -> Vec<FilterStep> {
     let column_field = |e: &Expr| -> Option<(Slot, usize, FieldType)> {
-        if let ExprKind::Field { slot, field } = e.kind {
-            if sources.get(slot) == Some(&SlotSource::Column) {
-                let ty = slots.get(slot)?.fields.get(field)?.ty;
-                return kernel_type(ty).then_some((slot, field, ty));
-            }
+        if let ExprKind::Field { slot, field } = e.kind
+            && sources.get(slot) == Some(&SlotSource::Column)
+        {
+            let ty = slots.get(slot)?.fields.get(field)?.ty;
+            return kernel_type(ty).then_some((slot, field, ty));
         }
         None
     };

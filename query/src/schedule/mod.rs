@@ -29,14 +29,14 @@ use std::time::Duration;
 
 use ecsdb_engine::{ScheduleRecord, SystemBody, SystemRecord};
 
+use crate::Prepared;
 use crate::error::{Error, ErrorKind, Span};
 use crate::parse::ast;
-use crate::Prepared;
 
 pub use access::Access;
 pub use phase::Phase;
-pub(crate) use run::render;
 pub use run::TickFailure;
+pub(crate) use run::render;
 pub use rust::{RustSystemFn, SystemBuilder, SystemContext};
 pub use show::SHOW_SYSTEMS_COLUMNS;
 
@@ -186,7 +186,7 @@ impl Schedule {
         for (other, span) in p.after.iter().chain(&p.before) {
             match self.find(other) {
                 None if other == p.name => {
-                    return Err(constraint(format!("system '{other}' cannot be ordered against itself"), *span))
+                    return Err(constraint(format!("system '{other}' cannot be ordered against itself"), *span));
                 }
                 None => return Err(constraint(format!("no system named '{other}'"), *span)),
                 Some(i) if self.systems[i].phase != p.phase => {
@@ -196,7 +196,7 @@ impl Schedule {
                             self.systems[i].phase, p.phase
                         ),
                         *span,
-                    ))
+                    ));
                 }
                 Some(_) => {}
             }

@@ -7,8 +7,8 @@ use ecsdb_engine::query::{QueryData, QueryFilter, QueryIter};
 use ecsdb_engine::{DisjointRuns, EngineError, QueryState, World};
 
 use super::{Access, Body, Phase, Placement, Stats, System};
-use crate::error::{Error, ErrorKind, Span};
 use crate::Database;
+use crate::error::{Error, ErrorKind, Span};
 
 /// What a Rust system is told about the run.
 #[derive(Clone, Copy, Debug, PartialEq)]

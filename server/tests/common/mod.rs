@@ -3,15 +3,15 @@
 
 #![allow(dead_code)]
 
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use ecsdb_query::live::Publisher;
 use ecsdb_query::Database;
+use ecsdb_query::live::Publisher;
 use ecsdb_server::client::{Endpoint, HttpClient, WsClient};
-use ecsdb_server::{serve, LiveServer, ServeOptions};
+use ecsdb_server::{LiveServer, ServeOptions, serve};
 
 pub struct Served {
     pub server: Option<LiveServer>,

@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use arrow_array::builder::StringBuilder;
 use arrow_array::types::{
-    Float32Type, Float64Type, Int16Type, Int32Type, Int64Type, Int8Type, UInt16Type, UInt32Type, UInt64Type, UInt8Type,
+    Float32Type, Float64Type, Int8Type, Int16Type, Int32Type, Int64Type, UInt8Type, UInt16Type, UInt32Type, UInt64Type,
 };
 use arrow_array::{
     Array, ArrayRef, BooleanArray, FixedSizeListArray, Float32Array, PrimitiveArray, RecordBatch, StringArray,
@@ -24,7 +24,7 @@ use parquet::schema::types::ColumnPath;
 
 use ecsdb_engine::storage::FieldView;
 
-use super::{push_entity_text, ComponentPlan};
+use super::{ComponentPlan, push_entity_text};
 use crate::error::{DataProblem, Place, TransferError};
 
 /// Field metadata key naming the ecsdb type of a column (so `entity` and `string` columns,
@@ -55,8 +55,10 @@ pub(crate) fn arrow_type(ty: FieldType) -> DataType {
 }
 
 fn arrow_schema(plan: &ComponentPlan<'_>) -> SchemaRef {
-    let mut fields = vec![Field::new("entity", DataType::Utf8, false)
-        .with_metadata(HashMap::from([(TYPE_KEY.to_string(), "entity".to_string())]))];
+    let mut fields = vec![
+        Field::new("entity", DataType::Utf8, false)
+            .with_metadata(HashMap::from([(TYPE_KEY.to_string(), "entity".to_string())])),
+    ];
     for f in plan.info.fields() {
         fields.push(
             Field::new(&f.name, arrow_type(f.ty), f.ty == FieldType::Entity)

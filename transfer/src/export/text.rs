@@ -13,7 +13,7 @@ use ecsdb_engine::World;
 
 use ecsdb_engine::storage::FieldView;
 
-use super::{push_entity_text, ComponentPlan};
+use super::{ComponentPlan, push_entity_text};
 use crate::error::TransferError;
 
 /// Which text format.
@@ -37,7 +37,7 @@ fn float(out: &mut Vec<u8>, x: impl std::fmt::Display + Copy, finite: bool, json
 /// Appends row `row` of a column as text (CSV cells unquoted: the caller quotes).
 fn value(out: &mut Vec<u8>, col: &FieldView<'_>, row: usize, json: bool) {
     macro_rules! int {
-        ($c:expr) => {
+        ($c:expr_2021) => {
             write!(out, "{}", $c.get(row).expect("row in range")).expect("writing to a Vec")
         };
     }

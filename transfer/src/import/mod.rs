@@ -10,7 +10,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use ecsdb_engine::snapshot::{ColumnarWorld, ComponentColumns};
-use ecsdb_engine::{is_identifier, ComponentDef, SnapshotError, World};
+use ecsdb_engine::{ComponentDef, SnapshotError, World, is_identifier};
 use rayon::prelude::*;
 
 use crate::error::{DataProblem, Place, TransferError};

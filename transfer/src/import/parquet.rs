@@ -5,17 +5,17 @@ use std::path::Path;
 
 use arrow_array::cast::AsArray;
 use arrow_array::types::{
-    Float32Type, Float64Type, Int16Type, Int32Type, Int64Type, Int8Type, UInt16Type, UInt32Type, UInt64Type, UInt8Type,
+    Float32Type, Float64Type, Int8Type, Int16Type, Int32Type, Int64Type, UInt8Type, UInt16Type, UInt32Type, UInt64Type,
 };
 use arrow_array::{Array, ArrowPrimitiveType, FixedSizeListArray, GenericStringArray, OffsetSizeTrait};
 use arrow_schema::{DataType, Field};
 use ecsdb_engine::snapshot::ComponentColumns;
 use ecsdb_engine::{ComponentDef, Entity, FieldType, StorageKind};
-use parquet::arrow::arrow_reader::{ArrowReaderMetadata, ArrowReaderOptions, ParquetRecordBatchReaderBuilder};
 use parquet::arrow::ProjectionMask;
+use parquet::arrow::arrow_reader::{ArrowReaderMetadata, ArrowReaderOptions, ParquetRecordBatchReaderBuilder};
 use rayon::prelude::*;
 
-use super::values::{parse_entity_bytes, plain_size, Builder};
+use super::values::{Builder, parse_entity_bytes, plain_size};
 use crate::error::{DataProblem, Place, TransferError};
 
 /// Field metadata key naming the ecsdb type of a column (see the export).
@@ -71,7 +71,7 @@ fn field_type_of(path: &Path, f: &Field) -> Result<FieldType, TransferError> {
                 path,
                 Place::column(f.name()),
                 DataProblem::Malformed(format!("no ecsdb field type holds Parquet/Arrow type {other}")),
-            ))
+            ));
         }
     })
 }
@@ -233,7 +233,7 @@ fn push_column(
                         column,
                         FieldType::String,
                         format!("a column of type {other}"),
-                    ))
+                    ));
                 }
             };
             if !ok {
@@ -386,7 +386,7 @@ fn read_column(
                         path,
                         Place::column("entity"),
                         DataProblem::BadEntity(format!("a column of type {other}")),
-                    ))
+                    ));
                 }
             },
             Part::Field(b) => push_column(path, first_row, column, b, a.as_ref())?,

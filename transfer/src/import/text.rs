@@ -7,8 +7,8 @@ use std::path::Path;
 
 use ecsdb_engine::snapshot::ComponentColumns;
 use ecsdb_engine::{ComponentDef, Entity, FieldType, StorageKind};
-use serde::de::{Deserializer, MapAccess, Visitor};
 use serde::Deserialize;
+use serde::de::{Deserializer, MapAccess, Visitor};
 use serde_json::value::RawValue;
 
 use super::values::{Builder, Guess};

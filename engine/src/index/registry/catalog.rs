@@ -6,14 +6,14 @@ use std::sync::{Arc, TryLockError};
 
 use roaring::RoaringBitmap;
 
-use super::{function_of, IndexFunction, IndexReader, Slot, Source, TypedFn, Wanted};
-use crate::component::{is_identifier, Component, ComponentId, ComponentInfo, FieldType};
+use super::{IndexFunction, IndexReader, Slot, Source, TypedFn, Wanted, function_of};
+use crate::component::{Component, ComponentId, ComponentInfo, FieldType, is_identifier};
 use crate::entity::Entity;
 use crate::error::{EngineError, Result};
 use crate::index::bitmap::{BitmapIndex, PresenceIndex};
 use crate::index::btree::BtreeIndex;
 use crate::index::function::FunctionIndex;
-use crate::index::index_ref::{next_serial, IndexId};
+use crate::index::index_ref::{IndexId, next_serial};
 use crate::index::keys::{KeyClass, KeyType, OrdF64};
 use crate::index::relation::RelationIndex;
 use crate::index::rtree::RtreeIndex;
@@ -108,7 +108,7 @@ fn resolve(
                         } else {
                             format!("fields {:?} are not", def.fields)
                         }
-                    )))
+                    )));
                 }
             };
             Ok((names(&idx), Source::Fields(idx), index))

@@ -28,11 +28,11 @@ use crate::component::ComponentId;
 use crate::entity::Entity;
 use crate::error::Result;
 use crate::storage::WrittenRows;
-use crate::tick::{for_each_changed, run_age, Tick, EVERYTHING_NEW};
+use crate::tick::{EVERYTHING_NEW, Tick, for_each_changed, run_age};
 use crate::value::Value;
 use crate::world::World;
 
-use feed::{segments, RowReader, Segment};
+use feed::{RowReader, Segment, segments};
 
 type DynFn = Arc<dyn Fn(&Value) -> bool + Send + Sync>;
 type TypedFn = Arc<dyn Fn(&World, Entity) -> Option<bool> + Send + Sync>;
@@ -292,10 +292,10 @@ impl IndexSet {
     /// The index `index` names: at its id's position when the id still fits, else by name.
     fn find<'a>(&self, index: impl Into<IndexRef<'a>>) -> Option<&Slot> {
         let index = index.into();
-        if let Some(id) = index.id {
-            if let Some(s) = self.slots.get(id.position as usize).filter(|s| s.serial == id.serial) {
-                return Some(s);
-            }
+        if let Some(id) = index.id
+            && let Some(s) = self.slots.get(id.position as usize).filter(|s| s.serial == id.serial)
+        {
+            return Some(s);
         }
         self.slots.iter().find(|s| s.name() == index.name)
     }

@@ -113,7 +113,9 @@ fn definitions_are_validated_and_named() {
         err(IndexDef::new("Team", &["id"], IndexKind::Bitmap).named("team_idx")),
         "index 'team_idx' already exists"
     );
-    assert!(err(IndexDef::new("Team", &["id"], IndexKind::Bitmap).named("bad name")).contains("not a valid index name"));
+    assert!(
+        err(IndexDef::new("Team", &["id"], IndexKind::Bitmap).named("bad name")).contains("not a valid index name")
+    );
     let defs = w.index_definitions();
     assert_eq!(defs.len(), 6);
     assert_eq!(defs[0], IndexDef::new("Pos", &["x", "y", "z"], IndexKind::Rtree).named("Pos_x_y_z_rtree"));

@@ -278,10 +278,10 @@ fn run_job(job: Job<'_>, ctx: &Ctx<'_, '_>) -> Result<(Option<Entities>, Sums), 
                                 "{}: entity {} is not alive in the allocator",
                                 Place::Table(ri),
                                 placed[i]
-                            )))
+                            )));
                         }
                         Err((i, Misplaced::Twice)) => {
-                            return Err(corrupt(format!("entity {} has two table rows", placed[i])))
+                            return Err(corrupt(format!("entity {} has two table rows", placed[i])));
                         }
                     }
                 }

@@ -19,22 +19,22 @@ mod catalog;
 
 use std::collections::{BTreeSet, HashSet};
 
-use crate::component::{is_identifier, ComponentDef, ComponentId, ComponentInfo, Components, FieldType, StorageKind};
+use crate::component::{ComponentDef, ComponentId, ComponentInfo, Components, FieldType, StorageKind, is_identifier};
 use crate::entity::{Entities, Entity, Misplaced};
 use crate::par;
 use crate::snapshot::format::{
-    field_type_from_code, storage_from_code, u32_at, u64_at, wire_size, Body, Bytes, ColumnData, ColumnRecord,
-    FieldRun, Header, TickRecord, FLAG_TICKS, FORMAT_VERSION, HEADER_LEN, INDEX_SECTION_VERSION,
-    INDEX_SECTION_VERSION_REFERENCES, KNOWN_FLAGS, MAGIC, OLDEST_FORMAT_VERSION, SCHEDULE_SECTION_VERSION,
+    Body, Bytes, ColumnData, ColumnRecord, FLAG_TICKS, FORMAT_VERSION, FieldRun, HEADER_LEN, Header,
+    INDEX_SECTION_VERSION, INDEX_SECTION_VERSION_REFERENCES, KNOWN_FLAGS, MAGIC, OLDEST_FORMAT_VERSION,
+    SCHEDULE_SECTION_VERSION, TickRecord, field_type_from_code, storage_from_code, u32_at, u64_at, wire_size,
 };
 use crate::snapshot::opaque::{OpaqueSerde, OpaqueSerdes};
 use crate::snapshot::read::{CrcCheck, Input, Parser, Sums};
-use crate::snapshot::{IndexDefinition, LoadOptions, LoadStats, SnapshotError, SIZE_DIVISOR};
+use crate::snapshot::{IndexDefinition, LoadOptions, LoadStats, SIZE_DIVISOR, SnapshotError};
 use crate::storage::{Column, SparseSet};
 use crate::tick::Tick;
 use crate::world::World;
 use build::build_world;
-use catalog::{resolve_catalog, Resolved, Target};
+use catalog::{Resolved, Target, resolve_catalog};
 
 fn corrupt(msg: impl Into<String>) -> SnapshotError {
     SnapshotError::Corrupt(msg.into())

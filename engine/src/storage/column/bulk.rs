@@ -168,12 +168,12 @@ impl Column {
 unsafe fn gather_items(src: *const u8, dst: *mut u8, size: usize, rows: &[u32]) {
     // One run of consecutive rows (a whole table leaving, as REMOVE of a tag from every
     // entity that has it): one copy.
-    if let (Some(&first), Some(&last)) = (rows.first(), rows.last()) {
-        if last.checked_sub(first).is_some_and(|span| span as usize + 1 == rows.len()) {
-            // SAFETY: the caller's contract; the rows are first..=last.
-            unsafe { std::ptr::copy_nonoverlapping(src.add(first as usize * size), dst, rows.len() * size) };
-            return;
-        }
+    if let (Some(&first), Some(&last)) = (rows.first(), rows.last())
+        && last.checked_sub(first).is_some_and(|span| span as usize + 1 == rows.len())
+    {
+        // SAFETY: the caller's contract; the rows are first..=last.
+        unsafe { std::ptr::copy_nonoverlapping(src.add(first as usize * size), dst, rows.len() * size) };
+        return;
     }
     // SAFETY: (every arm) the caller's contract, with the item size `S` (or `size`) spelled
     // out so that each copy is a few moves.
@@ -254,7 +254,7 @@ mod tests {
     use std::alloc::Layout;
 
     use super::*;
-    use crate::component::{drop_ptr, DropFn};
+    use crate::component::{DropFn, drop_ptr};
 
     fn strings(values: &[&str]) -> Column {
         let mut c = Column::with_layout(Layout::new::<String>(), Some(DropFn::Rust(drop_ptr::<String>)));

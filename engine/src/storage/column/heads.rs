@@ -24,7 +24,7 @@ use std::sync::Arc;
 
 use roaring::RoaringBitmap;
 
-use crate::tick::{for_each_changed, run_age, Tick, EVERYTHING_NEW};
+use crate::tick::{EVERYTHING_NEW, Tick, for_each_changed, run_age};
 
 /// The head of `s`: bytes 0 to 6 hold its first seven bytes (zero past its end), byte 7 its
 /// length capped at 255; little-endian, so `head & 0xff` is the first byte.

@@ -262,8 +262,8 @@ impl Column {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::component::{ComponentDef, Components};
     use crate::FieldType;
+    use crate::component::{ComponentDef, Components};
 
     fn info(def: &ComponentDef) -> ComponentInfo {
         let mut c = Components::default();

@@ -3,8 +3,8 @@
 //! strided view ([`FieldColumn`]), narrowing a [`Selection`], with no `Value` built and no
 //! dispatch a row.
 
-use ecsdb_engine::storage::{FieldColumn, FieldNum, FieldScalar, FieldView};
 use ecsdb_engine::Value;
+use ecsdb_engine::storage::{FieldColumn, FieldNum, FieldScalar, FieldView};
 
 use super::Selection;
 use crate::execute::pace::{self, PACE_ROWS};

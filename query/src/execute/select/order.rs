@@ -11,11 +11,11 @@ use ecsdb_engine::{Entity, Value, World};
 use super::Bounds;
 use crate::error::Error;
 use crate::execute::ops::sort_cmp;
-use crate::execute::scan::{run_scan, FunctionSets, Sink, SlotReader, TableCtx, BATCH};
+use crate::execute::scan::{BATCH, FunctionSets, Sink, SlotReader, TableCtx, run_scan};
 use crate::expr::compiled::RowSet;
 use crate::expr::{Evaluator, Leaves, Vector};
-use crate::plan::logical::{DataType, Expr, SelectPlan};
 use crate::plan::PhysicalSelect;
+use crate::plan::logical::{DataType, Expr, SelectPlan};
 
 /// A row that survived the scan: where it is, for late materialisation.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -34,11 +34,7 @@ fn fast_key(x: Option<f64>, desc: bool) -> (u8, u64) {
             let f = if f == 0.0 { 0.0 } else { f };
             let bits = f.to_bits();
             let ordered = if bits >> 63 == 1 { !bits } else { bits | (1 << 63) };
-            if desc {
-                (0, !ordered)
-            } else {
-                (1, ordered)
-            }
+            if desc { (0, !ordered) } else { (1, ordered) }
         }
     }
 }
@@ -107,8 +103,10 @@ impl<T: Ord> Best<T> {
             Some(k) => {
                 if self.heap.len() < k {
                     self.heap.push(item);
-                } else if let Some(mut top) = self.heap.peek_mut() {
-                    if item < *top {
+                } else {
+                    if let Some(mut top) = self.heap.peek_mut()
+                        && item < *top
+                    {
                         *top = item;
                     }
                 }

@@ -7,13 +7,13 @@
 //! the evaluator, and become constants; an error there leaves the whole expression to the
 //! evaluator, which reports it where it would.
 
-use ecsdb_engine::storage::{FieldColumn, FieldView, StringHeads};
 use ecsdb_engine::Value;
+use ecsdb_engine::storage::{FieldColumn, FieldView, StringHeads};
 
 use crate::expr::compiled::cond::{CondNode, LikeOnHeads};
-use crate::expr::compiled::num::{exact_reciprocal, ArithOp, FloatFn, FloatNode, IntNode, PairOp};
+use crate::expr::compiled::num::{ArithOp, FloatFn, FloatNode, IntNode, PairOp, exact_reciprocal};
 use crate::expr::compiled::pair::FieldPair;
-use crate::expr::compiled::{float_leaf, Program};
+use crate::expr::compiled::{Program, float_leaf};
 use crate::expr::eval::{Evaluator, NoRows};
 use crate::expr::like::{HeadTest, LikeMatcher, ShortTest};
 use crate::functions::{Builtin, Function};
@@ -111,11 +111,7 @@ fn cond(t: Typed<'_>) -> Option<CondNode<'_>> {
 }
 
 fn not(c: CondNode<'_>, negated: bool) -> CondNode<'_> {
-    if negated {
-        CondNode::Not(boxed(c))
-    } else {
-        c
-    }
+    if negated { CondNode::Not(boxed(c)) } else { c }
 }
 
 /// Whether evaluating it can give up on some row (see [`FloatNode::can_bail`]).

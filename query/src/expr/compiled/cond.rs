@@ -7,9 +7,9 @@
 
 use ecsdb_engine::storage::{FieldColumn, FieldView, StringHeads};
 
-use crate::expr::compiled::num::{squared_distance, FloatNode, IntNode};
+use crate::expr::compiled::num::{FloatNode, IntNode, squared_distance};
 use crate::expr::compiled::pair::FieldPair;
-use crate::expr::compiled::{mask1, mask2, pack, Bail, Chunk, CHUNK};
+use crate::expr::compiled::{Bail, CHUNK, Chunk, mask1, mask2, pack};
 use crate::expr::like::{self, HeadTest, LikeMatcher, ShortTest};
 use crate::plan::logical::BinaryOp;
 

@@ -32,7 +32,7 @@ use ecsdb_engine::storage::{FieldColumn, FieldScalar, FieldView};
 
 use crate::expr::vector::{Prim, Vector};
 
-pub use build::{compile, Columns, MAX_STRING_IN};
+pub use build::{Columns, MAX_STRING_IN, compile};
 use cond::CondNode;
 use num::{FloatNode, IntNode};
 
@@ -103,11 +103,7 @@ impl Chunk<'_> {
 /// The mask of the first `n` bits (`n` ≤ 64).
 #[inline]
 pub fn low_bits(n: usize) -> u64 {
-    if n >= 64 {
-        u64::MAX
-    } else {
-        (1u64 << n) - 1
-    }
+    if n >= 64 { u64::MAX } else { (1u64 << n) - 1 }
 }
 
 /// Bit `j` set where `f(a[j])` holds, for `j < n`.
@@ -127,11 +123,7 @@ pub(crate) fn mask1<A: Copy>(a: &[A], n: usize, f: impl Fn(A) -> bool) -> u64 {
 /// rows).
 #[inline(always)]
 pub(crate) fn sized<R>(n: usize, mut f: impl FnMut(usize) -> R) -> R {
-    if n == CHUNK {
-        f(CHUNK)
-    } else {
-        f(n)
-    }
+    if n == CHUNK { f(CHUNK) } else { f(n) }
 }
 
 /// Bit `j` set where `f(a[j], b[j])` holds, for `j < n`.

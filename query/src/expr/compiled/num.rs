@@ -8,7 +8,7 @@
 use ecsdb_engine::storage::{FieldColumn, FieldView};
 
 use crate::expr::compiled::pair::FieldPair;
-use crate::expr::compiled::{mask1, mask2, Bail, Chunk, CHUNK};
+use crate::expr::compiled::{Bail, CHUNK, Chunk, mask1, mask2};
 
 /// An arithmetic operator of the compiled tier.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -391,17 +391,19 @@ pub fn squared_distance(pairs: &[(FloatNode<'_>, FloatNode<'_>)], c: Chunk<'_>, 
     // Three f32 fields side by side in one column (`Position (x, y, z)`) against a constant
     // point: one walk reads each row's three coordinates together. The sum is the one below
     // to the bit (dx² + dy², then + dz²).
-    if let [(FloatNode::F32(x), FloatNode::Const(kx)), (FloatNode::F32(y), FloatNode::Const(ky)), (FloatNode::F32(z), FloatNode::Const(kz))] =
-        pairs
+    if let [
+        (FloatNode::F32(x), FloatNode::Const(kx)),
+        (FloatNode::F32(y), FloatNode::Const(ky)),
+        (FloatNode::F32(z), FloatNode::Const(kz)),
+    ] = pairs
+        && let Some(xyz) = x.with_adjacent(y, z)
     {
-        if let Some(xyz) = x.with_adjacent(y, z) {
-            let (kx, ky, kz) = (*kx, *ky, *kz);
-            c.merge(&xyz, &mut out[..n], |s, v| {
-                let (dx, dy, dz) = (v[0] as f64 - kx, v[1] as f64 - ky, v[2] as f64 - kz);
-                *s = dx * dx + dy * dy + dz * dz;
-            });
-            return Ok(c.all());
-        }
+        let (kx, ky, kz) = (*kx, *ky, *kz);
+        c.merge(&xyz, &mut out[..n], |s, v| {
+            let (dx, dy, dz) = (v[0] as f64 - kx, v[1] as f64 - ky, v[2] as f64 - kz);
+            *s = dx * dx + dy * dy + dz * dz;
+        });
+        return Ok(c.all());
     }
     let mut valid = c.all();
     // A first coordinate that is a field against a constant sets the sums instead of adding

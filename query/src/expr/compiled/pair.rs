@@ -11,7 +11,7 @@
 use ecsdb_engine::storage::FieldColumn;
 
 use crate::expr::compiled::num::{ArithOp, FloatNode, PairOp};
-use crate::expr::compiled::{pack, sized, Bail, Chunk, CHUNK};
+use crate::expr::compiled::{Bail, CHUNK, Chunk, pack, sized};
 use crate::plan::logical::BinaryOp;
 
 /// Two float fields of one type, each in an affine form `v * k + c` (see `affine`).
@@ -221,11 +221,7 @@ impl<'w> FieldPair<'w> {
 #[allow(clippy::eq_op)]
 fn pick<const MAX: bool, T: Copy + PartialOrd + std::ops::Sub<Output = T>>(a: T, b: T) -> T {
     let kept = if MAX {
-        if b > a {
-            b
-        } else {
-            a
-        }
+        if b > a { b } else { a }
     } else if b < a {
         b
     } else {

@@ -8,7 +8,7 @@ use proptest::prelude::*;
 
 use crate::error::{Error, ErrorKind, Span};
 use crate::execute::leaves::gather_field;
-use crate::expr::compiled::{compile, Chunk, ChunkBuffers, Columns, Program, RowSet, CHUNK};
+use crate::expr::compiled::{CHUNK, Chunk, ChunkBuffers, Columns, Program, RowSet, compile};
 use crate::expr::{Evaluator, Leaves, Prim, Vector};
 use crate::functions::{Builtin, Function};
 use crate::plan::logical::{BinaryOp, DataType, Expr, ExprKind};

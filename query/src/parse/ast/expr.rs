@@ -303,11 +303,7 @@ impl Expr {
 
 /// Writes `e`, in parentheses if it binds looser than `min`.
 fn write_operand(f: &mut fmt::Formatter<'_>, e: &Expr, min: u8) -> fmt::Result {
-    if e.precedence() < min {
-        write!(f, "({e})")
-    } else {
-        write!(f, "{e}")
-    }
+    if e.precedence() < min { write!(f, "({e})") } else { write!(f, "{e}") }
 }
 
 fn write_list(f: &mut fmt::Formatter<'_>, items: &[Expr]) -> fmt::Result {

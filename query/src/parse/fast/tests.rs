@@ -3,7 +3,7 @@
 //! language, then mutated (tokens dropped, repeated, swapped, replaced; bytes inserted and
 //! deleted), so both well-formed and broken text near the fast path's edges is compared.
 
-use super::super::parser::{parse, parse_with, Entry};
+use super::super::parser::{Entry, parse, parse_with};
 use super::{parse_script_piece, parse_statement as fast};
 use crate::parse::ast::Statement;
 use crate::parse::{Script, ScriptItem};

@@ -3,11 +3,11 @@
 
 use pest::iterators::Pair;
 
-use super::{first, ident, parameter, span_of, unescape, Builder, Result, Rule, MAX_RECURSION};
+use super::{Builder, MAX_RECURSION, Result, Rule, first, ident, parameter, span_of, unescape};
 use crate::error::Error;
 use crate::parse::ast::*;
 use crate::parse::number::number_literal;
-use crate::parse::precedence::{internal, too_deep, Infix, Nested, OperatorStack};
+use crate::parse::precedence::{Infix, Nested, OperatorStack, internal, too_deep};
 
 impl Infix {
     fn of(token: &Pair<'_, Rule>) -> Option<Infix> {
@@ -195,7 +195,7 @@ pub(super) fn leaf(pair: Pair<'_, Rule>, base: usize) -> Result<Expr> {
             return Err(Error::syntax(
                 "unterminated string: this quote is never closed",
                 Span::new(span.start, span.start + 1),
-            ))
+            ));
         }
         Rule::param => ExprKind::Param(parameter(pair.as_str(), span)?),
         Rule::lit_true => ExprKind::Literal(Literal::Bool(true)),

@@ -1,8 +1,8 @@
 //! The parser's tests: every statement form, precedence, errors and their positions.
 
+use super::super::MAX_EXPR_DEPTH;
 use super::super::prepare::SCRIPT_PIECE;
 use super::super::syntax_error::expected_label;
-use super::super::MAX_EXPR_DEPTH;
 use super::super::{parse_expression, parse_script, parse_statement, parse_system_body};
 use super::*;
 use proptest::prelude::*;

@@ -64,11 +64,7 @@ impl ExprDisplay<'_> {
             ExprKind::Not(_) => parent >= 3,
             _ => false,
         };
-        if needs {
-            write!(f, "({})", self.child(e))
-        } else {
-            write!(f, "{}", self.child(e))
-        }
+        if needs { write!(f, "({})", self.child(e)) } else { write!(f, "{}", self.child(e)) }
     }
 }
 
@@ -196,9 +192,5 @@ pub fn render_terms(source: &Source) -> String {
             Term::AnyOf(ss) => ss.iter().map(name).collect::<Vec<_>>().join(" | "),
         })
         .collect();
-    if parts.is_empty() {
-        "all entities".to_string()
-    } else {
-        parts.join(", ")
-    }
+    if parts.is_empty() { "all entities".to_string() } else { parts.join(", ") }
 }

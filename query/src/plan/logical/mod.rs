@@ -26,7 +26,7 @@ use crate::functions::{Function, IndexCall};
 
 mod display;
 
-pub use display::{literal_text, render_terms, DisplayContext, ExprDisplay};
+pub use display::{DisplayContext, ExprDisplay, literal_text, render_terms};
 
 /// The type of an expression, inferred by the binder.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
