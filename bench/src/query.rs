@@ -305,6 +305,12 @@ pub fn run(s: &mut Suite) {
         w.lib("sqlite", iter(move || conn.prepare(SQL_COUNT_FILTER).expect("prepares").column_count()));
     });
 
+    s.workload("parse_plan_cached", |w| {
+        let db2: &Database = db;
+        w.lib("ecsdb-text", iter(move || db2.prepare_cached(COUNT_FILTER).expect("prepares")));
+        w.lib("sqlite", iter(move || conn.prepare_cached(SQL_COUNT_FILTER).expect("prepares").column_count()));
+    });
+
     s.note(format!("count_filter: `{COUNT_FILTER}`"));
     s.note(format!(
         "project_filter: `{PROJECT_FILTER}` (about 10,000 rows, read into a Vec of 3-tuples by \
@@ -314,6 +320,10 @@ pub fn run(s: &mut Suite) {
     s.note(format!("group_by: `{GROUP_BY}`"));
     s.note(format!("top_k: `{TOP_K}`"));
     s.note("parse_plan: parse + bind + plan of count_filter's text (SQLite: prepare of its SQL)");
+    s.note(
+        "parse_plan_cached: the same through the statement cache (ecsdb: `Database::prepare_cached`, a copy \
+         of the kept plan; SQLite: rusqlite's `prepare_cached`, its LRU cache of statements)",
+    );
     s.note("ecsdb-typed: a hand-written loop over a prepared typed QueryState; sqlite: in memory, one table per component, no secondary indexes");
 }
 

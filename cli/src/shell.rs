@@ -49,7 +49,7 @@ Dot-commands (one line, no ';'):
 Tab completes keywords, functions and component and field names (Health.hp).";
 
 // Keywords to complete: the parser's own list, so completion never drifts from the grammar.
-use ecsdb::query::parse::KEYWORDS;
+use ecsdb::query::lex::KEYWORDS;
 
 const FUNCTIONS: &[&str] = &[
     "count", "sum", "avg", "min", "max", "abs", "sqrt", "floor", "ceil", "round", "len", "lower", "upper", "has",
@@ -551,7 +551,7 @@ impl ShellHelper {
                 out.push(c.clone());
             }
         }
-        for k in KEYWORDS {
+        for k in KEYWORDS.iter().map(|k| k.word) {
             if k.to_ascii_lowercase().starts_with(&lower) {
                 out.push(if lowercase_typed { k.to_ascii_lowercase() } else { k.to_string() });
             }

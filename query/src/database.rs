@@ -24,9 +24,11 @@ use crate::schedule::{self, Body, Schedule, SystemBuilder, TickFailure};
 const SPAWN_RUN: usize = 1024;
 
 mod prepared;
+mod statement_cache;
 mod world_slot;
 pub use prepared::Prepared;
 pub(crate) use prepared::Step;
+use statement_cache::{CatalogStamp, StatementCache};
 pub(crate) use world_slot::WorldLoan;
 use world_slot::WorldSlot;
 
@@ -49,6 +51,8 @@ pub struct Database {
     plan_options: PlanOptions,
     /// The runnable form of the world's schedule record (kept in step with it).
     schedule: Schedule,
+    /// Statements prepared from text, for the next run of the same text.
+    statements: StatementCache,
 }
 
 impl std::fmt::Debug for Database {
@@ -102,6 +106,7 @@ impl Database {
             functions: FunctionRegistry::default(),
             plan_options: PlanOptions::default(),
             schedule,
+            statements: StatementCache::default(),
         };
         db.bind_saved_systems();
         db
@@ -310,6 +315,7 @@ impl Database {
     /// ```
     pub fn set_plan_options(&mut self, options: PlanOptions) {
         self.plan_options = options;
+        self.statements.clear();
     }
 
     fn prepare_statement(&self, stmt: &ast::Statement) -> Result<Prepared, Error> {
@@ -326,6 +332,7 @@ impl Database {
             functions: self.functions.clone(),
             plan_options: self.plan_options,
             schedule,
+            statements: StatementCache::default(),
         };
         db.bind_saved_systems();
         db
@@ -349,9 +356,29 @@ impl Database {
 
     /// Runs one statement with parameters.
     pub fn execute_with(&mut self, text: &str, params: &Params) -> Result<ResultSet, Error> {
+        let (key, mut p) = self.cached_or_prepared(text)?;
+        let stamp = self.catalog_stamp();
+        let result = p.execute(self, params);
+        // (What the statement created changes the stamp: a CREATE is not kept anyway.)
+        if result.is_ok() && self.catalog_stamp() == stamp {
+            self.statements.put(key.unwrap_or_else(|| text.into()), stamp, p);
+        }
+        result
+    }
+
+    /// What a statement cache entry depends on besides its text.
+    fn catalog_stamp(&self) -> CatalogStamp {
+        let world = self.world.get();
+        CatalogStamp { world: world.id(), components: world.components().len(), indexes: world.index_catalog_version() }
+    }
+
+    /// The statement of `text`, from the cache (with its key) or parsed, bound and planned.
+    fn cached_or_prepared(&self, text: &str) -> Result<(Option<Box<str>>, Prepared), Error> {
+        if let Some((key, p)) = self.statements.take(text, self.catalog_stamp()) {
+            return Ok((Some(key), p));
+        }
         let stmt = parse::parse_statement(text)?;
-        let mut p = self.prepare_statement(&stmt)?;
-        p.execute(self, params)
+        Ok((None, self.prepare_statement(&stmt)?))
     }
 
     /// Runs one read-only statement (SELECT, EXPLAIN, SHOW, DESCRIBE) on a shared database; a
@@ -362,12 +389,26 @@ impl Database {
 
     /// [`Database::query`] with parameters.
     pub fn query_with(&self, text: &str, params: &Params) -> Result<ResultSet, Error> {
-        let stmt = parse::parse_statement(text)?;
-        if !statement_is_read_only(&stmt) {
-            return Err(mutates_error(stmt.span()));
+        let (key, mut p) = match self.statements.take(text, self.catalog_stamp()) {
+            Some((key, p)) => (Some(key), p),
+            None => {
+                let stmt = parse::parse_statement(text)?;
+                if !statement_is_read_only(&stmt) {
+                    return Err(mutates_error(stmt.span()));
+                }
+                (None, self.prepare_statement(&stmt)?)
+            }
+        };
+        if !p.is_read_only() {
+            let span = p.span();
+            self.statements.put(key.unwrap_or_else(|| text.into()), self.catalog_stamp(), p);
+            return Err(mutates_error(span));
         }
-        let mut p = self.prepare_statement(&stmt)?;
-        p.query(self, params)
+        let result = p.query(self, params);
+        if result.is_ok() {
+            self.statements.put(key.unwrap_or_else(|| text.into()), self.catalog_stamp(), p);
+        }
+        result
     }
 
     /// Runs a script of `;`-separated statements in order, stopping at the first error. Each
@@ -481,6 +522,29 @@ impl Database {
         self.prepare_statement(&stmt)
     }
 
+    /// [`Database::prepare`] through the statement cache that [`Database::execute`] and
+    /// [`Database::query`] use, as SQLite's `prepare_cached`: the plan kept for this text (or
+    /// one prepared now), lent until the returned guard is dropped, when it goes back.
+    ///
+    /// ```
+    /// use ecsdb_query::{Database, Params};
+    /// let mut db = Database::new();
+    /// db.execute_script("CREATE COMPONENT Health (hp f32); SPAWN Health {hp: 1};").unwrap();
+    /// for _ in 0..3 {
+    ///     // Parsed and planned the first time only.
+    ///     let mut low = db.prepare_cached("SELECT count(*) WHERE Health.hp < 5").unwrap();
+    ///     assert_eq!(low.query(&db, &Params::new()).unwrap().rows[0][0], ecsdb_engine::Value::Int(1));
+    /// }
+    /// ```
+    pub fn prepare_cached(&self, text: &str) -> Result<CachedStatement<'_>, Error> {
+        let stamp = self.catalog_stamp();
+        let (key, prepared) = match self.statements.take(text, stamp) {
+            Some((key, p)) => (key, p),
+            None => (text.into(), self.prepare_statement(&parse::parse_statement(text)?)?),
+        };
+        Ok(CachedStatement { cache: &self.statements, key: Some(key), stamp, prepared: Some(prepared) })
+    }
+
     /// Registers a scalar function callable from text by `name` (case-insensitive). It
     /// receives the argument values and returns a value or an error message. A name that is
     /// not an identifier or that names a built-in cannot be registered (see
@@ -513,7 +577,10 @@ impl Database {
         f: impl Fn(&[Value]) -> Result<Value, String> + Send + Sync + 'static,
     ) -> Result<(), Error> {
         let f: std::sync::Arc<RegisteredFn> = std::sync::Arc::new(f);
-        self.functions.register(name, f).map_err(|m| Error::new(ErrorKind::Constraint, m))
+        self.functions.register(name, f).map_err(|m| Error::new(ErrorKind::Constraint, m))?;
+        // (Statements already prepared may call a function this one replaces.)
+        self.statements.clear();
+        Ok(())
     }
 
     /// Creates a function index: `f` is evaluated for every entity with `component` (as the
@@ -616,6 +683,43 @@ impl Database {
         QueryState::<(Entity, Q), ()>::try_new(self.world.get_mut())?;
         let inner = self.world.get_mut().query_filtered_mut::<(Entity, Q), ()>();
         Ok(Selected { inner, set })
+    }
+}
+
+/// A statement lent by a database's statement cache ([`Database::prepare_cached`]): a
+/// [`Prepared`] that goes back to the cache when dropped.
+pub struct CachedStatement<'db> {
+    cache: &'db StatementCache,
+    key: Option<Box<str>>,
+    stamp: CatalogStamp,
+    prepared: Option<Prepared>,
+}
+
+impl std::ops::Deref for CachedStatement<'_> {
+    type Target = Prepared;
+
+    fn deref(&self) -> &Prepared {
+        self.prepared.as_ref().expect("a cached statement holds its plan until dropped")
+    }
+}
+
+impl std::ops::DerefMut for CachedStatement<'_> {
+    fn deref_mut(&mut self) -> &mut Prepared {
+        self.prepared.as_mut().expect("a cached statement holds its plan until dropped")
+    }
+}
+
+impl Drop for CachedStatement<'_> {
+    fn drop(&mut self) {
+        if let (Some(key), Some(prepared)) = (self.key.take(), self.prepared.take()) {
+            self.cache.put(key, self.stamp, prepared);
+        }
+    }
+}
+
+impl std::fmt::Debug for CachedStatement<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("CachedStatement").field(&**self).finish()
     }
 }
 

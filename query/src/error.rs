@@ -214,6 +214,13 @@ impl Error {
         Error::new(ErrorKind::Internal, message)
     }
 
+    /// The same error, about text `by` bytes further on (an error in a piece of a longer text,
+    /// moved to the whole).
+    pub(crate) fn shifted(mut self, by: usize) -> Error {
+        self.span = self.span.map(|s| Span::new(s.start + by, s.end + by));
+        self
+    }
+
     /// The same error, about the text at `span`.
     pub fn with_span(mut self, span: Span) -> Error {
         self.span = Some(span);

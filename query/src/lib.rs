@@ -83,14 +83,17 @@ pub mod error;
 pub mod execute;
 pub mod expr;
 pub mod functions;
+pub mod lex;
 pub mod live;
 mod params;
 pub mod parse;
 pub mod plan;
 mod result;
 pub mod schedule;
+#[cfg(test)]
+mod test_rng;
 
-pub use database::{Database, Prepared, Selected, is_read_only};
+pub use database::{CachedStatement, Database, Prepared, Selected, is_read_only};
 pub use error::{Error, ErrorKind, Span};
 pub use params::Params;
 pub use plan::PlanOptions;

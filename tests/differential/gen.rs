@@ -1,5 +1,5 @@
 //! The random query generator: type-directed, over the whole SELECT grammar of
-//! `QUERY_LANGUAGE.md`.
+//! `docs/query-language.md`.
 //!
 //! Queries are well-typed by construction (each expression is generated for a wanted type),
 //! except the deliberately broken ones of [`Gen::broken_query`], which say which error kind

@@ -1,5 +1,5 @@
 //! A deliberately simple reference evaluator: walks the parsed AST row by row over the plain
-//! [`Model`], following `QUERY_LANGUAGE.md` literally. Obviously correct, not fast: every
+//! [`Model`], following `docs/query-language.md` literally. Obviously correct, not fast: every
 //! row is a `BTreeMap` lookup, every expression a tree walk over `Value`s.
 //!
 //! Choices where the spec is silent (SQLite's, as the spec asks, and as `query/src` documents

@@ -3,8 +3,7 @@
 //! `descendant_of`), what a DESPAWN does under each `ON DELETE` policy, and the checks writes
 //! of declared references must pass.
 //!
-//! Semantics, from `QUERY_LANGUAGE.md` ("References between entities", "v2 details") and
-//! `docs/query-language.md` (as built):
+//! Semantics, from `docs/query-language.md` ("References between entities", "v2 details"):
 //! - a step of a path or a chain goes to a *live* target only: a null or dead handle (or, for
 //!   a path, a target without the step's component) ends it — a path then gives null;
 //! - the chain from an entity lists the targets met one hop at a time, stopping at the top or

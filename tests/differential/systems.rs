@@ -1,6 +1,6 @@
 //! Systems: mutations run as text systems (`CREATE SYSTEM … AS …`, `BEGIN … END`) by `TICK`,
-//! against a model that runs them one by one, as `QUERY_LANGUAGE.md` ("Systems") and
-//! `docs/query-language.md` say the scheduler must behave:
+//! against a model that runs them one by one, as `docs/query-language.md` ("Systems") says the
+//! scheduler must behave:
 //! - phases in order; in a phase, systems in registration order, each block's statements in
 //!   order; a failing statement changes nothing and ends its block, other systems go on;
 //! - UPDATE writes at once (later systems and statements see it); SPAWN, DESPAWN, ADD and

@@ -31,6 +31,8 @@ pub struct Prepared {
     pub(super) params: Vec<ParamSpec>,
     columns: Vec<String>,
     span: Span,
+    /// Whether runs see only what changed since the last (`changed()`, `added()`).
+    tracks_changes: bool,
 }
 
 impl Prepared {
@@ -115,12 +117,30 @@ impl Prepared {
                 _ => {}
             }
         }
-        Prepared { world_id: world.id(), exec, params, columns, span }
+        Prepared { world_id: world.id(), exec, params, columns, span, tracks_changes }
     }
 
     /// The result's column names.
     pub fn columns(&self) -> &[String] {
         &self.columns
+    }
+
+    /// Whether a statement cache may keep it for another run of its text: its runs keep no
+    /// state a one-shot statement must not see, and it does not define the catalog.
+    pub(crate) fn is_cacheable(&self) -> bool {
+        !self.tracks_changes
+            && !matches!(
+                self.exec,
+                Executable::CreateComponent(..)
+                    | Executable::CreateIndex { .. }
+                    | Executable::DropIndex(..)
+                    | Executable::Schedule(_)
+            )
+    }
+
+    /// The statement's span in its text.
+    pub(crate) fn span(&self) -> Span {
+        self.span
     }
 
     /// Whether running it cannot change the world.

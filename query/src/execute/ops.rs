@@ -5,7 +5,7 @@
 //! implementations of the same rules for common shapes. Errors are plain messages; the
 //! evaluator attaches the span of the expression.
 //!
-//! Rules (where QUERY_LANGUAGE.md is silent, SQLite's choice unless noted):
+//! Rules (where docs/query-language.md is silent, SQLite's choice unless noted):
 //! - null in, null out (except `AND`/`OR`, three-valued, and `IS NULL`);
 //! - `int ∘ int` is an int; overflow is an error (SQLite would switch to float; we refuse to
 //!   lose precision silently); `int / int` truncates toward zero; `/` and `%` by zero are null;

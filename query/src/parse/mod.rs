@@ -24,17 +24,16 @@
 //! deeper input is a syntax error.
 
 pub mod ast;
-mod fast;
+mod grammar;
 mod number;
 mod parser;
 mod precedence;
 mod prepare;
 mod script;
+mod spawn_shapes;
 mod syntax_error;
 
 pub(crate) use script::{LiteralField, LiteralSpawn, LiteralValue, Script, ScriptItem};
-
-pub use parser::KEYWORDS;
 
 pub use ast::*;
 
@@ -52,11 +51,6 @@ pub const MAX_EXPR_DEPTH: usize = 256;
 ///
 /// Empty input (or only comments) is a syntax error.
 pub fn parse_statement(src: &str) -> Result<Statement, Error> {
-    // The common SELECTs are read by a hand-written parser that builds the same tree, many
-    // times faster; it declines anything else, and every error, which pest then reports.
-    if let Some(statement) = fast::parse_statement(src) {
-        return Ok(statement);
-    }
     let mut statements = parser::parse(src, parser::Entry::Statement)?;
     match statements.pop() {
         Some(statement) if statements.is_empty() => Ok(statement),
@@ -72,13 +66,13 @@ pub fn parse_statement(src: &str) -> Result<Statement, Error> {
 /// assert_eq!(statements.len(), 2);
 /// ```
 pub fn parse_script(src: &str) -> Result<Vec<Statement>, Error> {
-    parser::parse(src, parser::Entry::Script)
+    Ok(parser::parse_script(src)?.into_statements(src))
 }
 
 /// [`parse_script`], with the SPAWNs of literal values kept flat ([`LiteralSpawn`]): what
 /// [`crate::Database::execute_script`] runs.
 pub(crate) fn parse_script_items(src: &str) -> Result<Script, Error> {
-    parser::parse_items(src, parser::Entry::Script, true)
+    parser::parse_script(src)
 }
 
 /// Parses a system's body as [`CreateSystem::body_text`] holds it: one statement or

@@ -41,14 +41,41 @@ pub(super) fn number_value(digits: &str, int: bool, negative: bool) -> Option<Li
     }
 }
 
+/// The forms of the grammar's `number` rule.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum NumberKind {
+    /// `12v0`.
+    Entity,
+    /// `2.` or `2.x`: reported as an error.
+    BadFloat,
+    /// `2.5`, `.5`, `2e3`, `2.5e-3`.
+    Float,
+    /// `2`.
+    Int,
+}
+
+/// Which form a `number` token's text has (the grammar matched exactly one).
+pub(super) fn number_kind(text: &str) -> NumberKind {
+    let bytes = text.as_bytes();
+    let digits = bytes.iter().take_while(|b| b.is_ascii_digit()).count();
+    match bytes.get(digits) {
+        None => NumberKind::Int,
+        Some(b'v') => NumberKind::Entity,
+        Some(b'.') if bytes.get(digits + 1).is_some_and(u8::is_ascii_digit) => NumberKind::Float,
+        Some(b'.') => NumberKind::BadFloat,
+        // An exponent.
+        Some(_) => NumberKind::Float,
+    }
+}
+
 /// A plain decimal read from the start of some bytes: digits, then at most one `.` and
 /// digits (`12`, `2.5`; also `2.`, `.5` and `.`, which the caller may refuse).
 #[derive(Clone, Copy, Debug)]
-pub(super) struct Decimal {
+struct Decimal {
     /// Bytes read.
-    pub len: usize,
+    len: usize,
     /// Digits after the point; `None` without a point.
-    pub fraction_digits: Option<usize>,
+    fraction_digits: Option<usize>,
     /// Number of digits.
     digits: usize,
     /// The digits, point removed, as an integer, when it is at most [`MAX_EXACT_MANTISSA`].
@@ -65,7 +92,7 @@ const EXACT_POWERS_OF_TEN: [f64; 23] = [
 ];
 
 /// Reads the plain decimal at the start of `bytes` (possibly empty: no digit, no point).
-pub(super) fn read_decimal(bytes: &[u8]) -> Decimal {
+fn read_decimal(bytes: &[u8]) -> Decimal {
     let mut mantissa: u64 = 0;
     // (Wraps only past 19 digits, where the mantissa is not used.)
     let mut digits_from = |at: usize| {
@@ -95,19 +122,6 @@ impl Decimal {
         let power = EXACT_POWERS_OF_TEN.get(self.fraction_digits.unwrap_or(0))?;
         let mantissa = self.mantissa.filter(|_| self.digits > 0)?;
         Some(mantissa as f64 / power)
-    }
-
-    /// The literal `text` (the bytes read) is, negated if `negative`: an int without a point,
-    /// a float with one; `None` if out of range, as [`number_value`].
-    pub(super) fn literal(&self, text: &str, negative: bool) -> Option<Literal> {
-        let int = self.fraction_digits.is_none();
-        let fast = match self.mantissa {
-            // (At most 2^53: negating cannot overflow.)
-            Some(m) if int && self.digits > 0 => Some(Literal::Int(if negative { -(m as i64) } else { m as i64 })),
-            _ if int => None,
-            _ => self.exact_f64().map(|v| Literal::Float(if negative { -v } else { v })),
-        };
-        fast.or_else(|| number_value(text, int, negative))
     }
 }
 

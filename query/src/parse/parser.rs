@@ -13,151 +13,147 @@ use pest::{Parser as _, Token};
 
 use super::MAX_NESTING;
 use super::ast::*;
+use super::grammar::{Grammar, Rule};
 use super::precedence::OperatorStack;
-use super::prepare::{Prepared, prepare};
+use super::prepare::prepare;
 use super::script::{Script, ScriptItem};
+use super::spawn_shapes::SpawnShapes;
 use super::syntax_error::syntax_error;
 use crate::error::{Error, ErrorKind, suggest};
+use crate::lex::{Lexer, Splitter};
 use ecsdb_engine::{FieldType, OnDelete};
 use expr::leaf;
-
-#[derive(pest_derive::Parser)]
-#[grammar = "../grammar/ecsdb.pest"]
-struct Grammar;
-
-/// Words that cannot name a component, function, index or alias (kept in step with the
-/// grammar's `reserved` rule; a test checks it).
-pub(crate) const RESERVED: &[&str] = &[
-    "select", "from", "where", "group", "order", "limit", "offset", "and", "or", "not", "in", "is", "null", "true",
-    "false", "like", "between", "as", "entity", "explain", "spawn", "despawn", "add", "remove", "update", "set",
-    "create", "drop", "show", "describe", "to", "on", "using",
-];
-
-/// Every keyword of the language (upper case): for "did you mean" on a misspelt one, and
-/// for tools that complete or highlight keywords.
-pub const KEYWORDS: &[&str] = &[
-    "SELECT",
-    "FROM",
-    "WHERE",
-    "GROUP",
-    "ORDER",
-    "BY",
-    "ASC",
-    "DESC",
-    "LIMIT",
-    "OFFSET",
-    "AS",
-    "AND",
-    "OR",
-    "NOT",
-    "IN",
-    "IS",
-    "NULL",
-    "LIKE",
-    "BETWEEN",
-    "OPTIONAL",
-    "EXPLAIN",
-    "SPAWN",
-    "DESPAWN",
-    "ADD",
-    "TO",
-    "REMOVE",
-    "UPDATE",
-    "SET",
-    "CREATE",
-    "COMPONENT",
-    "INDEX",
-    "ON",
-    "USING",
-    "DROP",
-    "SHOW",
-    "COMPONENTS",
-    "TABLES",
-    "INDEXES",
-    "DESCRIBE",
-];
 
 /// Which grammar rule to parse the whole input as.
 #[derive(Clone, Copy, Debug)]
 pub(crate) enum Entry {
     /// Exactly one statement (optional trailing `;`).
     Statement,
-    /// `;`-separated statements.
-    Script,
     /// A system's body: one statement or `BEGIN … END`.
     SystemBody,
 }
 
 /// Parses `src` as `entry` into statements (exactly one for [`Entry::Statement`]).
-///
-/// A script is given to pest in pieces of about [`SCRIPT_PIECE`](super::prepare::SCRIPT_PIECE) bytes that end just after a
-/// `;` between statements: pest keeps every token of what it parses until the parse is
-/// dropped (tens of bytes per token), which for a long script would be far more memory than
-/// the text. Each piece is parsed with the same `script` rule; as nothing but `semicolon`
-/// matches a `;` outside strings and comments, a piece fails exactly where the whole script
-/// would, and the first piece that fails gives the error. As when the whole script was
-/// parsed before any statement was built, a syntax error anywhere comes before an error found
-/// while building (an integer out of range, …).
 pub(crate) fn parse(src: &str, entry: Entry) -> Result<Vec<Statement>, Error> {
-    parse_with(src, entry, true)
+    let prepared = prepare(src)?;
+    on_parse_stack(prepared.depth, || parse_prepared(src, &prepared.text, entry))
 }
 
-/// [`parse`], where scripts use the hand-written parser for the pieces it takes only if
-/// `fast_scripts` (its tests compare both).
-pub(crate) fn parse_with(src: &str, entry: Entry, fast_scripts: bool) -> Result<Vec<Statement>, Error> {
-    Ok(parse_items(src, entry, fast_scripts)?.into_statements(src))
-}
-
-/// [`parse`], with the SPAWNs of literals that the hand-written parser read kept flat.
-pub(crate) fn parse_items(src: &str, entry: Entry, fast_scripts: bool) -> Result<Script, Error> {
-    let Prepared { text, cuts } = prepare(src)?;
-    let mut builder = Builder::default();
-    let mut script = Script::default();
-    let (rule, cuts) = match entry {
-        Entry::Statement => (Rule::single, &[][..]),
-        Entry::Script => (Rule::script, &cuts[..]),
-        Entry::SystemBody => (Rule::single_system_body, &[][..]),
+fn parse_prepared(src: &str, text: &str, entry: Entry) -> Result<Vec<Statement>, Error> {
+    let rule = match entry {
+        Entry::Statement => Rule::single,
+        Entry::SystemBody => Rule::single_system_body,
     };
-    let starts = std::iter::once(0).chain(cuts.iter().copied());
-    let ends = cuts.iter().copied().chain(std::iter::once(text.len()));
+    let mut pairs = parse_rule(rule, text).map_err(|e| syntax_error(src, *e))?;
+    let top = pairs.next().expect("grammar: a successful parse has its entry rule");
+    let mut builder = Builder::default();
+    let mut statements = Vec::new();
+    for pair in top.into_inner() {
+        match pair.as_rule() {
+            Rule::semicolon | Rule::EOI => {}
+            Rule::system_body => statements.extend(builder.system_body(pair)?.1),
+            _ => statements.push(builder.statement(pair)?),
+        }
+    }
+    Ok(statements)
+}
+
+/// Parses a script: its statements one at a time, as [`split_statements`](crate::lex::split_statements)
+/// cuts it, with the SPAWNs of literals kept flat ([`Script`]).
+///
+/// Statements are parsed one by one rather than the whole script at once: pest keeps every
+/// token of what it parses until the parse is dropped (tens of bytes per token), which for a
+/// long script would be far more memory than the text, and a SPAWN of a shape seen before
+/// needs no parse at all ([`SpawnShapes`]). As nothing but the grammar's `semicolon` matches
+/// a `;` that ends a statement, each statement fails exactly where the whole script would,
+/// and the first that fails gives the error. As when the whole script was parsed before any
+/// statement was built, a syntax error anywhere comes before an error found while building
+/// (an integer out of range, …).
+pub(crate) fn parse_script(src: &str) -> Result<Script, Error> {
+    parse_script_with(src, true)
+}
+
+/// [`parse_script`], SPAWNs read from their shape only if `shapes` (tests compare both).
+pub(crate) fn parse_script_with(src: &str, use_shapes: bool) -> Result<Script, Error> {
+    let mut script = Script::default();
+    let mut shapes = SpawnShapes::default();
+    let mut builder = Builder::default();
+    let mut tokens = Vec::new();
     let mut built = Ok(());
-    for piece in starts.zip(ends).map(|(start, end)| start..end) {
-        // Scripts of the statements the hand-written parser takes (SPAWNs, SELECTs) skip pest.
-        // (After a building error only syntax errors matter: what it reads is dropped.)
-        if fast_scripts
-            && matches!(entry, Entry::Script)
-            && super::fast::parse_script_piece(&text, piece.clone(), &mut script)
-        {
+    let flat = src.len() <= Script::FLAT_LIMIT;
+    let mut pos = 0;
+    while let Some(first) = Lexer::at(src, pos).next_significant() {
+        if src.as_bytes()[first.span.start] == b';' {
+            pos = first.span.end; // an empty statement
             continue;
         }
-        let mut pairs =
-            Grammar::parse(rule, &text[piece.clone()]).map_err(|e| syntax_error(src, shift_error(e, piece.start)))?;
-        if built.is_ok() {
-            let top = pairs.next().expect("grammar: a successful parse has its entry rule");
-            builder.base = piece.start;
-            built = top.into_inner().try_for_each(|pair| {
-                match pair.as_rule() {
-                    Rule::semicolon | Rule::EOI => {}
-                    Rule::system_body => script
-                        .items
-                        .extend(builder.system_body(pair)?.1.into_iter().map(|s| ScriptItem::Statement(Box::new(s)))),
-                    _ => script.items.push(ScriptItem::Statement(Box::new(builder.statement(pair)?))),
-                }
-                Ok(())
-            });
+        if flat
+            && use_shapes
+            && let Some((read, end)) = shapes.read(src, first.span.start, &mut script)
+        {
+            script.items.push(ScriptItem::Spawn(read));
+            pos = end;
+            continue;
         }
+        let piece = Splitter::at(src, first.span.start).next_statement(&mut tokens).expect("a statement starts here");
+        pos = piece.end;
+        let prepared = prepare(piece.text(src)).map_err(|e| e.shifted(piece.start))?;
+        let parsed = on_parse_stack(prepared.depth, || {
+            let mut pairs = parse_rule(Rule::single, &prepared.text)
+                .map_err(|e| syntax_error(src, shift_error(*e, piece.start)))?;
+            if built.is_err() {
+                return Ok::<_, Error>(None); // (After a building error only syntax errors matter.)
+            }
+            let top = pairs.next().expect("grammar: a successful parse has its entry rule");
+            let pair = top.into_inner().next().expect("grammar: a statement");
+            builder.base = piece.start;
+            Ok(Some(builder.statement(pair)))
+        })?;
+        let Some(statement) = parsed else { continue };
+        built = statement.map(|statement| match flat.then(|| script.flatten(&statement, src)).flatten() {
+            Some(read) => {
+                shapes.remember(src, &tokens, &read, &script);
+                script.items.push(ScriptItem::Spawn(read));
+            }
+            None => script.items.push(ScriptItem::Statement(Box::new(statement))),
+        });
     }
     built.map(|()| script)
 }
 
 /// Parses `src` as one expression.
 pub(crate) fn parse_expr(src: &str) -> Result<Expr, Error> {
-    let text = prepare(src)?.text;
-    let mut pairs = Grammar::parse(Rule::single_expr, &text).map_err(|e| syntax_error(src, e))?;
-    let top = pairs.next().expect("grammar: a successful parse has its entry rule");
-    let expr = first(top, Rule::expr);
-    Builder::default().expr(expr)
+    let prepared = prepare(src)?;
+    on_parse_stack(prepared.depth, || {
+        let mut pairs = parse_rule(Rule::single_expr, &prepared.text).map_err(|e| syntax_error(src, *e))?;
+        let top = pairs.next().expect("grammar: a successful parse has its entry rule");
+        let expr = first(top, Rule::expr);
+        Builder::default().expr(expr)
+    })
 }
+
+/// Runs a parse (pest's, then the builder's) of text nested `depth` brackets deep on a stack
+/// with room for it.
+///
+/// pest recurses a few frames per bracket level, and so does the builder: [`MAX_NESTING`]
+/// bounds the depth, not the frames' size. Rather than pest's own guard (a stack probe at
+/// every rule it enters: a fifth of a statement's parse), one probe per parse here moves the
+/// parse to a fresh stack segment when the thread's has less left than the depth may need.
+fn on_parse_stack<T>(depth: usize, parse: impl FnOnce() -> T) -> T {
+    let needed = PARSE_STACK_BASE + depth * PARSE_STACK_PER_LEVEL;
+    stacker::maybe_grow(needed, 2 * needed, parse)
+}
+
+/// pest's parse of `text` as `rule`.
+fn parse_rule(rule: Rule, text: &str) -> Result<pest::iterators::Pairs<'_, Rule>, Box<pest::error::Error<Rule>>> {
+    Grammar::parse(rule, text).map_err(Box::new)
+}
+
+/// The stack a parse needs at bracket depth 0, and per level: a debug build's frames, with
+/// room to spare (at [`MAX_NESTING`] levels a debug build uses under 2 MiB;
+/// `deep_nesting_fits_in_a_small_stack` runs every bracketed form in 192 KiB threads).
+const PARSE_STACK_BASE: usize = 128 << 10;
+const PARSE_STACK_PER_LEVEL: usize = 12 << 10;
 
 /// A pest error in a piece of the text that starts at byte `by`, moved to the whole text.
 fn shift_error(mut err: pest::error::Error<Rule>, by: usize) -> pest::error::Error<Rule> {
@@ -635,19 +631,14 @@ pub(super) fn unescape(raw: &str, offset: usize) -> Result<String> {
     Ok(out)
 }
 
-/// An expression's source text with every run of whitespace and comments made one space,
-/// except inside string literals: the column name of an unaliased select item.
+/// An expression's source text with every run of whitespace and comments made one space
+/// (strings kept as written): the column name of an unaliased select item.
 pub(crate) fn collapse_whitespace(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
-    let mut chars = text.chars().peekable();
     let mut pending_space = false;
-    while let Some(c) = chars.next() {
-        if c.is_whitespace() || (c == '-' && chars.peek() == Some(&'-')) {
-            if c == '-' {
-                while chars.peek().is_some_and(|&c| c != '\n') {
-                    chars.next();
-                }
-            }
+    let mut lexer = Lexer::new(text);
+    while let Some(token) = lexer.next_raw() {
+        if token.kind.is_trivia() {
             pending_space = true;
             continue;
         }
@@ -655,19 +646,7 @@ pub(crate) fn collapse_whitespace(text: &str) -> String {
             out.push(' ');
         }
         pending_space = false;
-        out.push(c);
-        if c == '\'' || c == '"' {
-            while let Some(s) = chars.next() {
-                out.push(s);
-                if s == '\\' {
-                    if let Some(escaped) = chars.next() {
-                        out.push(escaped);
-                    }
-                } else if s == c {
-                    break;
-                }
-            }
-        }
+        out.push_str(token.text(text));
     }
     out
 }

@@ -97,6 +97,20 @@ pub(crate) enum LiteralValue {
     Str,
 }
 
+impl LiteralValue {
+    /// The flat value of a literal that is not a string; `None` for a string (whose flat
+    /// form needs its text: see [`Script::flatten`]).
+    pub fn of(literal: &Literal) -> Option<LiteralValue> {
+        Some(match *literal {
+            Literal::Int(i) => LiteralValue::Int(i),
+            Literal::Float(f) => LiteralValue::Float(f),
+            Literal::Bool(b) => LiteralValue::Bool(b),
+            Literal::Null => LiteralValue::Null,
+            Literal::Str(_) => return None,
+        })
+    }
+}
+
 /// Where a [`Script`]'s arrays ended, to drop what a declined statement pushed.
 #[derive(Clone, Copy)]
 pub(crate) struct Mark {
@@ -143,6 +157,40 @@ impl Script {
     /// The SPAWN of the components pushed since `mark`.
     pub fn spawn(&self, span: Span, mark: Mark) -> LiteralSpawn {
         LiteralSpawn { span, components: mark.components as u32..self.components.len() as u32 }
+    }
+
+    /// `statement` kept flat, when it is a SPAWN whose every field value is a literal (a
+    /// string without escapes: its value is the text between its quotes). Nothing is pushed
+    /// otherwise.
+    pub fn flatten(&mut self, statement: &Statement, src: &str) -> Option<LiteralSpawn> {
+        let Statement::Spawn(spawn) = statement else { return None };
+        let mark = self.mark();
+        let flat = self.flatten_spawn(spawn, src);
+        if flat.is_none() {
+            self.rewind(mark);
+        }
+        flat
+    }
+
+    fn flatten_spawn(&mut self, spawn: &Spawn, src: &str) -> Option<LiteralSpawn> {
+        let spawn_mark = self.mark();
+        for c in &spawn.components {
+            let field_mark = self.mark();
+            for f in &c.fields {
+                let ExprKind::Literal(literal) = &f.value.kind else { return None };
+                let value = match literal {
+                    Literal::Str(s)
+                        if f.value.span.len() == s.len() + 2 && f.value.span.text(src).get(1..=s.len())? == s =>
+                    {
+                        LiteralValue::Str
+                    }
+                    other => LiteralValue::of(other)?,
+                };
+                self.push_field(LiteralField::new(f.field.span, value, f.value.span));
+            }
+            self.push_component(c.component.span, c.span, field_mark);
+        }
+        Some(self.spawn(spawn.span, spawn_mark))
     }
 
     /// The syntax tree of `spawn`, as the parser builds it from `src` (the script's text).

@@ -4,8 +4,9 @@
 use pest::error::{ErrorVariant, InputLocation};
 
 use super::ast::Span;
-use super::parser::{KEYWORDS, RESERVED, Rule};
+use super::grammar::Rule;
 use crate::error::{Error, suggest};
+use crate::lex::{KEYWORDS, is_reserved, keyword};
 
 /// Rank of the statement-start keywords in [`expected_label`].
 const STATEMENT_RANK: u8 = 0;
@@ -153,7 +154,7 @@ fn found_at(src: &str, pos: usize) -> (String, Span) {
         c.len_utf8()
     };
     let word = &rest[..len];
-    let described = if RESERVED.iter().any(|r| r.eq_ignore_ascii_case(word)) {
+    let described = if is_reserved(word) {
         format!("`{word}` (a reserved word)")
     } else if c.is_control() || c.is_whitespace() {
         format!("character {:?}", c)
@@ -162,10 +163,6 @@ fn found_at(src: &str, pos: usize) -> (String, Span) {
     };
     (described, Span::new(pos, pos + len))
 }
-
-/// Statement-start keywords, for "did you mean" on the first word of a statement.
-const STATEMENT_KEYWORDS: &[&str] =
-    &["SELECT", "EXPLAIN", "SPAWN", "DESPAWN", "ADD", "REMOVE", "UPDATE", "CREATE", "DROP", "SHOW", "DESCRIBE"];
 
 /// A keyword the user may have misspelt at the error: the found word, if it is close to an
 /// expected keyword; or the first word of the statement, if it is close to a statement keyword
@@ -176,7 +173,7 @@ fn keyword_suggestion(src: &str, span: Span, expected: &[&str]) -> Option<String
         .iter()
         .filter_map(|label| label.strip_prefix('`')?.strip_suffix('`'))
         .flat_map(|kw| kw.split(' ').next())
-        .filter(|kw| KEYWORDS.contains(kw))
+        .filter(|kw| keyword(kw).is_some())
         .collect();
     if !found.is_empty()
         && found.bytes().all(|b| b.is_ascii_alphabetic())
@@ -194,8 +191,8 @@ fn keyword_suggestion(src: &str, span: Span, expected: &[&str]) -> Option<String
     let word = &before[word_start..];
     let prefix = before[..word_start].trim_end();
     let starts_statement = prefix.is_empty() || prefix.ends_with(';');
-    if starts_statement && !word.is_empty() && !KEYWORDS.iter().any(|k| k.eq_ignore_ascii_case(word)) {
-        return suggest(word, STATEMENT_KEYWORDS.iter().copied());
+    if starts_statement && !word.is_empty() && keyword(word).is_none() {
+        return suggest(word, KEYWORDS.iter().filter(|k| k.starts_statement).map(|k| k.word));
     }
     None
 }

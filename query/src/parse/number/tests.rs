@@ -28,13 +28,6 @@ proptest! {
     }
 
     #[test]
-    fn read_decimals_give_the_literal_of_their_text(text in number_text(), negative in any::<bool>()) {
-        let decimal = read_decimal(text.as_bytes());
-        let read = &text[..decimal.len];
-        prop_assert_eq!(decimal.literal(read, negative), number_value(read, decimal.fraction_digits.is_none(), negative));
-    }
-
-    #[test]
     fn ints_are_parsed_as_str_parse_does(text in prop_oneof!["[0-9]{0,22}", "[0-9+\\-a]{0,4}", any::<u64>().prop_map(|v| v.to_string())]) {
         prop_assert_eq!(parse_u64(&text), text.parse::<u64>().ok());
     }

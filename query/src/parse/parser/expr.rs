@@ -6,7 +6,7 @@ use pest::iterators::Pair;
 use super::{Builder, MAX_RECURSION, Result, Rule, first, ident, parameter, span_of, unescape};
 use crate::error::Error;
 use crate::parse::ast::*;
-use crate::parse::number::number_literal;
+use crate::parse::number::{NumberKind, number_kind, number_literal};
 use crate::parse::precedence::{Infix, Nested, OperatorStack, internal, too_deep};
 
 impl Infix {
@@ -234,33 +234,6 @@ pub(super) fn leaf(pair: Pair<'_, Rule>, base: usize) -> Result<Expr> {
 /// Whether a `name_ref` is a call (has arguments).
 fn is_call(pair: &Pair<'_, Rule>) -> bool {
     pair.clone().into_inner().any(|p| p.as_rule() == Rule::call_args)
-}
-
-/// The forms of the grammar's `number` rule.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum NumberKind {
-    /// `12v0`.
-    Entity,
-    /// `2.` or `2.x`: reported as an error.
-    BadFloat,
-    /// `2.5`, `.5`, `2e3`, `2.5e-3`.
-    Float,
-    /// `2`.
-    Int,
-}
-
-/// Which form a `number` token's text has (the grammar matched exactly one).
-fn number_kind(text: &str) -> NumberKind {
-    let bytes = text.as_bytes();
-    let digits = bytes.iter().take_while(|b| b.is_ascii_digit()).count();
-    match bytes.get(digits) {
-        None => NumberKind::Int,
-        Some(b'v') => NumberKind::Entity,
-        Some(b'.') if bytes.get(digits + 1).is_some_and(u8::is_ascii_digit) => NumberKind::Float,
-        Some(b'.') => NumberKind::BadFloat,
-        // An exponent.
-        Some(_) => NumberKind::Float,
-    }
 }
 
 /// `12v0` → index 12, generation 0.
