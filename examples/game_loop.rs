@@ -81,20 +81,20 @@ fn main() {
         // Damage: the poison cloud drifts; text picks the victims, Rust applies the damage.
         let cloud = Value::Vec2([tick as f64 * 10.0 - 100.0, 0.0]);
         let mut poisoned = 0;
-        for mut h in db.select::<&mut Health>(POISON_CLOUD, &Params::new().set("cloud", cloud)).expect("valid filter") {
+        for mut h in db.select::<&mut Health>(POISON_CLOUD, Params::new().set("cloud", cloud)).expect("valid filter") {
             h.hp -= 15.0;
             poisoned += 1;
         }
 
         // Healing: only one team's players, chosen by parameter.
         let team = if tick % 2 == 0 { "red" } else { "blue" };
-        for mut h in db.select::<&mut Health>(HEALERS_AURA, &Params::new().set("team", team)).expect("valid filter") {
+        for mut h in db.select::<&mut Health>(HEALERS_AURA, Params::new().set("team", team)).expect("valid filter") {
             h.hp = (h.hp + 10.0).min(h.max);
         }
 
         // Frozen monsters thaw when hurt; the dead are despawned. Both are atomic statements.
-        thaw.execute(&mut db, &Params::positional([50])).expect("thaw");
-        let buried = bury.execute(&mut db, &Params::new()).expect("bury");
+        thaw.execute(&mut db, Params::positional([50])).expect("thaw");
+        let buried = bury.execute(&mut db, ()).expect("bury");
         if tick % 5 == 4 {
             println!(
                 "tick {:>2}: {poisoned} poisoned, {} buried, {} alive",
@@ -106,12 +106,12 @@ fn main() {
     }
     println!("20 ticks in {:?}", start.elapsed());
 
-    let census = census.query(&db, &Params::new()).expect("census");
+    let census = census.query(&db, ()).expect("census");
     for row in &census {
         println!("  team {:<6} {:>5} alive, average hp {}", row[0], row[1], row[2]);
     }
     println!("most threatening (a registered Rust function in text):");
-    for row in &db.query(DANGEROUS).expect("valid query") {
+    for row in &db.query(DANGEROUS, ()).expect("valid query") {
         println!("  {} level {} hp {} threat {}", row[0], row[1], row[2], row[3]);
     }
 

@@ -84,7 +84,7 @@ fn main() -> ExitCode {
 
 fn show(db: &Database, text: &str) {
     println!("\n> {text}");
-    match db.query(text) {
+    match db.query(text, ()) {
         Ok(rs) => print_rows(&rs),
         Err(e) => println!("{}", e.render(text)),
     }

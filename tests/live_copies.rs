@@ -77,7 +77,7 @@ fn world() -> Database {
     let boost = ComponentDef::new("Boost", &[("v", FieldType::I32)]).sparse();
     db.world_mut().define_component(&boost).unwrap();
     for i in 0..300 {
-        db.execute(&format!("SPAWN Pos {{x: {i}, y: 0, z: 1}}, Name {{s: 'n{i}'}}")).unwrap();
+        db.execute(&format!("SPAWN Pos {{x: {i}, y: 0, z: 1}}, Name {{s: 'n{i}'}}"), ()).unwrap();
     }
     db
 }
@@ -97,7 +97,7 @@ fn apply(db: &mut Database, op: &Op) {
         Op::Idle => return,
     };
     // Some writes are refused (the index exists already): nothing changes then.
-    let _ = db.execute(&text);
+    let _ = db.execute(&text, ());
 }
 
 /// Where two dumps first differ, short enough to read.
@@ -133,7 +133,7 @@ fn assert_reader_sees(reader: &Reader, db: &Database) {
 }
 
 fn answers(db: &Database) -> Vec<Vec<Vec<ecsdb::Value>>> {
-    let dumps: Vec<_> = DUMPS.iter().map(|q| db.query(q).unwrap().rows).collect();
+    let dumps: Vec<_> = DUMPS.iter().map(|q| db.query(q, ()).unwrap().rows).collect();
     assert_eq!(dumps[4], names_where(&dumps[1], |s| s.starts_with("r1")), "{}", DUMPS[4]);
     assert_eq!(dumps[5], names_where(&dumps[1], |s| s == "n12" || s.starts_with("s2")), "{}", DUMPS[5]);
     dumps
@@ -151,7 +151,7 @@ proptest! {
             apply(&mut db, op);
             let expected = answers(&db);
             publish(&mut publisher, &mut db, &reader);
-            let (tick, _) = reader.query("SELECT count(*)", &Params::new()).unwrap();
+            let (tick, _) = reader.query("SELECT count(*)", ()).unwrap();
             prop_assert_eq!(tick, publisher.tick());
             let seen = reader.with_state(|s| answers(&s.db)).unwrap();
             prop_assert!(seen == expected, "after {:?}: {}", op, first_difference(&seen, &expected));
@@ -171,14 +171,14 @@ proptest! {
 fn a_writer_that_comes_back_early_recalls_its_world() {
     let mut db = world();
     for i in 0..20_000 {
-        db.execute(&format!("SPAWN Pos {{x: {i}, y: 0, z: 0}}")).unwrap();
+        db.execute(&format!("SPAWN Pos {{x: {i}, y: 0, z: 0}}"), ()).unwrap();
     }
     let mut publisher = Publisher::with_pool_size(1);
     let reader = publisher.reader();
     publisher.end_tick(&mut db);
     reader.wait_for_tick(1, WAIT_LIMIT).unwrap();
     for _ in 0..200 {
-        db.execute("UPDATE Pos SET y = Pos.y + 1").unwrap();
+        db.execute("UPDATE Pos SET y = Pos.y + 1", ()).unwrap();
         publisher.end_tick(&mut db);
     }
     // Let the last copy finish, then check it.
@@ -199,7 +199,7 @@ fn a_state_kept_by_a_caller_does_not_stop_publishing() {
     publisher.end_tick(&mut db);
     let kept = reader.wait_for_tick(1, WAIT_LIMIT).unwrap();
     for round in 0..3 {
-        db.execute(&format!("UPDATE Pos SET y = {round}")).unwrap();
+        db.execute(&format!("UPDATE Pos SET y = {round}"), ()).unwrap();
         publish(&mut publisher, &mut db, &reader);
         assert_reader_sees(&reader, &db);
     }
@@ -226,9 +226,9 @@ fn tool_writes_from_another_thread_are_copied_incrementally() {
         });
         reader.wait_for_tick(0, WAIT_LIMIT).unwrap();
         for round in 0..12 {
-            let out = reader.exec(&format!("UPDATE Pos SET y = {round}"), &Params::new()).unwrap();
+            let out = reader.exec(&format!("UPDATE Pos SET y = {round}"), ()).unwrap();
             let (tick, rs) =
-                reader.query("SELECT count(*) FROM Pos WHERE Pos.y = $r", &Params::new().set("r", round)).unwrap();
+                reader.query("SELECT count(*) FROM Pos WHERE Pos.y = $r", Params::new().set("r", round)).unwrap();
             assert!(tick >= out.tick, "read your writes: tick {tick} before {}", out.tick);
             assert_eq!(rs.rows[0][0], ecsdb::Value::Int(300), "round {round}");
         }
@@ -251,7 +251,7 @@ struct Secret(#[allow(dead_code)] Vec<u8>);
 fn tables_that_differ_only_in_an_opaque_component_are_copied_whole() {
     let mut db = world();
     let some: Vec<_> =
-        db.query("SELECT entity FROM Pos WHERE Pos.x < 100").unwrap().rows.iter().map(|r| r[0].clone()).collect();
+        db.query("SELECT entity FROM Pos WHERE Pos.x < 100", ()).unwrap().rows.iter().map(|r| r[0].clone()).collect();
     for e in some {
         let ecsdb::Value::Entity(e) = e else { panic!("an entity") };
         db.world_mut().insert(e, (Secret(vec![1, 2, 3]),)).unwrap();
@@ -259,13 +259,13 @@ fn tables_that_differ_only_in_an_opaque_component_are_copied_whole() {
     let mut publisher = Publisher::with_pool_size(1);
     let reader = publisher.reader();
     for round in 0..3 {
-        db.execute(&format!("UPDATE Pos SET y = {round}")).unwrap();
+        db.execute(&format!("UPDATE Pos SET y = {round}"), ()).unwrap();
         publish(&mut publisher, &mut db, &reader);
         assert_reader_sees(&reader, &db);
     }
     // Every state whole (`publish` may make more than one a round).
     let stats = reader.copy_stats();
     assert!(stats.full >= 3 && stats.incremental == 0, "{stats:?}");
-    let err = reader.query("SELECT count(*) FROM Secret", &Params::new()).unwrap_err();
+    let err = reader.query("SELECT count(*) FROM Secret", ()).unwrap_err();
     assert!(err.to_string().contains("Secret"), "{err}");
 }

@@ -72,16 +72,16 @@ fn model(nodes: &[Node], victim: usize) -> Outcome {
 
 fn build(nodes: &[Node], index: bool) -> (Database, Vec<Entity>) {
     let mut db = Database::new();
-    db.execute("CREATE COMPONENT Node ()").unwrap();
+    db.execute("CREATE COMPONENT Node ()", ()).unwrap();
     for (c, f, policy) in POLICIES {
-        db.execute(&format!("CREATE COMPONENT {c} ({f} entity REFERENCES ON DELETE {policy})")).unwrap();
+        db.execute(&format!("CREATE COMPONENT {c} ({f} entity REFERENCES ON DELETE {policy})"), ()).unwrap();
         if index {
-            db.execute(&format!("CREATE INDEX ON {c} ({f}) USING relation")).unwrap();
+            db.execute(&format!("CREATE INDEX ON {c} ({f}) USING relation"), ()).unwrap();
         }
     }
     let ids: Vec<Entity> = nodes
         .iter()
-        .map(|_| match db.execute("SPAWN Node").unwrap().rows[0][0] {
+        .map(|_| match db.execute("SPAWN Node", ()).unwrap().rows[0][0] {
             Value::Entity(e) => e,
             ref other => panic!("SPAWN gave {other:?}"),
         })
@@ -89,7 +89,7 @@ fn build(nodes: &[Node], index: bool) -> (Database, Vec<Entity>) {
     for (i, n) in nodes.iter().enumerate() {
         for (k, (c, f, _)) in POLICIES.iter().enumerate() {
             if let Some(t) = n.refs[k] {
-                db.execute(&format!("ADD {c} {{{f}: {}}} TO {}", ids[t], ids[i])).unwrap();
+                db.execute(&format!("ADD {c} {{{f}: {}}} TO {}", ids[t], ids[i]), ()).unwrap();
             }
         }
     }
@@ -111,7 +111,7 @@ fn dump(db: &Database, ids: &[Entity]) -> Vec<(usize, [Option<usize>; 5])> {
         }
         let mut refs = [None; 5];
         for (k, (c, f, _)) in POLICIES.iter().enumerate() {
-            let rows = db.query(&format!("SELECT {c}.{f} FROM {c} WHERE entity = {e}")).unwrap().rows;
+            let rows = db.query(&format!("SELECT {c}.{f} FROM {c} WHERE entity = {e}"), ()).unwrap().rows;
             refs[k] = rows.first().map(|r| index_of(&r[0]));
         }
         out.push((i, refs));
@@ -133,7 +133,7 @@ proptest! {
     fn despawn_follows_every_policy_all_or_nothing((nodes, victim) in graph(), index in any::<bool>()) {
         let (mut db, ids) = build(&nodes, index);
         let before = dump(&db, &ids);
-        let result = db.execute(&format!("DESPAWN {}", ids[victim]));
+        let result = db.execute(&format!("DESPAWN {}", ids[victim]), ());
         match model(&nodes, victim) {
             Outcome::Restricted => {
                 let err = result.expect_err("a surviving RESTRICT referrer refuses the despawn");

@@ -29,7 +29,7 @@ fn entities(rows: Vec<Vec<Value>>) -> Vec<Entity> {
 }
 
 fn count(db: &mut Database, p: &mut ecsdb::Prepared) -> i64 {
-    match p.query(db, &Params::new()).unwrap().rows[0][0] {
+    match p.query(db, ()).unwrap().rows[0][0] {
         Value::Int(n) => n,
         ref other => panic!("{other:?}"),
     }
@@ -46,30 +46,30 @@ fn a_prepared_statement_counts_rows_changed_since_its_previous_run() {
     assert_eq!(count(&mut db, &mut changed), 2, "a first run counts every row");
     assert_eq!(count(&mut db, &mut added), 2);
     assert_eq!(count(&mut db, &mut changed), 0, "nothing changed since");
-    db.execute(&format!("UPDATE Hp SET v = 5 WHERE entity = {}v{}", a.index(), a.generation())).unwrap();
+    db.execute(&format!("UPDATE Hp SET v = 5 WHERE entity = {}v{}", a.index(), a.generation()), ()).unwrap();
     db.world_mut().spawn((Hp { v: 3.0 },));
     assert_eq!(count(&mut db, &mut changed), 2, "the update and the new row");
     assert_eq!(count(&mut db, &mut added), 1, "only the new row was added");
     // A one-off statement counts every row; a row without the component never counts.
-    assert_eq!(db.query("SELECT count(*) WHERE changed(Hp)").unwrap().rows[0][0], Value::Int(3));
-    assert_eq!(db.query("SELECT count(*) FROM ?Hp WHERE NOT changed(Hp)").unwrap().rows[0][0], Value::Int(1));
+    assert_eq!(db.query("SELECT count(*) WHERE changed(Hp)", ()).unwrap().rows[0][0], Value::Int(3));
+    assert_eq!(db.query("SELECT count(*) FROM ?Hp WHERE NOT changed(Hp)", ()).unwrap().rows[0][0], Value::Int(1));
     // It reads in projections, and EXPLAIN shows it.
-    let rows = db.query("SELECT changed(Hp), added(Tag) FROM Tag ORDER BY Tag.n").unwrap().rows;
+    let rows = db.query("SELECT changed(Hp), added(Tag) FROM Tag ORDER BY Tag.n", ()).unwrap().rows;
     assert_eq!(rows, [[Value::Bool(true), Value::Bool(true)], [Value::Bool(false), Value::Bool(true)]]);
-    let plan = db.query("EXPLAIN SELECT entity WHERE changed(Hp)").unwrap();
+    let plan = db.query("EXPLAIN SELECT entity WHERE changed(Hp)", ()).unwrap();
     assert!(format!("{:?}", plan.rows).contains("changed(Hp)"), "{:?}", plan.rows);
 }
 
 #[test]
 fn bad_uses_are_errors_with_positions() {
     let mut db = Database::new();
-    db.execute("CREATE COMPONENT Hp (v f32)").unwrap();
+    db.execute("CREATE COMPONENT Hp (v f32)", ()).unwrap();
     for (text, needle) in [
         ("SELECT count(*) WHERE changed(Hp, Hp)", "one component name"),
         ("SELECT count(*) WHERE added(1)", "component name"),
         ("SELECT count(*) WHERE changed(Nope)", "Nope"),
     ] {
-        let e = db.query(text).unwrap_err();
+        let e = db.query(text, ()).unwrap_err();
         assert!(e.to_string().contains(needle), "{text}: {e}");
         let span = e.span.expect("a position");
         assert!(span.end <= text.len(), "{text}: {span:?}");
@@ -85,12 +85,12 @@ fn a_system_sees_the_changes_since_its_own_previous_run() {
          CREATE SYSTEM watch AS UPDATE Seen SET n = Seen.n + 1 WHERE changed(Hp)",
     )
     .unwrap();
-    db.execute("TICK").unwrap();
-    db.execute("TICK").unwrap();
-    let seen = |db: &Database| db.query("SELECT Seen.n FROM Seen, Hp ORDER BY Hp.v").unwrap().rows;
+    db.execute("TICK", ()).unwrap();
+    db.execute("TICK", ()).unwrap();
+    let seen = |db: &Database| db.query("SELECT Seen.n FROM Seen, Hp ORDER BY Hp.v", ()).unwrap().rows;
     assert_eq!(seen(&db), [[Value::Int(1)], [Value::Int(1)]], "first run: every row; second: none");
-    db.execute("UPDATE Hp SET v = 3 WHERE Hp.v = 2").unwrap();
-    db.execute("TICK 2").unwrap();
+    db.execute("UPDATE Hp SET v = 3 WHERE Hp.v = 2", ()).unwrap();
+    db.execute("TICK 2", ()).unwrap();
     assert_eq!(seen(&db), [[Value::Int(1)], [Value::Int(2)]]);
 }
 
@@ -147,8 +147,8 @@ proptest! {
         let mut changed_typed: QueryState<Entity, Changed<Hp>> = db.world_mut().query_state();
         let mut added_typed: QueryState<Entity, Added<Hp>> = db.world_mut().query_state();
         for s in steps {
-            let text_changed = entities(changed_text.query(&db, &Params::new()).unwrap().rows);
-            let text_added = entities(added_text.query(&db, &Params::new()).unwrap().rows);
+            let text_changed = entities(changed_text.query(&db, ()).unwrap().rows);
+            let text_added = entities(added_text.query(&db, ()).unwrap().rows);
             let mut typed_changed: Vec<Entity> = changed_typed.iter(db.world()).collect();
             let mut typed_added: Vec<Entity> = added_typed.iter(db.world()).collect();
             typed_changed.sort();
@@ -166,7 +166,7 @@ proptest! {
                         }
                 }
                 Step::TextUpdate(below) => {
-                    db.execute_with("UPDATE Hp SET v = Hp.v + 0.5 WHERE Hp.v < $1", &Params::positional([below as f64]))
+                    db.execute("UPDATE Hp SET v = Hp.v + 0.5 WHERE Hp.v < $1", Params::positional([below as f64]))
                         .unwrap();
                 }
                 Step::Spawn(tag) => {

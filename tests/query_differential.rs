@@ -278,8 +278,8 @@ fn run_engine(db: &mut Database, case: &Case, api: Api) -> Result<Result<ResultS
         eprintln!("{api:?}: {text}   {:?}", case.params);
     }
     guarded(|| match api {
-        Api::Execute => db.execute_with(text, &params),
-        Api::Query => db.query_with(text, &params),
+        Api::Execute => db.execute(text, &params),
+        Api::Query => db.query(text, &params),
         Api::Prepared => db.prepare(text).and_then(|mut p| p.query(db, &params)),
         Api::Streamed => db.prepare(text).and_then(|mut p| {
             let mut rows = Vec::new();
@@ -431,13 +431,13 @@ fn with_each_index(
 /// Whether the plan of `case` names index `name` (a case the engine refuses uses none).
 fn uses_index(db: &mut Database, case: &Case, name: &str) -> bool {
     let explain = format!("EXPLAIN {}", case.text);
-    let Ok(Ok(rs)) = guarded(|| db.execute_with(&explain, &case.bound())) else { return false };
+    let Ok(Ok(rs)) = guarded(|| db.execute(&explain, case.bound())) else { return false };
     rs.rows.iter().flatten().any(|v| matches!(v, Value::Str(line) if line.contains(name)))
 }
 
 /// Creates one of [`INDEXES`]; any error (`Unsupported` included) is the test's failure.
 fn create_index(db: &mut Database, name: &str, create: &str) -> Result<(), String> {
-    match guarded(|| db.execute(create))? {
+    match guarded(|| db.execute(create, ()))? {
         Ok(_) => Ok(()),
         Err(e) => Err(format!("creating index {name} failed: {}", e.render(create))),
     }
@@ -445,7 +445,7 @@ fn create_index(db: &mut Database, name: &str, create: &str) -> Result<(), Strin
 
 fn drop_index(db: &mut Database, name: &str) -> Result<(), String> {
     let text = format!("DROP INDEX {name}");
-    match guarded(|| db.execute(&text))? {
+    match guarded(|| db.execute(&text, ()))? {
         Ok(_) => Ok(()),
         Err(e) => Err(format!("`{text}` failed: {}", e.render(&text))),
     }
@@ -553,7 +553,7 @@ fn apply_mutation(w: &mut TestWorld, case: &Case, report: &mut Report) -> Result
     let stmt =
         parse_statement(text).map_err(|e| format!("the parser rejects a generated mutation:\n{}", e.render(text)))?;
     let effect = mutate::effect_with(&w.model, &stmt, &case.params);
-    let got = guarded(|| w.db.execute_with(text, &case.bound()))?;
+    let got = guarded(|| w.db.execute(text, case.bound()))?;
     let tally =
         report.mutations.entry(if case.shape == "mutation" { statement_kind(text) } else { case.shape }).or_default();
     match (effect, got) {
@@ -694,7 +694,7 @@ fn mutation_world(seed: u64, steps: usize, report: &mut Report) {
             record(report, seed, &w.model, &case, &at, setup, outcome);
         }
         for (case, p) in &mut prepared {
-            let got = guarded(|| p.query(&w.db, &case.bound()));
+            let got = guarded(|| p.query(&w.db, case.bound()));
             let outcome = judge(&w.model, case, got);
             failed |= matches!(outcome, Outcome::Fail(_));
             let at = format!("prepared statement re-run after step {step} (last statement: {text})");

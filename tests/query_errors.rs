@@ -18,7 +18,7 @@ fn world() -> Database {
 }
 
 fn rendered(db: &mut Database, text: &str) -> String {
-    match db.execute(text) {
+    match db.execute(text, ()) {
         Ok(rs) => panic!("{text} should fail, gave {rs:?}"),
         Err(e) => e.render(text),
     }
@@ -135,7 +135,7 @@ fn runtime_and_target_errors() {
         "constraint error at line 1, column 25: component 'Team' given twice\nSPAWN Team {name: 'a'}, Team\n                        ^~~~"
     );
     let text = "SELECT entity WHERE Health.hp > $limit";
-    let e = db.execute(text).unwrap_err();
+    let e = db.execute(text, ()).unwrap_err();
     assert_eq!(e.kind, ErrorKind::Parameter);
     assert_eq!(
         e.render(text),
@@ -143,12 +143,12 @@ fn runtime_and_target_errors() {
          SELECT entity WHERE Health.hp > $limit\n                                ^~~~~~"
     );
     // A parameter of the wrong type is found when it is bound, and points at the comparison.
-    let e = db.execute_with(text, &Params::new().set("limit", "high")).unwrap_err();
+    let e = db.execute(text, Params::new().set("limit", "high")).unwrap_err();
     assert_eq!(e.kind, ErrorKind::Type);
     assert_eq!(e.line_col(text), Some((1, 21)));
     // Conversions found at run time point at the value.
     let text = "UPDATE Position SET x = 1e300";
-    let e = db.execute(text).unwrap_err();
+    let e = db.execute(text, ()).unwrap_err();
     assert_eq!(e.kind, ErrorKind::Type);
     let text = "CREATE COMPONENT Tiny (v i8); SPAWN Tiny {v: 300}";
     let e = db.execute_script(text).unwrap_err();
@@ -172,9 +172,9 @@ fn script_errors_are_relative_to_the_script() {
 #[test]
 fn index_statements() {
     let mut db = world();
-    let rs = db.execute("CREATE INDEX ON Health (hp) USING btree").unwrap();
+    let rs = db.execute("CREATE INDEX ON Health (hp) USING btree", ()).unwrap();
     assert_eq!(rs.rows, vec![vec![Value::Str("Health_hp_btree".into())]]);
-    let shown = db.execute("SHOW INDEXES").unwrap();
+    let shown = db.execute("SHOW INDEXES", ()).unwrap();
     assert_eq!(shown.columns, ["name", "kind", "component", "fields", "entries", "memory_bytes"]);
     assert_eq!(
         shown.rows[0][..4],
@@ -186,17 +186,17 @@ fn index_statements() {
         ]
     );
     // a second index of the same name is refused, nothing changes
-    assert!(db.execute("CREATE INDEX Health_hp_btree ON Health (hp) USING bitmap").is_err());
-    let e = db.execute("DROP INDEX Health_hp_btre").unwrap_err();
+    assert!(db.execute("CREATE INDEX Health_hp_btree ON Health (hp) USING bitmap", ()).is_err());
+    let e = db.execute("DROP INDEX Health_hp_btre", ()).unwrap_err();
     assert_eq!((e.kind, e.suggestion.as_deref()), (ErrorKind::UnknownIndex, Some("Health_hp_btree")));
-    db.execute("DROP INDEX Health_hp_btree").unwrap();
-    assert!(db.execute("SHOW INDEXES").unwrap().rows.is_empty());
+    db.execute("DROP INDEX Health_hp_btree", ()).unwrap();
+    assert!(db.execute("SHOW INDEXES", ()).unwrap().rows.is_empty());
 }
 
 #[test]
 fn error_kinds_for_statements() {
     let mut db = world();
-    let kind = |db: &mut Database, t: &str| db.execute(t).unwrap_err().kind;
+    let kind = |db: &mut Database, t: &str| db.execute(t, ()).unwrap_err().kind;
     assert_eq!(kind(&mut db, "SELEC 1"), ErrorKind::Syntax);
     assert_eq!(kind(&mut db, "DROP INDEX nope"), ErrorKind::UnknownIndex);
     assert_eq!(kind(&mut db, "CREATE INDEX ON Health (hp) USING octree"), ErrorKind::Unsupported);
@@ -209,7 +209,7 @@ fn error_kinds_for_statements() {
     assert_eq!(kind(&mut db, "SELECT Position < [1, 2, 3]"), ErrorKind::Type);
     assert_eq!(kind(&mut db, "SELECT entity ORDER BY Position"), ErrorKind::Type);
     assert_eq!(kind(&mut db, "SELECT 'a' LIKE 3"), ErrorKind::Type);
-    let e = db.query("DESPAWN 0v0").unwrap_err();
+    let e = db.query("DESPAWN 0v0", ()).unwrap_err();
     assert_eq!(e.kind, ErrorKind::Constraint);
     assert!(e.message.contains("mutates"), "{}", e.message);
 }

@@ -76,7 +76,7 @@ fn worlds(seed: u64, extremes: Extremes) -> (Database, Database) {
 
 /// Every entity's P and Q as bits, in entity order.
 fn dump(db: &Database) -> Vec<(Entity, Vec<u64>)> {
-    let rs = db.query("SELECT entity, P.x, P.y, P.z, Q.a, Q.b, Q.c, Q.d").expect("dump");
+    let rs = db.query("SELECT entity, P.x, P.y, P.z, Q.a, Q.b, Q.c, Q.d", ()).expect("dump");
     let mut rows: Vec<(Entity, Vec<u64>)> = rs
         .rows
         .iter()
@@ -101,7 +101,7 @@ fn assert_same(a: &[(Entity, Vec<u64>)], b: &[(Entity, Vec<u64>)], what: &str) {
 
 /// How many rows changed P and Q since this statement's previous run.
 fn changed(db: &Database, since: &mut Prepared) -> Vec<Value> {
-    since.query(db, &Params::new()).expect("changed").rows.remove(0)
+    since.query(db, ()).expect("changed").rows.remove(0)
 }
 
 /// Runs `set` (`SET …`) on both worlds, in place on `a` and the general way on `b`.
@@ -110,7 +110,7 @@ fn compare(a: &mut Database, b: &mut Database, component: &str, set: &str, dt: f
     let in_place = format!("UPDATE {component} SET {set} FROM P, V, !Frozen");
     let general = format!("UPDATE {component} SET {set} FROM P, V, !Frozen, Tag WHERE Tag.n >= 0");
     let before = dump(a);
-    let (x, y) = (a.execute_with(&in_place, &params), b.execute_with(&general, &params));
+    let (x, y) = (a.execute(&in_place, &params), b.execute(&general, &params));
     match (&x, &y) {
         (Ok(x), Ok(y)) => assert_eq!(x.rows, y.rows, "{set}, dt {dt}"),
         (Err(x), Err(y)) => {
@@ -157,10 +157,11 @@ fn in_place_systems_match_the_general_path() {
     let (mut a, mut b) = worlds(4, Extremes::Infinite);
     for (i, (component, set)) in SETS.iter().enumerate() {
         let set = set.replace("$1", "$dt");
-        a.execute(&format!("CREATE SYSTEM s{i} AS UPDATE {component} SET {set} FROM P, V, !Frozen")).unwrap();
-        b.execute(&format!(
-            "CREATE SYSTEM s{i} AS UPDATE {component} SET {set} FROM P, V, !Frozen, Tag WHERE Tag.n >= 0"
-        ))
+        a.execute(&format!("CREATE SYSTEM s{i} AS UPDATE {component} SET {set} FROM P, V, !Frozen"), ()).unwrap();
+        b.execute(
+            &format!("CREATE SYSTEM s{i} AS UPDATE {component} SET {set} FROM P, V, !Frozen, Tag WHERE Tag.n >= 0"),
+            (),
+        )
         .unwrap();
         // One system at a time (its batch of one rewrites in place), then all of them.
         let (x, y) = (a.tick(2, 0.25).unwrap(), b.tick(2, 0.25).unwrap());
@@ -193,12 +194,12 @@ fn an_in_place_system_beside_a_rust_system() {
         }
         db.execute(&format!(
             "CREATE SYSTEM movement AS UPDATE P SET x = P.x + V.x * $dt, y = P.y - V.y * $dt FROM P, V, !Frozen{filter}"
-        ))
+        ), ())
         .unwrap();
         db.add_system("count")
             .run(|q: QueryIter<&mut Counter, ()>, _: &SystemContext| q.for_each(|mut c| c.n += 1))
             .unwrap();
-        let schedule = db.query("EXPLAIN SCHEDULE").unwrap();
+        let schedule = db.query("EXPLAIN SCHEDULE", ()).unwrap();
         let batches: Vec<String> = schedule.rows.iter().map(|r| format!("{r:?}")).collect();
         assert!(batches.iter().any(|r| r.contains("movement") && r.contains("count")), "one batch: {batches:?}");
     }

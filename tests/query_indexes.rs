@@ -52,7 +52,7 @@ fn world() -> Database {
 }
 
 fn rows(db: &Database, q: &str) -> Vec<Vec<Value>> {
-    db.query(q).unwrap_or_else(|e| panic!("{q}: {}", e.render(q))).rows
+    db.query(q, ()).unwrap_or_else(|e| panic!("{q}: {}", e.render(q))).rows
 }
 
 fn sorted(db: &Database, q: &str) -> Vec<Vec<Value>> {
@@ -102,13 +102,13 @@ fn function_index_is_callable_from_text_and_answers_from_the_index() {
     }
     assert_eq!(calls.load(Ordering::Relaxed), built);
     // Two rows change: exactly two evaluations.
-    db.execute("UPDATE Position SET x = 59 WHERE Position.x = 0 AND Position.y < 2").unwrap();
+    db.execute("UPDATE Position SET x = 59 WHERE Position.x = 0 AND Position.y < 2", ()).unwrap();
     assert_eq!(rows(&db, "SELECT count(*) WHERE east(Position)"), [[Value::Int(152)]]);
     assert_eq!(calls.load(Ordering::Relaxed), built + 2);
     assert_eq!(sorted(&db, q), sorted(&db, same));
 
     // Null where the entity lacks the component; GROUP BY over it; a spawned entity lacking it.
-    db.execute("SPAWN Health {hp: 1, max: 1}").unwrap();
+    db.execute("SPAWN Health {hp: 1, max: 1}", ()).unwrap();
     let groups = sorted(&db, "SELECT east(Position) AS e, count(*) FROM ?Position GROUP BY east(Position)");
     assert_eq!(
         groups,
@@ -130,10 +130,10 @@ fn function_index_is_callable_from_text_and_answers_from_the_index() {
 
     // A prepared statement outlives the index: its predicate then runs per row, same answer.
     let mut prepared = db.prepare("SELECT count(*) WHERE east(Position)").unwrap();
-    db.execute("DROP INDEX east").unwrap();
-    assert_eq!(prepared.execute(&mut db, &Params::new()).unwrap().rows, [[Value::Int(152)]]);
+    db.execute("DROP INDEX east", ()).unwrap();
+    assert_eq!(prepared.execute(&mut db, ()).unwrap().rows, [[Value::Int(152)]]);
     // Without the index the name is unknown again.
-    let err = db.query("SELECT count(*) WHERE east(Position)").unwrap_err();
+    let err = db.query("SELECT count(*) WHERE east(Position)", ()).unwrap_err();
     assert_eq!(err.kind, ErrorKind::UnknownFunction);
 }
 
@@ -142,7 +142,7 @@ fn function_index_calls_are_checked() {
     let mut db = world();
     db.create_function_index("east", "Position", east_of(30.0)).unwrap();
     let msg = |q: &str| {
-        let e = db.query(q).unwrap_err();
+        let e = db.query(q, ()).unwrap_err();
         (e.kind, e.to_string())
     };
     let (kind, text) = msg("SELECT entity WHERE east(Health)");
@@ -150,7 +150,7 @@ fn function_index_calls_are_checked() {
     assert!(text.contains("east() is a function index over Position: call it as east(Position)"), "{text}");
     assert_eq!(msg("SELECT entity WHERE east()").0, ErrorKind::Type);
     assert_eq!(msg("SELECT entity WHERE east(Position.x)").0, ErrorKind::Type);
-    let e = db.query("SELECT entity WHERE eats(Position)").unwrap_err();
+    let e = db.query("SELECT entity WHERE eats(Position)", ()).unwrap_err();
     assert_eq!(e.kind, ErrorKind::UnknownFunction);
     assert!(e.render("SELECT entity WHERE eats(Position)").contains("east"), "suggests the index's name");
     // Names a built-in or a registered function would shadow are refused.
@@ -174,7 +174,7 @@ fn typed_function_index_from_text() {
     }
     db.create_function_index_typed("dying", |h: &Hp| h.hp < 5.0).unwrap();
     assert_eq!(rows(&db, "SELECT count(*) WHERE dying(Hp)"), [[Value::Int(5)]]);
-    db.execute("UPDATE Hp SET hp = 0 WHERE Hp.hp >= 195").unwrap();
+    db.execute("UPDATE Hp SET hp = 0 WHERE Hp.hp >= 195", ()).unwrap();
     assert_eq!(rows(&db, "SELECT count(*) WHERE dying(Hp)"), [[Value::Int(10)]]);
 }
 
@@ -262,7 +262,7 @@ fn cost_model_chooses_by_estimate() {
     let indexed: Vec<_> = cases.iter().map(|(q, _)| rows(&db, q)).collect();
     let mut scan = Database::from_world(std::mem::take(db.world_mut()));
     for name in ["Health_hp_btree", "Level_value_btree", "Team_name_bitmap", "Position_x_y_z_rtree"] {
-        scan.execute(&format!("DROP INDEX {name}")).unwrap();
+        scan.execute(&format!("DROP INDEX {name}"), ()).unwrap();
     }
     for ((q, _), expected) in cases.iter().zip(&indexed) {
         assert_eq!(&rows(&scan, q), expected, "{q}");
@@ -310,9 +310,9 @@ fn order_by_is_answered_by_walking_an_index() {
     // Parameters: the bounds and the point bind at run time.
     let mut p = db.prepare("SELECT entity ORDER BY distance(Position, $1), Health.hp LIMIT 3").unwrap();
     let with = |x: f64| Params::positional([Value::Vec3([x, 4.0, 0.0])]);
-    let a = p.query(&db, &with(10.0)).unwrap().rows;
-    let b = p.query(&db, &with(40.0)).unwrap().rows;
-    db.execute("DROP INDEX Position_x_y_z_rtree").unwrap();
+    let a = p.query(&db, with(10.0)).unwrap().rows;
+    let b = p.query(&db, with(40.0)).unwrap().rows;
+    db.execute("DROP INDEX Position_x_y_z_rtree", ()).unwrap();
     assert_eq!(rows(&db, "SELECT entity ORDER BY distance(Position, [10, 4, 0]), Health.hp LIMIT 3"), a);
     assert_eq!(rows(&db, "SELECT entity ORDER BY distance(Position, [40, 4, 0]), Health.hp LIMIT 3"), b);
 }
@@ -331,15 +331,15 @@ fn index_walks_stay_exact_after_writes() {
         "SELECT entity WHERE Health.hp BETWEEN 10 AND 20 OR within(Position, [5, 5, 0], 3)",
     ];
     for (round, team) in TEAMS.iter().enumerate() {
-        db.execute(&format!("UPDATE Health SET hp = Health.hp + {round} WHERE Team.name = '{team}'")).unwrap();
-        db.execute(&format!("UPDATE Position SET x = Position.x + 1.5 WHERE Health.hp < {}", 10 * round)).unwrap();
-        db.execute(&format!("DESPAWN WHERE Health.hp = {}", 40 + round)).unwrap();
+        db.execute(&format!("UPDATE Health SET hp = Health.hp + {round} WHERE Team.name = '{team}'"), ()).unwrap();
+        db.execute(&format!("UPDATE Position SET x = Position.x + 1.5 WHERE Health.hp < {}", 10 * round), ()).unwrap();
+        db.execute(&format!("DESPAWN WHERE Health.hp = {}", 40 + round), ()).unwrap();
         let indexed: Vec<_> = queries.iter().map(|q| rows(&db, q)).collect();
         let plans: String = queries.iter().map(|q| explain(&db, q)).collect();
         assert!(plans.contains("walk") && plans.contains("USING INDEX"), "{plans}");
         let mut scan = Database::from_world(std::mem::take(db.world_mut()));
         for name in ["Health_hp_btree", "Position_x_y_z_rtree"] {
-            scan.execute(&format!("DROP INDEX {name}")).unwrap();
+            scan.execute(&format!("DROP INDEX {name}"), ()).unwrap();
         }
         let scanned: Vec<_> = queries.iter().map(|q| rows(&scan, q)).collect();
         for ((q, a), b) in queries.iter().zip(&indexed).zip(&scanned) {
@@ -370,27 +370,27 @@ fn prepared_statements_follow_index_changes() {
     let mut walk = db.prepare("SELECT entity, Health.hp ORDER BY Health.hp DESC LIMIT 5").unwrap();
     let mut delete = db.prepare("DESPAWN FROM Health WHERE Health.hp > 95").unwrap();
     let plan = |p: &mut ecsdb::query::Prepared, db: &Database| p.explain(db).unwrap().join("\n");
-    let search_rows = search.query(&db, &Params::new()).unwrap().rows;
-    let walk_rows = walk.query(&db, &Params::new()).unwrap().rows;
+    let search_rows = search.query(&db, ()).unwrap().rows;
+    let walk_rows = walk.query(&db, ()).unwrap().rows;
     assert!(plan(&mut search, &db).contains("SCAN"), "{}", plan(&mut search, &db));
     assert!(!plan(&mut walk, &db).contains("walk"), "{}", plan(&mut walk, &db));
 
-    db.execute("CREATE INDEX hp ON Health (hp) USING btree").unwrap();
+    db.execute("CREATE INDEX hp ON Health (hp) USING btree", ()).unwrap();
     assert!(plan(&mut search, &db).contains("USING INDEX hp (btree)"), "{}", plan(&mut search, &db));
     assert!(plan(&mut walk, &db).contains("ordered walk USING INDEX hp"), "{}", plan(&mut walk, &db));
-    assert_eq!(search.query(&db, &Params::new()).unwrap().rows, search_rows);
-    assert_eq!(walk.query(&db, &Params::new()).unwrap().rows, walk_rows);
+    assert_eq!(search.query(&db, ()).unwrap().rows, search_rows);
+    assert_eq!(walk.query(&db, ()).unwrap().rows, walk_rows);
     // A mutation's row source follows too: it finds its rows through the new index.
     let doomed = rows(&db, "SELECT count(*) WHERE Health.hp > 95")[0][0].clone();
-    assert_eq!(delete.execute(&mut db, &Params::new()).unwrap().rows[0][0], doomed);
+    assert_eq!(delete.execute(&mut db, ()).unwrap().rows[0][0], doomed);
     assert_eq!(rows(&db, "SELECT count(*) WHERE Health.hp > 95")[0][0], Value::Int(0));
 
-    db.execute("DROP INDEX hp").unwrap();
+    db.execute("DROP INDEX hp", ()).unwrap();
     assert!(!plan(&mut search, &db).contains("INDEX"), "{}", plan(&mut search, &db));
     assert!(!plan(&mut walk, &db).contains("walk"), "{}", plan(&mut walk, &db));
-    assert_eq!(search.query(&db, &Params::new()).unwrap().rows, search_rows);
+    assert_eq!(search.query(&db, ()).unwrap().rows, search_rows);
     let after_delete = rows(&db, "SELECT entity, Health.hp ORDER BY Health.hp DESC LIMIT 5");
-    assert_eq!(walk.query(&db, &Params::new()).unwrap().rows, after_delete);
+    assert_eq!(walk.query(&db, ()).unwrap().rows, after_delete);
 }
 
 /// `n` entities of Zone in clustered order: `id = i / 1000` (ids arrive zone by zone),
@@ -420,8 +420,8 @@ fn skip_index_prunes_clustered_blocks_and_never_changes_an_answer() {
     ];
     let mut plain = zones(100_000);
     let mut indexed = zones(100_000);
-    indexed.execute("CREATE INDEX ON Zone (id) USING skip").unwrap();
-    indexed.execute("CREATE INDEX ON Zone (heat) USING skip").unwrap();
+    indexed.execute("CREATE INDEX ON Zone (id) USING skip", ()).unwrap();
+    indexed.execute("CREATE INDEX ON Zone (heat) USING skip", ()).unwrap();
     let same = |plain: &Database, indexed: &Database| {
         for q in queries {
             assert_eq!(rows(indexed, q), rows(plain, q), "{q}");
@@ -437,9 +437,9 @@ fn skip_index_prunes_clustered_blocks_and_never_changes_an_answer() {
 
     // Writes widen the summaries; answers stay exact. Then a snapshot keeps the indexes.
     for db in [&mut plain, &mut indexed] {
-        db.execute("UPDATE Zone SET id = 17 WHERE Zone.id = 30 AND Zone.heat < 10").unwrap();
-        db.execute("DESPAWN WHERE Zone.id = 40").unwrap();
-        db.execute("SPAWN Zone {id: 40, heat: 1}").unwrap();
+        db.execute("UPDATE Zone SET id = 17 WHERE Zone.id = 30 AND Zone.heat < 10", ()).unwrap();
+        db.execute("DESPAWN WHERE Zone.id = 40", ()).unwrap();
+        db.execute("SPAWN Zone {id: 40, heat: 1}", ()).unwrap();
     }
     same(&plain, &indexed);
     let bytes = indexed.world().save_to_vec(&Default::default()).unwrap();
@@ -453,7 +453,7 @@ fn skip_index_prunes_clustered_blocks_and_never_changes_an_answer() {
 fn prepared_parameters_use_an_index_when_the_bound_value_is_selective() {
     let mut db = zones(100_000);
     let plain = zones(100_000);
-    db.execute("CREATE INDEX ON Zone (id) USING bitmap").unwrap();
+    db.execute("CREATE INDEX ON Zone (id) USING bitmap", ()).unwrap();
     for text in ["SELECT count(*) WHERE Zone.id = $1", "SELECT count(*) WHERE Zone.id != $1"] {
         let mut p = db.prepare(text).unwrap();
         let plan = p.explain(&db).unwrap().join("\n");
@@ -462,7 +462,7 @@ fn prepared_parameters_use_an_index_when_the_bound_value_is_selective() {
         for v in [Value::Int(17), Value::Int(99), Value::Float(2.5), Value::Null] {
             let params = Params::new().bind(v.clone());
             let got = p.query(&db, &params).unwrap().rows;
-            let want = plain.query_with(text, &params).unwrap().rows;
+            let want = plain.query(text, &params).unwrap().rows;
             assert_eq!(got, want, "{text} with {v:?}");
         }
     }
@@ -494,11 +494,11 @@ fn counts_from_an_index_answer_match_a_scan() {
     let mut p = db.prepare("SELECT count(*) FROM Level WHERE Health.hp = $1").unwrap();
     let mut all = db.prepare("SELECT count(*) FROM Position WHERE Health.hp = $1").unwrap();
     let count = |p: &mut ecsdb::query::Prepared, db: &Database| {
-        p.query(db, &Params::positional([Value::Int(7)])).unwrap().rows[0][0].clone()
+        p.query(db, Params::positional([Value::Int(7)])).unwrap().rows[0][0].clone()
     };
     let expect = |db: &Database, q: &str| rows(db, &q.replace("$1", "7"))[0][0].clone();
     for step in ["SPAWN Health {hp: 7, max: 1}", "SPAWN Health {hp: 7, max: 1}, Level {value: 1}, Team {name: 'x'}"] {
-        db.execute(step).unwrap();
+        db.execute(step, ()).unwrap();
         assert_eq!(count(&mut p, &db), expect(&db, "SELECT count(*) FROM Level WHERE Health.hp = $1"), "after {step}");
         assert_eq!(
             count(&mut all, &db),

@@ -26,11 +26,11 @@ fn world() -> Database {
 }
 
 fn q(db: &Database, text: &str) -> Vec<Vec<Value>> {
-    db.query(text).unwrap_or_else(|e| panic!("{}", e.render(text))).rows
+    db.query(text, ()).unwrap_or_else(|e| panic!("{}", e.render(text))).rows
 }
 
 fn x(db: &mut Database, text: &str) -> ResultSet {
-    db.execute(text).unwrap_or_else(|e| panic!("{}", e.render(text)))
+    db.execute(text, ()).unwrap_or_else(|e| panic!("{}", e.render(text)))
 }
 
 /// Everything observable about a world: every live entity with every component's value, the
@@ -65,9 +65,9 @@ fn dump(world: &World) -> Dump {
 }
 
 /// Runs a statement that must fail with `kind`, and checks the world did not change.
-fn fails_atomically(db: &mut Database, text: &str, params: &Params, kind: ErrorKind) -> String {
+fn fails_atomically(db: &mut Database, text: &str, params: impl Into<Params>, kind: ErrorKind) -> String {
     let before = dump(db.world());
-    let err = db.execute_with(text, params).expect_err(text);
+    let err = db.execute(text, params).expect_err(text);
     assert_eq!(err.kind, kind, "{text}: {}", err.render(text));
     assert_eq!(dump(db.world()), before, "{text} changed the world");
     err.message
@@ -85,14 +85,14 @@ fn spawn_returns_the_entity() {
     assert_eq!(rs.rows, [[e(4)]]);
     assert_eq!(q(&db, "SELECT count(*)"), [[i(5)]]);
     let rs = db
-        .execute_with(
+        .execute(
             "SPAWN Link {to: $1}, Level {value: 2 + 3 * $2}",
-            &Params::positional([Value::Entity(Entity::from_parts(1, 0)), i(2)]),
+            Params::positional([Value::Entity(Entity::from_parts(1, 0)), i(2)]),
         )
         .unwrap();
     let new = rs.rows[0][0].clone();
     assert_eq!(
-        db.query_with("SELECT Link.to, Level.value WHERE entity = $1", &Params::positional([new])).unwrap().rows,
+        db.query("SELECT Link.to, Level.value WHERE entity = $1", Params::positional([new])).unwrap().rows,
         [[e(1), i(8)]]
     );
 }
@@ -109,8 +109,8 @@ fn despawn_by_entity_and_filter() {
     let rs = x(&mut db, "SPAWN Frozen");
     assert!(rs.rows[0][0].to_string().ends_with("v1"));
     let p = Params::positional([rs.rows[0][0].clone()]);
-    assert_eq!(db.execute_with("DESPAWN $1", &p).unwrap().rows, [[i(1)]]);
-    assert_eq!(db.execute_with("DESPAWN $1", &p).unwrap_err().kind, ErrorKind::StaleEntity);
+    assert_eq!(db.execute("DESPAWN $1", &p).unwrap().rows, [[i(1)]]);
+    assert_eq!(db.execute("DESPAWN $1", &p).unwrap_err().kind, ErrorKind::StaleEntity);
 }
 
 #[test]
@@ -169,7 +169,7 @@ fn update_reads_the_state_before() {
     assert_eq!(x(&mut db, "UPDATE Level SET value = 0 FROM 1v0").rows, [[i(1)]]);
     assert_eq!(q(&db, "SELECT Level.value WHERE entity = 1v0"), [[i(0)]]);
     let p = Params::new().set("who", Value::Entity(Entity::from_parts(2, 0))).set("v", 42);
-    assert_eq!(db.execute_with("UPDATE Level SET value = $v FROM $who", &p).unwrap().rows, [[i(1)]]);
+    assert_eq!(db.execute("UPDATE Level SET value = $v FROM $who", &p).unwrap().rows, [[i(1)]]);
     assert_eq!(q(&db, "SELECT Level.value WHERE entity = 2v0"), [[i(42)]]);
     // Int literal into f32, integral float into i32.
     x(&mut db, "UPDATE Level SET value = 5.0");
@@ -193,36 +193,36 @@ fn schema_statements() {
     );
     x(&mut db, "SPAWN Mana {current: 2.5, at: [1, 2], label: 'hi'}");
     assert_eq!(q(&db, "SELECT Mana.at, Mana.owner, Mana.label"), [[Value::Vec2([1.0, 2.0]), Value::Null, s("hi")]]);
-    let rs = db.query("SHOW COMPONENTS").unwrap();
+    let rs = db.query("SHOW COMPONENTS", ()).unwrap();
     assert_eq!(rs.columns, ["name", "fields", "storage", "entities"]);
     let health = rs.rows.iter().find(|r| r[0] == s("Health")).unwrap();
     assert_eq!(health, &vec![s("Health"), s("hp f32, max f32"), s("table"), i(3)]);
     let frozen = rs.rows.iter().find(|r| r[0] == s("Frozen")).unwrap();
     assert_eq!(frozen, &vec![s("Frozen"), s(""), s("table"), i(1)]);
-    let rs = db.query("SHOW TABLES").unwrap();
+    let rs = db.query("SHOW TABLES", ()).unwrap();
     assert_eq!(rs.columns, ["components", "rows"]);
     assert!(rs.rows.contains(&vec![s("Position, Health, Team, Level, Frozen"), i(1)]), "{:?}", rs.rows);
-    let rs = db.query("SHOW INDEXES").unwrap();
+    let rs = db.query("SHOW INDEXES", ()).unwrap();
     assert_eq!(rs.columns, ["name", "kind", "component", "fields", "entries", "memory_bytes"]);
     assert!(rs.is_empty());
     // Indexes: created by text, listed, named by default after component, fields and kind.
-    let rs = db.execute("CREATE INDEX team_idx ON Team (name) USING bitmap").unwrap();
+    let rs = db.execute("CREATE INDEX team_idx ON Team (name) USING bitmap", ()).unwrap();
     assert_eq!(rs.rows, vec![vec![s("team_idx")]]);
-    let rs = db.execute("CREATE INDEX ON Position USING rtree").unwrap();
+    let rs = db.execute("CREATE INDEX ON Position USING rtree", ()).unwrap();
     assert_eq!(rs.rows, vec![vec![s("Position_x_y_rtree")]]);
-    let rs = db.query("SHOW INDEXES").unwrap();
+    let rs = db.query("SHOW INDEXES", ()).unwrap();
     assert_eq!(rs.rows.iter().map(|r| r[0].clone()).collect::<Vec<_>>(), [s("team_idx"), s("Position_x_y_rtree")]);
-    assert!(db.query("CREATE INDEX ON Team (name) USING btree").is_err(), "query() refuses mutations");
-    let err = db.execute("CREATE INDEX ON Team (nme) USING bitmap").unwrap_err();
+    assert!(db.query("CREATE INDEX ON Team (name) USING btree", ()).is_err(), "query() refuses mutations");
+    let err = db.execute("CREATE INDEX ON Team (nme) USING bitmap", ()).unwrap_err();
     assert_eq!(err.kind, ErrorKind::UnknownField);
-    let err = db.execute("CREATE INDEX ON Team (name) USING hash").unwrap_err();
+    let err = db.execute("CREATE INDEX ON Team (name) USING hash", ()).unwrap_err();
     assert_eq!(err.kind, ErrorKind::Unsupported);
-    db.execute("DROP INDEX team_idx").unwrap();
-    let err = db.execute("DROP INDEX team_idx").unwrap_err();
+    db.execute("DROP INDEX team_idx", ()).unwrap();
+    let err = db.execute("DROP INDEX team_idx", ()).unwrap_err();
     assert_eq!(err.kind, ErrorKind::UnknownIndex);
     // Duplicates.
-    assert_eq!(db.execute("CREATE COMPONENT Health (hp f32)").unwrap_err().kind, ErrorKind::Constraint);
-    assert_eq!(db.execute("CREATE COMPONENT Twice (a i32, a f32)").unwrap_err().kind, ErrorKind::Constraint);
+    assert_eq!(db.execute("CREATE COMPONENT Health (hp f32)", ()).unwrap_err().kind, ErrorKind::Constraint);
+    assert_eq!(db.execute("CREATE COMPONENT Twice (a i32, a f32)", ()).unwrap_err().kind, ErrorKind::Constraint);
 }
 
 #[test]
@@ -259,7 +259,7 @@ fn atomic_add_remove_despawn_spawn() {
     fails_atomically(&mut db, "ADD Health {hp: 1, hp: 2} TO 0v0", &none, ErrorKind::Constraint);
     fails_atomically(&mut db, "REMOVE Frozen FROM 3v0", &none, ErrorKind::StaleEntity);
     fails_atomically(&mut db, "DESPAWN 0v1", &none, ErrorKind::StaleEntity);
-    fails_atomically(&mut db, "DESPAWN $1", &Params::positional([i(3)]), ErrorKind::Parameter);
+    fails_atomically(&mut db, "DESPAWN $1", Params::positional([i(3)]), ErrorKind::Parameter);
     fails_atomically(&mut db, "DESPAWN WHERE Level.value / 0 IS NULL AND $x", &none, ErrorKind::Parameter);
     fails_atomically(&mut db, "SPAWN Level {value: 3.5}", &none, ErrorKind::Type);
     fails_atomically(&mut db, "SPAWN Frozen, Level {value: 99999999999}", &none, ErrorKind::Type);
@@ -280,13 +280,13 @@ fn atomic_with_failing_registered_function() {
             Ok(Value::Bool(true))
         }
     });
-    let m = fails_atomically(&mut db, "DESPAWN WHERE fragile(entity)", &Params::new(), ErrorKind::Constraint);
+    let m = fails_atomically(&mut db, "DESPAWN WHERE fragile(entity)", Params::new(), ErrorKind::Constraint);
     assert!(m.contains("fragile(): gave up"), "{m}");
     db.register_function("fragile2", |args| match &args[0] {
         Value::Int(7) => Err("no sevens".into()),
         v => Ok(v.clone()),
     });
-    fails_atomically(&mut db, "UPDATE Level SET value = fragile2(Level.value)", &Params::new(), ErrorKind::Constraint);
+    fails_atomically(&mut db, "UPDATE Level SET value = fragile2(Level.value)", Params::new(), ErrorKind::Constraint);
 }
 
 #[test]
@@ -304,7 +304,7 @@ fn sparse_and_typed_components_mutate() {
     assert_eq!(x(&mut db, "ADD Tag {n: 4} WHERE has(Speed) OR Level.value = 3").rows[0][0], i(1));
     assert_eq!(x(&mut db, "ADD Tag {n: 4} FROM ?Level WHERE has(Speed) OR Level.value = 3").rows[0][0], i(2));
     assert_eq!(q(&db, "SELECT sum(Tag.n)"), [[i(8)]]);
-    fails_atomically(&mut db, "UPDATE Tag SET n = Tag.n - 5", &Params::new(), ErrorKind::Type);
+    fails_atomically(&mut db, "UPDATE Tag SET n = Tag.n - 5", Params::new(), ErrorKind::Type);
     assert_eq!(x(&mut db, "REMOVE Tag, Speed WHERE true").rows, [[i(2)]]);
     assert!(db.world().get::<Speed>(ent).is_err());
 }

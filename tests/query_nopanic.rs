@@ -196,8 +196,8 @@ proptest! {
     fn selects_never_panic(text in select()) {
         let db = world();
         let params = Params::positional([ecsdb::Value::Int(1)]).set("x", "red");
-        check(&text, &db.query_with(&text, &params))?;
-        check(&text, &db.query(&text))?;
+        check(&text, &db.query(&text, &params))?;
+        check(&text, &db.query(&text, ()))?;
     }
 
     #[test]
@@ -205,10 +205,10 @@ proptest! {
         let mut db = world();
         let params = Params::positional([ecsdb::Value::Float(2.5)]).set("x", ecsdb::Value::Null);
         for t in &texts {
-            check(t, &db.execute_with(t, &params))?;
+            check(t, &db.execute(t, &params))?;
         }
         // The world stays queryable.
-        prop_assert!(db.query("SELECT count(*)").is_ok());
+        prop_assert!(db.query("SELECT count(*)", ()).is_ok());
     }
 
     #[test]
@@ -224,7 +224,7 @@ proptest! {
     )) {
         let mut db = world();
         let text = tokens.join(" ");
-        check(&text, &db.execute(&text))?;
+        check(&text, &db.execute(&text, ()))?;
         check(&text, &db.execute_script(&text))?;
     }
 }

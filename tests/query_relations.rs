@@ -13,7 +13,7 @@ fn ent(v: &Value) -> Entity {
 }
 
 fn run(db: &mut Database, text: &str) -> Vec<Vec<Value>> {
-    db.execute(text).unwrap_or_else(|e| panic!("{}", e.render(text))).rows
+    db.execute(text, ()).unwrap_or_else(|e| panic!("{}", e.render(text))).rows
 }
 
 fn spawn(db: &mut Database, text: &str) -> Entity {
@@ -108,7 +108,7 @@ fn on_delete_policies_and_counts() {
         assert_eq!(rows, [vec![Value::Null, Value::Bool(false)]]);
         // RESTRICT refuses, and nothing changes.
         let guard = spawn(&mut db, &format!("SPAWN Target {{of: {c}}}"));
-        let err = db.execute(&format!("DESPAWN {root}")).unwrap_err();
+        let err = db.execute(&format!("DESPAWN {root}"), ()).unwrap_err();
         assert_eq!(err.kind, ErrorKind::Constraint);
         assert_eq!(run(&mut db, "SELECT count(*)"), [vec![Value::Int(4)]]);
         run(&mut db, &format!("DESPAWN {guard}"));
@@ -128,7 +128,7 @@ fn writes_refuse_stale_targets_and_cycles_on_every_statement() {
         format!("UPDATE ChildOf SET parent = {gone} WHERE entity = {b}"),
     ];
     for text in &stale {
-        assert_eq!(db.execute(text).unwrap_err().kind, ErrorKind::StaleEntity, "{text}");
+        assert_eq!(db.execute(text, ()).unwrap_err().kind, ErrorKind::StaleEntity, "{text}");
     }
     let cycles = [
         format!("ADD ChildOf {{parent: {b}}} TO {root}"),
@@ -136,7 +136,7 @@ fn writes_refuse_stale_targets_and_cycles_on_every_statement() {
         format!("UPDATE ChildOf SET parent = entity WHERE entity = {b}"),
     ];
     for text in &cycles {
-        assert_eq!(db.execute(text).unwrap_err().kind, ErrorKind::Constraint, "{text}");
+        assert_eq!(db.execute(text, ()).unwrap_err().kind, ErrorKind::Constraint, "{text}");
     }
     assert_eq!(run(&mut db, "SELECT entity, ChildOf.parent ORDER BY entity"), before);
     // Checked on the statement's final state: every child re-parented at once is fine.
@@ -148,12 +148,12 @@ fn writes_refuse_stale_targets_and_cycles_on_every_statement() {
 #[test]
 fn references_are_checked_when_declared() {
     let mut db = Database::new();
-    let err = db.execute("CREATE COMPONENT Bad (n i32 REFERENCES)").unwrap_err();
+    let err = db.execute("CREATE COMPONENT Bad (n i32 REFERENCES)", ()).unwrap_err();
     assert_eq!(err.kind, ErrorKind::Type);
-    assert!(db.execute("CREATE COMPONENT Bad (n entity REFERENCES ON DELETE EXPLODE)").is_err());
+    assert!(db.execute("CREATE COMPONENT Bad (n entity REFERENCES ON DELETE EXPLODE)", ()).is_err());
     run(&mut db, "CREATE COMPONENT Ok (n entity REFERENCES ON DELETE NO ACTION ACYCLIC)");
-    assert!(db.execute("SELECT depth(Ok)").is_err());
-    assert!(db.execute("SELECT Ok.n.Ok").is_ok());
+    assert!(db.execute("SELECT depth(Ok)", ()).is_err());
+    assert!(db.execute("SELECT Ok.n.Ok", ()).is_ok());
 }
 
 #[test]
@@ -233,12 +233,12 @@ mod typed {
         assert_eq!(w.descendants_of::<Parent>(root, "of").unwrap().len(), 2);
 
         // Text follows the declaration: a cycle is refused, paths and policies work.
-        let err = db.execute(&format!("ADD Parent {{of: {grandkid}}} TO {root}")).unwrap_err();
+        let err = db.execute(&format!("ADD Parent {{of: {grandkid}}} TO {root}"), ()).unwrap_err();
         assert_eq!(err.kind, ErrorKind::Constraint);
-        let rows = db.query(&format!("SELECT Parent.of.Node.name WHERE entity = {grandkid}")).unwrap().rows;
+        let rows = db.query(&format!("SELECT Parent.of.Node.name WHERE entity = {grandkid}"), ()).unwrap().rows;
         assert_eq!(rows, [vec![Value::Str("kid".into())]]);
-        assert_eq!(db.execute(&format!("DESPAWN {kid}")).unwrap().rows, [vec![Value::Int(2)]]);
-        let rows = db.query(&format!("SELECT Owner.who, Owner.note WHERE entity = {owner}")).unwrap().rows;
+        assert_eq!(db.execute(&format!("DESPAWN {kid}"), ()).unwrap().rows, [vec![Value::Int(2)]]);
+        let rows = db.query(&format!("SELECT Owner.who, Owner.note WHERE entity = {owner}"), ()).unwrap().rows;
         assert_eq!(rows, [vec![Value::Null, Value::Entity(root)]]);
     }
 }

@@ -34,7 +34,7 @@ fn world() -> Database {
 }
 
 fn q(db: &Database, text: &str) -> ResultSet {
-    db.query(text).unwrap_or_else(|e| panic!("{}", e.render(text)))
+    db.query(text, ()).unwrap_or_else(|e| panic!("{}", e.render(text)))
 }
 
 /// Rows as a sorted multiset (for queries without ORDER BY).
@@ -200,7 +200,7 @@ fn arithmetic_and_functions() {
         row("[1, 2] + [0.5, 0.5], 2 * [1, 2, 3], -[1, 2]"),
         [Value::Vec2([1.5, 2.5]), Value::Vec3([2.0, 4.0, 6.0]), Value::Vec2([-1.0, -2.0])]
     );
-    let err = db.query("SELECT 9223372036854775807 + 1 FROM Frozen").unwrap_err();
+    let err = db.query("SELECT 9223372036854775807 + 1 FROM Frozen", ()).unwrap_err();
     assert_eq!(err.kind, ErrorKind::Type);
     assert!(err.message.contains("overflow"), "{}", err.message);
 }
@@ -218,9 +218,9 @@ fn vector_like_components() {
     assert_eq!(rs.rows, [[Value::Vec3([2.0, 2.0, 0.0])]]);
     // Health has 2 numeric fields: a vec2.
     assert_eq!(q(&db, "SELECT Health * 2 WHERE entity = 0v0").rows, [[Value::Vec2([20.0, 200.0])]]);
-    let err = db.query("SELECT distance(Team, [0, 0])").unwrap_err();
+    let err = db.query("SELECT distance(Team, [0, 0])", ()).unwrap_err();
     assert_eq!(err.kind, ErrorKind::Type);
-    let err = db.query("SELECT distance(Position, [0, 0])").unwrap_err();
+    let err = db.query("SELECT distance(Position, [0, 0])", ()).unwrap_err();
     assert_eq!(err.kind, ErrorKind::Type);
 }
 
@@ -265,8 +265,8 @@ fn aggregates() {
     assert_eq!(rs.rows, [[s("blue"), i(1)], [s("green"), i(1)], [s("red"), i(3)]]);
     let rs = q(&db, "SELECT Health.hp > 20, count(*) GROUP BY 1 ORDER BY 1 DESC");
     assert_eq!(rs.rows, [[Value::Bool(true), i(3)], [Value::Bool(false), i(1)]]);
-    assert!(db.query("SELECT count(*) AS n GROUP BY n").is_err());
-    assert!(db.query("SELECT count(*) GROUP BY 2").is_err());
+    assert!(db.query("SELECT count(*) AS n GROUP BY n", ()).is_err());
+    assert!(db.query("SELECT count(*) GROUP BY 2", ()).is_err());
     // ORDER BY an aggregate that is not an item.
     let rs = q(&db, "SELECT Team.name GROUP BY Team.name ORDER BY count(*) DESC, Team.name DESC LIMIT 2");
     assert_eq!(col(&rs), [s("red"), s("green")]);
@@ -284,7 +284,7 @@ fn aggregate_errors() {
         ("SELECT sum(Team.name)", "sum() needs numbers"),
         ("SELECT count(*) GROUP BY count(*)", "not allowed here"),
     ] {
-        let err = db.query(text).unwrap_err();
+        let err = db.query(text, ()).unwrap_err();
         assert_eq!(err.kind, ErrorKind::Type, "{text}");
         assert!(err.message.contains(needle), "{text}: {}", err.message);
     }
@@ -311,7 +311,7 @@ fn ordering_ties_and_nulls() {
     assert_eq!(col(&rs), [e(4), e(2), e(1), e(0)]);
     let rs = q(&db, "SELECT entity ORDER BY Name.value");
     assert_eq!(col(&rs), [e(4), e(2), e(3)]);
-    assert!(db.query("SELECT entity ORDER BY 3").is_err());
+    assert!(db.query("SELECT entity ORDER BY 3", ()).is_err());
 }
 
 #[test]
@@ -329,10 +329,10 @@ fn limit_offset_and_top_k() {
     assert_eq!(q(&db, "SELECT entity LIMIT 2 OFFSET 4").len(), 1);
     assert_eq!(q(&db, "SELECT entity LIMIT -1").len(), 5, "a negative limit is no limit");
     let p = Params::positional([2]);
-    assert_eq!(db.query_with("SELECT entity ORDER BY entity LIMIT $1", &p).unwrap().len(), 2);
-    let err = db.query("SELECT entity LIMIT 'x'").unwrap_err();
+    assert_eq!(db.query("SELECT entity ORDER BY entity LIMIT $1", &p).unwrap().len(), 2);
+    let err = db.query("SELECT entity LIMIT 'x'", ()).unwrap_err();
     assert_eq!(err.kind, ErrorKind::Type);
-    let err = db.query("SELECT entity LIMIT Health.hp").unwrap_err();
+    let err = db.query("SELECT entity LIMIT Health.hp", ()).unwrap_err();
     assert_eq!(err.kind, ErrorKind::Type);
     // ORDER BY a general expression with LIMIT (the general top-k path).
     let rs = q(&db, "SELECT entity ORDER BY Team.name || Name.value DESC LIMIT 2");
@@ -343,8 +343,8 @@ fn limit_offset_and_top_k() {
 fn sparse_components_join_by_entity() {
     let mut db = world();
     db.world_mut().define_component(&ComponentDef::new("Buff", &[("power", FieldType::I16)]).sparse()).unwrap();
-    db.execute("ADD Buff {power: 5} TO 0v0").unwrap();
-    db.execute("ADD Buff {power: -2} TO 3v0").unwrap();
+    db.execute("ADD Buff {power: 5} TO 0v0", ()).unwrap();
+    db.execute("ADD Buff {power: -2} TO 3v0", ()).unwrap();
     let rs = q(&db, "SELECT entity, Buff.power ORDER BY entity");
     assert_eq!(rs.rows, [[e(0), i(5)], [e(3), i(-2)]]);
     let rs = q(&db, "SELECT entity FROM Team, !Buff ORDER BY entity");
@@ -357,9 +357,9 @@ fn sparse_components_join_by_entity() {
     let rs = q(&db, "SELECT entity WHERE has(Buff) ORDER BY entity");
     assert_eq!(col(&rs), [e(0), e(3)]);
     assert_eq!(q(&db, "SELECT sum(Buff.power)").rows, [[i(3)]]);
-    db.execute("UPDATE Buff SET power = Buff.power * 10").unwrap();
+    db.execute("UPDATE Buff SET power = Buff.power * 10", ()).unwrap();
     assert_eq!(q(&db, "SELECT sum(Buff.power)").rows, [[i(30)]]);
-    assert_eq!(db.execute("REMOVE Buff WHERE Buff.power < 0").unwrap().rows, [[i(1)]]);
+    assert_eq!(db.execute("REMOVE Buff WHERE Buff.power < 0", ()).unwrap().rows, [[i(1)]]);
     assert_eq!(q(&db, "SELECT count(*) FROM Buff").rows, [[i(1)]]);
 }
 
@@ -378,7 +378,7 @@ fn integer_types_and_u64_range() {
             ],
         ))
         .unwrap();
-    db.execute("SPAWN Ints {a: -5, b: 65535, c: 9223372036854775807, d: -9223372036854775808, on: true}").unwrap();
+    db.execute("SPAWN Ints {a: -5, b: 65535, c: 9223372036854775807, d: -9223372036854775808, on: true}", ()).unwrap();
     let rs = q(&db, "SELECT Ints.a, Ints.b, Ints.c, Ints.d, Ints.on WHERE Ints.a < 0 AND Ints.b > 60000 AND Ints.on");
     assert_eq!(rs.rows, [[i(-5), i(65535), i(i64::MAX), i(i64::MIN), Value::Bool(true)]]);
     // A u64 above i64::MAX cannot be read.
@@ -387,10 +387,10 @@ fn integer_types_and_u64_range() {
     let c = ecsdb::FieldInfo { name: "c".into(), ty: FieldType::U64, offset: 0 };
     let big = ecsdb::convert_value("Ints", &c, &Value::Float(1.7e19)).unwrap();
     db.world_mut().write_fields(ent, id, vec![(2, big)]).unwrap();
-    let err = db.query("SELECT Ints.c").unwrap_err();
+    let err = db.query("SELECT Ints.c", ()).unwrap_err();
     assert_eq!(err.kind, ErrorKind::Type);
     assert!(err.message.contains("out of range"), "{}", err.message);
-    let err = db.query("SELECT count(*) WHERE Ints.c > 0").unwrap_err();
+    let err = db.query("SELECT count(*) WHERE Ints.c > 0", ()).unwrap_err();
     assert!(err.message.contains("out of range"), "{}", err.message);
     assert_eq!(q(&db, "SELECT count(*) WHERE Ints.a < 0").rows, [[i(1)]]);
 }
@@ -448,12 +448,15 @@ fn indexes_are_chosen_and_never_change_answers() {
     .unwrap();
     for i in 0..2000 {
         let team = ["red", "blue", "green", "gold"][i % 4];
-        db.execute(&format!(
-            "SPAWN Position {{x: {}, y: {}, z: 0}}, Health {{hp: {}, max: 100}}, Team {{name: '{team}'}}",
-            i % 50,
-            i / 50,
-            i % 97
-        ))
+        db.execute(
+            &format!(
+                "SPAWN Position {{x: {}, y: {}, z: 0}}, Health {{hp: {}, max: 100}}, Team {{name: '{team}'}}",
+                i % 50,
+                i / 50,
+                i % 97
+            ),
+            (),
+        )
         .unwrap();
     }
     let queries = [
@@ -474,40 +477,40 @@ fn indexes_are_chosen_and_never_change_answers() {
         "SELECT entity WHERE Team.name = 'red' AND Health.hp < 10 ORDER BY distance([0, 0, 0], Position) LIMIT 40",
     ];
 
-    let nearest_before: Vec<_> = nearest.iter().map(|q| db.execute(q).unwrap().rows).collect();
+    let nearest_before: Vec<_> = nearest.iter().map(|q| db.execute(q, ()).unwrap().rows).collect();
     let sorted = |db: &mut ecsdb::query::Database, q: &str| {
-        let mut rows = db.execute(q).unwrap().rows;
+        let mut rows = db.execute(q, ()).unwrap().rows;
         rows.sort_by_key(|r| r[0].to_string());
         rows
     };
     let before: Vec<_> = queries.iter().map(|q| sorted(&mut db, q)).collect();
-    let plan = db.execute(&format!("EXPLAIN {}", queries[0])).unwrap();
+    let plan = db.execute(&format!("EXPLAIN {}", queries[0]), ()).unwrap();
     assert!(plan.rows.iter().any(|r| r[0].to_string().contains("no index exists")), "{plan:?}");
-    db.execute("CREATE INDEX ON Health (hp) USING btree").unwrap();
-    db.execute("CREATE INDEX ON Team (name) USING bitmap").unwrap();
-    db.execute("CREATE INDEX ON Position USING rtree").unwrap();
+    db.execute("CREATE INDEX ON Health (hp) USING btree", ()).unwrap();
+    db.execute("CREATE INDEX ON Team (name) USING bitmap", ()).unwrap();
+    db.execute("CREATE INDEX ON Position USING rtree", ()).unwrap();
     // On 2,000 entities the cost model mostly scans (tests/query_indexes.rs checks its
     // choices on a larger world): take every index that applies.
     db.set_plan_options(ecsdb::query::PlanOptions { prefer_indexes: true });
     for (q, expected) in queries.iter().zip(&before) {
         assert_eq!(&sorted(&mut db, q), expected, "{q}");
         let plan: Vec<String> =
-            db.execute(&format!("EXPLAIN {q}")).unwrap().rows.iter().map(|r| r[0].to_string()).collect();
+            db.execute(&format!("EXPLAIN {q}"), ()).unwrap().rows.iter().map(|r| r[0].to_string()).collect();
         assert!(plan.iter().any(|l| l.contains("USING INDEX")), "{q}: {plan:?}");
     }
     for (q, expected) in nearest.iter().zip(&nearest_before) {
-        assert_eq!(&db.execute(q).unwrap().rows, expected, "{q}");
+        assert_eq!(&db.execute(q, ()).unwrap().rows, expected, "{q}");
         let plan: Vec<String> =
-            db.execute(&format!("EXPLAIN {q}")).unwrap().rows.iter().map(|r| r[0].to_string()).collect();
+            db.execute(&format!("EXPLAIN {q}"), ()).unwrap().rows.iter().map(|r| r[0].to_string()).collect();
         assert!(plan.iter().any(|l| l.contains("nearest-neighbour walk")), "{q}: {plan:?}");
     }
     // Moving entities and changing values through text keeps the indexes exact.
-    db.execute("UPDATE Position SET x = Position.x + 1 WHERE Position.y < 10").unwrap();
-    db.execute("UPDATE Health SET hp = 1 WHERE Team.name = 'green'").unwrap();
-    db.execute("DESPAWN WHERE Health.hp = 2").unwrap();
+    db.execute("UPDATE Position SET x = Position.x + 1 WHERE Position.y < 10", ()).unwrap();
+    db.execute("UPDATE Health SET hp = 1 WHERE Team.name = 'green'", ()).unwrap();
+    db.execute("DESPAWN WHERE Health.hp = 2", ()).unwrap();
     let indexed: Vec<_> = queries.iter().map(|q| sorted(&mut db, q)).collect();
     for name in ["Health_hp_btree", "Team_name_bitmap", "Position_x_y_z_rtree"] {
-        db.execute(&format!("DROP INDEX {name}")).unwrap();
+        db.execute(&format!("DROP INDEX {name}"), ()).unwrap();
     }
     let scanned: Vec<_> = queries.iter().map(|q| sorted(&mut db, q)).collect();
     assert_eq!(indexed, scanned);
@@ -516,10 +519,10 @@ fn indexes_are_chosen_and_never_change_answers() {
 #[test]
 fn parameter_arithmetic_is_computed_once_per_batch_with_the_row_rules() {
     let mut db = ecsdb::query::Database::new();
-    db.execute("CREATE COMPONENT H (hp i64)").unwrap();
+    db.execute("CREATE COMPONENT H (hp i64)", ()).unwrap();
     db.execute_script(&(0..3000).map(|i| format!("SPAWN H {{hp: {i}}};")).collect::<String>()).unwrap();
     let p = |v: i64| ecsdb::query::Params::positional([v]);
-    let count = |db: &mut ecsdb::query::Database, text: &str, v: i64| db.execute_with(text, &p(v)).map(|r| r.rows);
+    let count = |db: &mut ecsdb::query::Database, text: &str, v: i64| db.execute(text, p(v)).map(|r| r.rows);
     assert_eq!(count(&mut db, "SELECT count(*) WHERE H.hp < $1 * 2 + 1", 1000).unwrap(), [[Value::Int(2001)]]);
     assert_eq!(
         count(&mut db, "SELECT count(*) WHERE within([H.hp, 0], [$1 * 1.5, abs(-$1) - $1], 10)", 100).unwrap(),

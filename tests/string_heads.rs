@@ -80,7 +80,7 @@ fn reference_like(s: &str, pattern: &str) -> bool {
 }
 
 fn count(db: &Database, text: &str) -> i64 {
-    match db.query(text).unwrap_or_else(|e| panic!("{}", e.render(text))).rows[0][0] {
+    match db.query(text, ()).unwrap_or_else(|e| panic!("{}", e.render(text))).rows[0][0] {
         ecsdb::Value::Int(n) => n,
         ref other => panic!("count(*) gave {other:?}"),
     }
@@ -156,19 +156,19 @@ fn string_heads_follow_every_write_path() {
                 }
                 2 => {
                     let (hp, w) = (r.below(100), word(&mut r));
-                    db.execute(&format!("UPDATE Name SET value = '{w}' WHERE Health.hp < {hp}")).unwrap();
+                    db.execute(&format!("UPDATE Name SET value = '{w}' WHERE Health.hp < {hp}"), ()).unwrap();
                 }
                 3 => {
                     let hp = r.below(8);
-                    db.execute(&format!("DESPAWN WHERE Health.hp = {hp}")).unwrap();
+                    db.execute(&format!("DESPAWN WHERE Health.hp = {hp}"), ()).unwrap();
                 }
                 4 => {
                     let hp = r.below(100);
-                    db.execute(&format!("ADD Frozen WHERE Health.hp > {hp}")).unwrap();
+                    db.execute(&format!("ADD Frozen WHERE Health.hp > {hp}"), ()).unwrap();
                 }
                 5 => {
                     let hp = r.below(100);
-                    db.execute(&format!("REMOVE Frozen WHERE Health.hp < {hp}")).unwrap();
+                    db.execute(&format!("REMOVE Frozen WHERE Health.hp < {hp}"), ()).unwrap();
                 }
                 6 => {
                     let world = db.world_mut();

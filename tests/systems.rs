@@ -12,7 +12,7 @@ fn db_with(script: &str) -> Database {
 }
 
 fn rows(db: &Database, q: &str) -> Vec<Vec<Value>> {
-    db.query(q).unwrap().rows
+    db.query(q, ()).unwrap().rows
 }
 
 fn int(db: &Database, q: &str) -> i64 {
@@ -39,10 +39,10 @@ fn movement_and_staged_death() {
     );
     let order: Vec<Value> = rows(&db, "SHOW SYSTEMS").into_iter().map(|r| r[0].clone()).collect();
     assert_eq!(order, [Value::Str("decay".into()), Value::Str("movement".into()), Value::Str("death".into())]);
-    let r = db.execute("TICK 1 DT 0.5").unwrap();
+    let r = db.execute("TICK 1 DT 0.5", ()).unwrap();
     assert!(r.rows.is_empty(), "{:?}", r.rows);
     assert_eq!(rows(&db, "SELECT Position.x, Position.y"), [[Value::Float(0.5), Value::Float(1.0)]]);
-    db.execute("TICK").unwrap();
+    db.execute("TICK", ()).unwrap();
     assert_eq!(int(&db, "SELECT count(*)"), 0, "hp reached 0 in the second tick: despawned at the phase's end");
     assert_eq!(db.ticks_run(), 2);
 }
@@ -57,7 +57,7 @@ fn staged_writes_wait_for_the_end_of_the_phase() {
          CREATE SYSTEM counter AFTER spawner AS UPDATE Seen SET n = Seen.n + 0;
          CREATE SYSTEM watcher AFTER counter AS SELECT count(*) FROM A",
     );
-    db.execute("TICK").unwrap();
+    db.execute("TICK", ()).unwrap();
     assert_eq!(int(&db, "SELECT count(*) FROM A"), 1);
     let stats = db.system_stats();
     let watcher = stats.iter().find(|s| s.0 == "watcher").unwrap();
@@ -80,13 +80,13 @@ fn blocks_see_their_own_updates_and_failures_skip_the_rest() {
            UPDATE D SET v = 1000;
          END",
     );
-    let r = db.execute("TICK").unwrap();
+    let r = db.execute("TICK", ()).unwrap();
     assert_eq!(r.columns, ["tick", "system", "error"]);
     assert_eq!(r.rows.len(), 1);
     assert_eq!(r.rows[0][0], Value::Int(0));
     assert_eq!(r.rows[0][1], Value::Str("bad".into()));
     assert_eq!(rows(&db, "SELECT C.v, D.v"), [[Value::Int(10), Value::Int(11)]]);
-    let show = db.query("SHOW SYSTEMS").unwrap();
+    let show = db.query("SHOW SYSTEMS", ()).unwrap();
     assert_eq!(
         show.columns,
         ["name", "phase", "position", "reads", "writes", "runs", "rows", "total_ms", "last_error"]
@@ -116,14 +116,14 @@ fn creation_errors_change_nothing() {
         ("TICK 1 DT -1", ErrorKind::Type, "negative"),
     ];
     for (text, kind, word) in cases {
-        let e = db.execute(text).unwrap_err();
+        let e = db.execute(text, ()).unwrap_err();
         assert_eq!(e.kind, kind, "{text}: {e}");
         assert!(e.to_string().contains(word), "{text}: {e}");
         assert!(e.span.is_some(), "{text}: {e}");
     }
     assert_eq!(rows(&db, "SHOW SYSTEMS"), before);
-    db.execute("DROP SYSTEM IF EXISTS nope").unwrap();
-    db.execute("DROP SYSTEM a").unwrap();
+    db.execute("DROP SYSTEM IF EXISTS nope", ()).unwrap();
+    db.execute("DROP SYSTEM a", ()).unwrap();
     assert_eq!(rows(&db, "SHOW SYSTEMS").len(), 2);
 }
 
@@ -140,12 +140,12 @@ fn fixed_update_runs_for_accumulated_whole_steps() {
     // 5 s = 50 steps, capped at 8 and the rest dropped.
     let mut expected = 0;
     for (dt, runs) in [(0.05, 0), (0.05, 1), (0.25, 2), (0.06, 1), (0.0, 0), (5.0, 8), (0.1, 1)] {
-        db.execute(&format!("TICK DT {dt}")).unwrap();
+        db.execute(&format!("TICK DT {dt}"), ()).unwrap();
         expected += runs;
         assert_eq!(int(&db, "SELECT N.fixed"), expected, "after DT {dt}");
     }
     assert_eq!(int(&db, "SELECT N.ticks"), 7);
-    db.execute("TICK 0").unwrap();
+    db.execute("TICK 0", ()).unwrap();
     assert_eq!(int(&db, "SELECT N.ticks"), 7);
 }
 
@@ -156,7 +156,7 @@ fn parameters_tick_and_time() {
          SPAWN Clock {tick: -1, time: -1, dt: -1};
          CREATE SYSTEM c AS UPDATE Clock SET tick = $tick, time = $time, dt = $dt",
     );
-    db.execute("TICK 3 DT 0.5").unwrap();
+    db.execute("TICK 3 DT 0.5", ()).unwrap();
     assert_eq!(
         rows(&db, "SELECT Clock.tick, Clock.time, Clock.dt"),
         [[Value::Int(2), Value::Float(1.0), Value::Float(0.5)]]
@@ -217,7 +217,7 @@ proptest! {
         }
         let create = |db: &mut Database| {
             for (n, (phase, body)) in defs.iter().enumerate() {
-                db.execute(&format!("CREATE SYSTEM s{n} IN PHASE {phase} AS BEGIN {}; END", body.join("; "))).unwrap();
+                db.execute(&format!("CREATE SYSTEM s{n} IN PHASE {phase} AS BEGIN {}; END", body.join("; ")), ()).unwrap();
             }
         };
         let mut results = Vec::new();
@@ -226,7 +226,7 @@ proptest! {
             let (world, failures, bytes) = pool.install(|| {
                 let mut db = db_with(&setup);
                 create(&mut db);
-                let r = db.execute(&format!("TICK {ticks}")).unwrap();
+                let r = db.execute(&format!("TICK {ticks}"), ()).unwrap();
                 // Byte for byte: the saved world, change ticks and schedule included.
                 let opts = ecsdb::SaveOptions { change_ticks: true, ..Default::default() };
                 let bytes = db.world().save_to_vec(&opts).unwrap();
@@ -255,14 +255,14 @@ proptest! {
                                 Ok(list) => staged.extend(list),
                                 Err(()) => break,
                             }
-                        } else if model.execute_with(s, &ecsdb::query::Params::new().set("tick", tick as i64)).is_err() {
+                        } else if model.execute(s, ecsdb::query::Params::new().set("tick", tick as i64)).is_err() {
                             break;
                         }
                     }
                 }
                 for s in staged {
                     // (A target despawned earlier in the phase is skipped, as the scheduler does.)
-                    let _ = model.execute(&s);
+                    let _ = model.execute(&s, ());
                 }
             }
         }
@@ -278,7 +278,7 @@ fn stage_in_model(db: &mut Database, s: &str, tick: u64) -> Result<Vec<String>, 
     if let Some(cond) = s.strip_prefix("DESPAWN ") {
         // One statement, as the system's DESPAWN is one (a bulk despawn frees its ids in its
         // own order, which later SPAWNs reuse).
-        let targets = db.query(&format!("SELECT entity {cond}")).map_err(|_| ())?;
+        let targets = db.query(&format!("SELECT entity {cond}"), ()).map_err(|_| ())?;
         if targets.rows.is_empty() {
             return Ok(Vec::new());
         }
@@ -289,7 +289,7 @@ fn stage_in_model(db: &mut Database, s: &str, tick: u64) -> Result<Vec<String>, 
     let (head, filter) = s.split_once(" FROM ").unwrap();
     let (comp, value) = head.strip_prefix("ADD ").unwrap().split_once(" {v: ").unwrap();
     let value = value.trim_end_matches('}');
-    let targets = db.query(&format!("SELECT entity, {value} FROM {filter}")).map_err(|_| ())?;
+    let targets = db.query(&format!("SELECT entity, {value} FROM {filter}"), ()).map_err(|_| ())?;
     Ok(targets
         .rows
         .iter()
@@ -336,14 +336,14 @@ fn systems_survive_save_and_load_text_and_unbound_rust() {
             q.for_each(|mut s| s.v *= 2.0)
         })
         .unwrap();
-    db.execute("TICK 1 DT 0.3").unwrap();
+    db.execute("TICK 1 DT 0.3", ()).unwrap();
     let bytes = snapshot(&db);
     let mut loaded = Database::from_world(ecsdb_engine::World::load_from_bytes(&bytes).unwrap());
     assert_eq!(snapshot(&loaded), bytes, "saving a loaded world gives the same bytes");
     let names = |db: &Database| rows(db, "SHOW SYSTEMS").into_iter().map(|r| r[0].clone()).collect::<Vec<_>>();
     assert_eq!(names(&loaded), names(&db));
     assert_eq!(loaded.ticks_run(), 1);
-    let e = loaded.execute("TICK").unwrap_err();
+    let e = loaded.execute("TICK", ()).unwrap_err();
     assert!(e.to_string().contains("speedup"), "{e}");
     loaded
         .add_system("speedup")
@@ -352,14 +352,14 @@ fn systems_survive_save_and_load_text_and_unbound_rust() {
         })
         .unwrap();
     // 0.3 s at 4 Hz left 0.05 s in the accumulator: 0.2 s more make one more step.
-    loaded.execute("TICK 1 DT 0.2").unwrap();
-    db.execute("TICK 1 DT 0.2").unwrap();
+    loaded.execute("TICK 1 DT 0.2", ()).unwrap();
+    db.execute("TICK 1 DT 0.2", ()).unwrap();
     assert_eq!(int(&loaded, "SELECT C.v"), 2);
     assert_eq!(dumpf(&loaded), dumpf(&db));
     // Dropping the unbound system also lets TICK run.
     let mut again = Database::from_world(ecsdb_engine::World::load_from_bytes(&bytes).unwrap());
-    again.execute("DROP SYSTEM speedup").unwrap();
-    again.execute("TICK").unwrap();
+    again.execute("DROP SYSTEM speedup", ()).unwrap();
+    again.execute("TICK", ()).unwrap();
 }
 
 fn dumpf(db: &Database) -> Vec<Vec<Value>> {
@@ -384,7 +384,7 @@ fn assert_failure(got: &(String, String), system: &str, kind: &str, word: &str) 
 }
 
 fn last_error(db: &Database, system: &str) -> Value {
-    let show = db.query("SHOW SYSTEMS").unwrap();
+    let show = db.query("SHOW SYSTEMS", ()).unwrap();
     show.rows.into_iter().find(|r| r[0] == Value::Str(system.into())).unwrap()[8].clone()
 }
 
@@ -400,7 +400,7 @@ fn a_refused_add_ends_its_block() {
          CREATE SYSTEM looping AS BEGIN ADD ChildOf {parent: 0v0} TO 0v0; SPAWN Frozen END;
          CREATE SYSTEM fine AS BEGIN ADD ChildOf {parent: null} TO 0v0; SPAWN Thawed END",
     );
-    let r = db.execute("TICK").unwrap();
+    let r = db.execute("TICK", ()).unwrap();
     let got = failures(&r);
     assert_eq!(got.len(), 2, "{got:?}");
     assert_eq!(got[0], ("stale".into(), "stale_entity error: stale entity 1v0".into()));
@@ -424,7 +424,7 @@ fn failures_at_the_end_of_the_phase_carry_their_kind() {
          CREATE SYSTEM swap AS BEGIN ADD ChildOf {parent: 0v0} TO 2v0; ADD ChildOf {parent: 2v0} TO 0v0 END;
          CREATE SYSTEM restricted AS DESPAWN 2v0",
     );
-    let r = db.execute("TICK").unwrap();
+    let r = db.execute("TICK", ()).unwrap();
     let got = failures(&r);
     assert_eq!(got.len(), 3, "{got:?}");
     // 1v0 was alive when `adopt` ran: its ADD passed and the block went on.
@@ -448,10 +448,10 @@ fn a_saved_system_that_does_not_bind_reports_its_kind() {
         [Value::Int(i)] => Ok(Value::Int(i * 2)),
         _ => Err("twice() takes one int".into()),
     });
-    db.execute("CREATE SYSTEM double AS UPDATE C SET v = twice(C.v)").unwrap();
-    db.execute("TICK").unwrap();
+    db.execute("CREATE SYSTEM double AS UPDATE C SET v = twice(C.v)", ()).unwrap();
+    db.execute("TICK", ()).unwrap();
     let mut loaded = Database::from_world(ecsdb_engine::World::load_from_bytes(&snapshot(&db)).unwrap());
-    let got = failures(&loaded.execute("TICK").unwrap());
+    let got = failures(&loaded.execute("TICK", ()).unwrap());
     assert_eq!(got.len(), 1, "{got:?}");
     assert_failure(&got[0], "double", "unknown_function", "saved system does not bind: unknown function 'twice'");
     assert!(got[0].1.ends_with("(at line 1, column 18 of its text)"), "{got:?}");
@@ -467,7 +467,7 @@ fn a_bare_spawn_may_end_a_block() {
          CREATE SYSTEM b AS BEGIN SELECT 1; SPAWN End {} END;
          SPAWN End",
     );
-    let r = db.execute("TICK 2").unwrap();
+    let r = db.execute("TICK 2", ()).unwrap();
     assert!(r.rows.is_empty(), "{:?}", r.rows);
     assert_eq!(int(&db, "SELECT count(*)"), 5);
     assert_eq!(int(&db, "SELECT count(*) FROM End"), 3);

@@ -106,7 +106,7 @@ fn text(kind: u8, c: usize, d: usize, k: i64) -> String {
 }
 
 fn dump(db: &Database) -> Vec<Vec<Value>> {
-    db.query("SELECT entity, C0.v, C1.v, C2.v, C3.v, S.v FROM ?C0, ?C1, ?C2, ?C3, ?S ORDER BY entity").unwrap().rows
+    db.query("SELECT entity, C0.v, C1.v, C2.v, C3.v, S.v FROM ?C0, ?C1, ?C2, ?C3, ?S ORDER BY entity", ()).unwrap().rows
 }
 
 #[derive(Clone, Debug)]
@@ -139,7 +139,7 @@ proptest! {
                 match *d {
                     Def::Rust { kind, w, r, k } => add_numbered(&mut db, &format!("r{n}"), phase, kind, w, r, k),
                     Def::Text { kind, c, d, k } => {
-                        db.execute(&format!("CREATE SYSTEM t{n} IN PHASE {phase:?} AS {}", text(kind, c, d, k))).unwrap();
+                        db.execute(&format!("CREATE SYSTEM t{n} IN PHASE {phase:?} AS {}", text(kind, c, d, k)), ()).unwrap();
                     }
                 }
             }
@@ -150,7 +150,7 @@ proptest! {
             let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
             results.push(pool.install(|| {
                 let mut db = build();
-                let r = db.execute(&format!("TICK {ticks}")).unwrap();
+                let r = db.execute(&format!("TICK {ticks}"), ()).unwrap();
                 let opts = ecsdb::SaveOptions { change_ticks: true, ..Default::default() };
                 (dump(&db), r.rows, db.world().save_to_vec(&opts).unwrap())
             }));
@@ -170,17 +170,17 @@ fn independent_rust_systems_share_a_batch_and_sparse_writers_run_alone() {
     // `c` writes the sparse S: alone.
     add::<C3, C0>(&mut db, "c", Phase::OnUpdate, 2, 1);
     let plan: Vec<String> =
-        db.query("EXPLAIN SCHEDULE").unwrap().rows.into_iter().map(|r| format!("{:?}", r[0])).collect();
+        db.query("EXPLAIN SCHEDULE", ()).unwrap().rows.into_iter().map(|r| format!("{:?}", r[0])).collect();
     assert!(plan.iter().any(|l| l.contains("together: a (Rust), b (Rust)")), "{plan:?}");
     assert!(plan.iter().any(|l| l.contains("d (Rust) -- waits on a")), "{plan:?}");
     assert!(plan.iter().any(|l| l.contains("c (Rust) -- waits on everything before it (c runs alone)")), "{plan:?}");
-    let sum = |db: &Database, c: &str| match &db.query(&format!("SELECT sum({c}.v)")).unwrap().rows[0][0] {
+    let sum = |db: &Database, c: &str| match &db.query(&format!("SELECT sum({c}.v)"), ()).unwrap().rows[0][0] {
         Value::Int(v) => *v,
         v => panic!("{v:?}"),
     };
     let before: Vec<i64> = ["C0", "C1", "C2", "C3", "S"].iter().map(|c| sum(&db, c)).collect();
     let pool = rayon::ThreadPoolBuilder::new().num_threads(2).build().unwrap();
-    pool.install(|| db.execute("TICK 1").unwrap());
+    pool.install(|| db.execute("TICK 1", ()).unwrap());
     let after: Vec<i64> = ["C0", "C1", "C2", "C3", "S"].iter().map(|c| sum(&db, c)).collect();
     // a: C0 += C1 % 7 + 1 on the rows with both (entities 0, 4, 8: C1 = 0, 4, 8).
     assert_eq!(after[0] - before[0], [0i64, 4, 8].iter().map(|v| v % 7 + 1).sum::<i64>());
@@ -192,7 +192,7 @@ fn independent_rust_systems_share_a_batch_and_sparse_writers_run_alone() {
     assert_eq!(after[4] - before[4], (1 + 1) + (3 + 1));
     // SHOW SYSTEMS counts the rows of the tables each visited (before row filters): `c`
     // reads C0 in both tables that hold it, its sparse S on a third of their rows.
-    let stats = db.query("SHOW SYSTEMS").unwrap().rows;
+    let stats = db.query("SHOW SYSTEMS", ()).unwrap().rows;
     let rows: Vec<(String, Value, Value)> =
         stats.into_iter().map(|r| (format!("{}", r[0]), r[5].clone(), r[6].clone())).collect();
     let want = [("a", 3), ("b", 3), ("d", 3), ("c", 6)].map(|(n, k)| (n.to_string(), Value::Int(1), Value::Int(k)));

@@ -36,20 +36,23 @@ fn db(indexed: bool) -> Database {
         db.set_plan_options(PlanOptions { prefer_indexes: true });
     }
     for i in 0..200 {
-        db.execute(&format!(
-            "SPAWN Position {{ x: {}, y: {}, z: 0 }}, Health {{ hp: {} }}, Team {{ name: '{}' }}",
-            i % 20,
-            i / 20,
-            i % 50,
-            ["red", "blue"][i % 2]
-        ))
+        db.execute(
+            &format!(
+                "SPAWN Position {{ x: {}, y: {}, z: 0 }}, Health {{ hp: {} }}, Team {{ name: '{}' }}",
+                i % 20,
+                i / 20,
+                i % 50,
+                ["red", "blue"][i % 2]
+            ),
+            (),
+        )
         .unwrap();
     }
     db
 }
 
 fn answers(db: &Database, indexed: bool) -> Vec<Value> {
-    let count = |q: &str| db.query(q).unwrap_or_else(|e| panic!("{q}: {}", e.render(q))).rows[0][0].clone();
+    let count = |q: &str| db.query(q, ()).unwrap_or_else(|e| panic!("{q}: {}", e.render(q))).rows[0][0].clone();
     let mut out: Vec<Value> = QUERIES[..4].iter().map(|q| count(q)).collect();
     out.push(count(if indexed { QUERIES[4] } else { LOW_PLAIN }));
     out
@@ -84,13 +87,13 @@ fn indexes_and_prepared_statements_stay_exact_across_wraparound() {
         );
         for db in [&mut fast, &mut slow] {
             db.execute_script(&script).unwrap();
-            let frozen = db.select_entities("WHERE Health.hp < 3", &Params::new()).unwrap();
+            let frozen = db.select_entities("WHERE Health.hp < 3", ()).unwrap();
             for e in frozen.into_iter().take(2) {
                 db.world_mut().insert_values(e, &[("Frozen", &[])]).unwrap();
             }
         }
         assert_eq!(answers(&fast, true), answers(&slow, false), "step {step} (tick {})", fast.world().change_tick());
-        let expect = slow.query_with("SELECT COUNT(*) FROM Health WHERE Health.hp >= $min", &min).unwrap().rows;
+        let expect = slow.query("SELECT COUNT(*) FROM Health WHERE Health.hp >= $min", &min).unwrap().rows;
         assert_eq!(prepared.query(&fast, &min).unwrap().rows, expect, "step {step}");
     }
     assert!(fast.world().change_tick() < before, "the counter wrapped");

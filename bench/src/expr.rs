@@ -262,18 +262,18 @@ fn prepared(db: &mut Database, text: &str) -> Prepared {
 }
 
 fn run_prepared(p: &mut Prepared, db: &Database) -> usize {
-    p.query_each(db, &Params::new(), |row| {
+    p.query_each(db, Params::new(), |row| {
         black_box(row);
     })
     .expect("query runs")
 }
 
 fn execute(p: &mut Prepared, db: &mut Database) -> usize {
-    p.execute(db, &Params::new()).expect("statement runs").rows.len()
+    p.execute(db, ()).expect("statement runs").rows.len()
 }
 
 fn run_text(db: &RefCell<Database>, text: &str) {
-    db.borrow_mut().execute(text).unwrap_or_else(|e| panic!("{}", e.render(text)));
+    db.borrow_mut().execute(text, ()).unwrap_or_else(|e| panic!("{}", e.render(text)));
 }
 
 fn sql_exec(conn: &Connection, sql: &str) -> usize {
@@ -672,10 +672,10 @@ fn check_answers(db: &Database, conn: &Connection) {
         (LIKE_PREFIX, SQL_LIKE_PREFIX),
         (IN_LIST, SQL_IN_LIST),
     ] {
-        let ours = db.query(text).unwrap_or_else(|e| panic!("{}", e.render(text))).rows[0][0].clone();
+        let ours = db.query(text, ()).unwrap_or_else(|e| panic!("{}", e.render(text))).rows[0][0].clone();
         assert_eq!(ours, Value::Int(sql_count(conn, sql)), "answers differ: {text}");
     }
-    let top = db.query(DISTANCE_TOPK).expect("distance_topk runs");
+    let top = db.query(DISTANCE_TOPK, ()).expect("distance_topk runs");
     let ours: Vec<i64> = top
         .rows
         .iter()
@@ -687,6 +687,6 @@ fn check_answers(db: &Database, conn: &Connection) {
     let mut stmt = conn.prepare(SQL_DISTANCE_TOPK).expect("prepare");
     let sql: Vec<i64> = stmt.query_map([], |r| r.get(0)).expect("query").map(|r| r.expect("row")).collect();
     assert_eq!(ours, sql, "distance_topk answers differ");
-    let groups = db.query(GROUP_EXPR).expect("group_expr runs");
+    let groups = db.query(GROUP_EXPR, ()).expect("group_expr runs");
     assert_eq!(groups.len(), 4, "group_expr: four teams");
 }

@@ -106,7 +106,7 @@ fn ticks_with_readers(
             std::thread::spawn(move || {
                 let mut answers = 0;
                 while !stop.load(Ordering::Acquire) {
-                    let q = r.query("SELECT count(*), avg(Health.hp) WHERE Health.hp < 50", &Default::default());
+                    let q = r.query("SELECT count(*), avg(Health.hp) WHERE Health.hp < 50", ());
                     answers += usize::from(q.is_ok());
                 }
                 answers
@@ -269,7 +269,7 @@ pub fn run(s: &mut Suite) {
     }
     if s.enabled("reader_interference_churn") {
         let mut db = world(N);
-        db.execute("CREATE INDEX ON Health (hp) USING btree").expect("an index");
+        db.execute("CREATE INDEX ON Health (hp) USING btree", ()).expect("an index");
         let mut alive: std::collections::VecDeque<ecsdb::Entity> =
             db.world().tables().iter().flat_map(|t| t.entities().iter().copied()).collect();
         let none = ticks_with_readers(&mut db, 0, true, Some(&mut alive));

@@ -11,7 +11,7 @@
 //!   `project_filter`, a `Vec` of 3-tuples; the other results are a few rows);
 //! - `ecsdb-resultset` (`project_filter` only): the same statement collected into a
 //!   `ResultSet` (`Prepared::query`): one `Vec<Value>` per row;
-//! - `ecsdb-text`: `db.query(text)` every time: parse, bind, plan and run;
+//! - `ecsdb-text`: `db.query(text, ())` every time: parse, bind, plan and run;
 //! - `ecsdb-typed`: a hand-written loop over a typed `QueryState` built once (what a system
 //!   would write: the same filter, the same result shape as the text query's rows);
 //! - `sqlite`: rusqlite (bundled) in memory, one table per component keyed by entity
@@ -137,18 +137,18 @@ fn prepared(db: &mut Database, text: &str) -> Prepared {
 }
 
 fn run_prepared(p: &mut Prepared, db: &Database) -> usize {
-    p.query_each(db, &Params::new(), |row| {
+    p.query_each(db, Params::new(), |row| {
         black_box(row);
     })
     .expect("query runs")
 }
 
 fn run_resultset(p: &mut Prepared, db: &Database) -> usize {
-    p.query(db, &Params::new()).expect("query runs").rows.len()
+    p.query(db, ()).expect("query runs").rows.len()
 }
 
 fn run_text(db: &Database, text: &str) -> usize {
-    db.query(text).expect("query runs").rows.len()
+    db.query(text, ()).expect("query runs").rows.len()
 }
 
 pub fn run(s: &mut Suite) {
@@ -194,7 +194,7 @@ pub fn run(s: &mut Suite) {
             "ecsdb-prepared",
             iter(move || {
                 let mut out: Vec<(f64, f64, f64)> = Vec::new();
-                p.query_each(db, &Params::new(), |r| out.push((f(&r[0]), f(&r[1]), f(&r[2])))).expect("query runs");
+                p.query_each(db, Params::new(), |r| out.push((f(&r[0]), f(&r[1]), f(&r[2])))).expect("query runs");
                 out
             }),
         );
@@ -344,10 +344,10 @@ impl Ord for OrdF32 {
 
 /// The answers agree before anything is timed.
 fn check_answers(db: &Database, conn: &Connection) {
-    let count = db.query(COUNT_FILTER).expect("count_filter runs").rows[0][0].clone();
+    let count = db.query(COUNT_FILTER, ()).expect("count_filter runs").rows[0][0].clone();
     let sql: i64 = conn.query_row(SQL_COUNT_FILTER, [], |r| r.get(0)).expect("sqlite count");
     assert_eq!(count, Value::Int(sql), "count_filter answers differ");
-    let top = db.query(TOP_K).expect("top_k runs");
+    let top = db.query(TOP_K, ()).expect("top_k runs");
     let mut stmt = conn.prepare(SQL_TOP_K).expect("prepare");
     let sql_top: Vec<i64> = stmt.query_map([], |r| r.get(0)).expect("query").map(|r| r.expect("row")).collect();
     let ours: Vec<i64> = top
@@ -359,9 +359,9 @@ fn check_answers(db: &Database, conn: &Connection) {
         })
         .collect();
     assert_eq!(ours, sql_top, "top_k answers differ");
-    let groups = db.query(GROUP_BY).expect("group_by runs");
+    let groups = db.query(GROUP_BY, ()).expect("group_by runs");
     assert_eq!(groups.len(), 4);
-    let proj = db.query(PROJECT_FILTER).expect("project_filter runs");
+    let proj = db.query(PROJECT_FILTER, ()).expect("project_filter runs");
     let n: i64 = conn.query_row("SELECT count(*) FROM health WHERE hp < 1", [], |r| r.get(0)).expect("sqlite count");
     assert_eq!(proj.len() as i64, n, "project_filter answers differ");
     black_box(());

@@ -104,7 +104,7 @@ fn prepared(db: &mut Database, text: &str) -> Prepared {
 fn count(p: &mut Prepared, db: &Database, params: &mut Params, e: Entity) -> i64 {
     params.positional_mut()[0] = Value::Entity(e);
     let mut n = None;
-    p.query_each(db, params, |row| n = Some(row[0].clone())).expect("query runs");
+    p.query_each(db, &*params, |row| n = Some(row[0].clone())).expect("query runs");
     match n {
         Some(Value::Int(n)) => n,
         other => panic!("count(*) gave {other:?}"),
@@ -169,7 +169,7 @@ pub fn run(s: &mut Suite) {
         let db: &Database = &db;
         let visit = |p: &mut Prepared| {
             let mut bytes = 0usize;
-            p.query_each(db, &Params::new(), |row| {
+            p.query_each(db, Params::new(), |row| {
                 if let Value::Str(s) = &row[0] {
                     bytes += s.len();
                 }
@@ -212,7 +212,7 @@ pub fn run(s: &mut Suite) {
                 move || {
                     let (db, root, _) = &mut *timed.borrow_mut();
                     let e = root.take().expect("a tree to despawn");
-                    let r = db.execute(&format!("DESPAWN {e}")).expect("despawn");
+                    let r = db.execute(&format!("DESPAWN {e}"), ()).expect("despawn");
                     black_box(r.rows.len())
                 },
             ),

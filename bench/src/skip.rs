@@ -54,7 +54,7 @@ fn with_index(kind: Option<IndexKind>) -> (Database, Vec<Entity>) {
 }
 
 fn count(db: &Database, text: &str) -> i64 {
-    match db.query(text).expect("query runs").rows[0][0] {
+    match db.query(text, ()).expect("query runs").rows[0][0] {
         Value::Int(n) => n,
         ref other => panic!("count(*) gave {other:?}"),
     }

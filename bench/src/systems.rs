@@ -63,12 +63,15 @@ fn parallel_world() -> Database {
         )
     }));
     for k in 0..8 {
-        db.execute(&format!(
-            "CREATE SYSTEM s{k} AS UPDATE P{k} SET \
+        db.execute(
+            &format!(
+                "CREATE SYSTEM s{k} AS UPDATE P{k} SET \
              x = P{k}.x * 0.999 + distance(P{k}, [1, 2, 3]) * 0.0001, \
              y = P{k}.y * 0.999 - sqrt(abs(P{k}.x * P{k}.z) + 1) * 0.0001, \
              z = min(P{k}.z + $dt, 1000)"
-        ))
+            ),
+            (),
+        )
         .expect("create system");
     }
     db
@@ -90,6 +93,7 @@ fn movement_world(text: bool) -> Database {
         db.execute(
             "CREATE SYSTEM movement AS UPDATE Position SET x = Position.x + Velocity.x * $dt, \
              y = Position.y + Velocity.y * $dt FROM Position, Velocity, !Frozen",
+            (),
         )
         .expect("create system");
     } else {
@@ -202,9 +206,9 @@ pub fn run(s: &mut Suite) {
     });
     s.workload("overhead", |w| {
         let mut db = Database::new();
-        db.execute("CREATE COMPONENT Unused (v i64)").expect("component");
+        db.execute("CREATE COMPONENT Unused (v i64)", ()).expect("component");
         for k in 0..100 {
-            db.execute(&format!("CREATE SYSTEM idle{k} AS UPDATE Unused SET v = Unused.v + 1")).expect("system");
+            db.execute(&format!("CREATE SYSTEM idle{k} AS UPDATE Unused SET v = Unused.v + 1"), ()).expect("system");
         }
         w.lib("ecsdb", iter(move || db.tick(1, DT).expect("tick")));
     });

@@ -44,7 +44,7 @@ src, out = sys.argv[1], sys.argv[2]
 comps = sys.argv[3].split(",")
 con = duckdb.connect()
 for c in comps:
-    con.execute(f"CREATE TABLE {c} AS SELECT * FROM read_parquet('{src}/{c}.parquet')")
+    con.execute(f"CREATE TABLE {c} AS SELECT * FROM read_parquet('{src}/{c}.parquet')", ())
 opts = {"parquet": "(FORMAT parquet, COMPRESSION snappy)", "csv": "(FORMAT csv, HEADER)", "jsonl": "(FORMAT json)"}
 readers = {"parquet": "read_parquet", "csv": "read_csv", "jsonl": "read_json"}
 print("ready", flush=True)
@@ -55,13 +55,13 @@ for line in sys.stdin:
         if op == "export":
             t = time.perf_counter()
             for c in comps:
-                con.execute(f"COPY {c} TO '{out}/{c}.{fmt}' {opts[fmt]}")
+                con.execute(f"COPY {c} TO '{out}/{c}.{fmt}' {opts[fmt]}", ())
             total += time.perf_counter() - t
         else:
             fresh = duckdb.connect()
             t = time.perf_counter()
             for c in comps:
-                fresh.execute(f"CREATE TABLE {c} AS SELECT * FROM {readers[fmt]}('{out}/{c}.{fmt}')")
+                fresh.execute(f"CREATE TABLE {c} AS SELECT * FROM {readers[fmt]}('{out}/{c}.{fmt}')", ())
             total += time.perf_counter() - t
             fresh.close()
     print(total, flush=True)

@@ -278,7 +278,7 @@ pub fn run(args: &DemoArgs) -> Result<(), Failure> {
     let file = if file.contains([' ', '\'', '"']) { format!("'{}'", file.replace('\'', "'\\''")) } else { file };
     const JSON_QUERY: &str = "SELECT Team.name, count(*) FROM Team GROUP BY Team.name ORDER BY Team.name";
     out.line(&format!("Tools get JSON: ecsdb query {file} \"{JSON_QUERY}\" --format json"))?;
-    match db.query(JSON_QUERY) {
+    match db.query(JSON_QUERY, ()) {
         Ok(rs) => out.line(&format!("  {}", rs.to_json_string()))?,
         Err(e) => {
             tour_failures += 1;
@@ -320,7 +320,7 @@ pub fn run(args: &DemoArgs) -> Result<(), Failure> {
 
 /// Runs a statement the demo cannot do without; its failure ends the demo with exit code 1.
 fn statement(db: &mut Database, text: &str, params: &Params) -> Result<ResultSet, Failure> {
-    db.execute_with(text, params).map_err(|e| {
+    db.execute(text, params).map_err(|e| {
         format::eprint_line(&format::render_error(text, &e, Some("ecsdb demo")));
         Failure::Statement
     })
@@ -472,7 +472,7 @@ fn timed_query(db: &Database, text: &str) -> Result<(ResultSet, Duration), ecsdb
     let mut result = None;
     for _ in 0..3 {
         let t = Instant::now();
-        let rs = db.query(text)?;
+        let rs = db.query(text, ())?;
         best = best.min(t.elapsed());
         result = Some(rs);
     }
@@ -508,7 +508,7 @@ fn tour_step(db: &mut Database, step: &TourStep, out: &mut Out) -> Result<usize,
     let Some(create) = step.index else { return Ok(0) };
     out.line(&format!("  {create}"))?;
     let t = Instant::now();
-    match db.execute(create) {
+    match db.execute(create, ()) {
         Ok(_) => out.line(&format!("  index built in {}", millis(t.elapsed())))?,
         Err(e) if e.kind == ErrorKind::Unsupported => {
             out.line(&format!("  (no index: {}; the query runs by scanning)", e.message))?;
@@ -540,7 +540,7 @@ fn tour_step(db: &mut Database, step: &TourStep, out: &mut Out) -> Result<usize,
 
 fn show_plan(db: &Database, text: &str, label: &str, out: &mut Out) -> Result<(), Failure> {
     let explain = format!("EXPLAIN {text}");
-    match db.query(&explain) {
+    match db.query(&explain, ()) {
         Ok(plan) => {
             out.line(&format!("  {label}:"))?;
             for row in &plan.rows {

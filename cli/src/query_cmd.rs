@@ -47,7 +47,7 @@ pub fn run(args: &QueryArgs) -> Result<(), Failure> {
         // A statement that does not parse: report it below, as the query's own error.
         Err(_) => {}
     }
-    let rs = match db.query_with(text, &params) {
+    let rs = match db.query(text, &params) {
         Ok(rs) => rs,
         Err(err) => {
             format::eprint_line(&format::render_error(text, &err, None));

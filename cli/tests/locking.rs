@@ -34,7 +34,7 @@ fn spawn_script(dir: &Path, name: &str, component: &str, n: usize) -> String {
 /// How many entities of `component` the world file holds.
 fn count(path: &Path, component: &str) -> i64 {
     let db = Database::from_world(World::load(path).unwrap());
-    match db.query(&format!("SELECT count(*) FROM {component}")).unwrap().rows[0][0] {
+    match db.query(&format!("SELECT count(*) FROM {component}"), ()).unwrap().rows[0][0] {
         Value::Int(n) => n,
         ref other => panic!("count(*) is {other:?}"),
     }

@@ -206,7 +206,7 @@ fn duckdb_reads_an_exported_world_with_the_same_answers() {
          for c in {components:?}:\n\
          \x20   con.execute(f\"CREATE VIEW {{c}} AS SELECT * FROM read_parquet('pq/{{c}}.parquet')\")\n\
          for q in {duck_sql:?}:\n\
-         \x20   print(json.dumps([list(r) for r in con.execute(q).fetchall()]))\n",
+         \x20   print(json.dumps([list(r) for r in con.execute(q, ()).fetchall()]))\n",
         components = COMPONENTS,
     );
     std::fs::write(dir.join("duck.py"), script).unwrap();

@@ -6,6 +6,7 @@ use crate::value::ValueType;
 /// Everything that can go wrong in the storage engine. Every failing operation leaves the
 /// world as it was.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
 pub enum EngineError {
     /// The handle's entity was despawned (or the handle was never issued).
     #[error("stale entity {0}")]

@@ -74,7 +74,9 @@ pub use snapshot::{
     SaveStats, SnapshotError, WorldLock,
 };
 pub use tick::{ChangeWindow, Mut, Tick, is_newer};
-pub use value::{ComponentValues, FieldValue, Value, ValueType, convert_value, read_field, read_object};
+pub use value::{
+    ComponentValues, FieldValue, FromValueError, Value, ValueType, convert_value, read_field, read_object,
+};
 pub use world::{ComponentWriter, FieldRows, MemoryUsage, Mirrored, RowByRow, RowRewrite, TypedFieldValues, World};
 
 #[doc(hidden)]

@@ -7,6 +7,9 @@ use crate::entity::Entity;
 use crate::error::{EngineError, Result};
 
 mod component_values;
+mod from_value;
+
+pub use from_value::FromValueError;
 
 pub use component_values::ComponentValues;
 

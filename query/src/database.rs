@@ -38,10 +38,10 @@ use world_slot::WorldSlot;
 /// use ecsdb_query::{Database, Params};
 /// use ecsdb_engine::Value;
 /// let mut db = Database::new();
-/// db.execute("CREATE COMPONENT Health (hp f32, max f32)").unwrap();
-/// db.execute("SPAWN Health {hp: 10, max: 20}").unwrap();
-/// db.execute("SPAWN Health {hp: 50, max: 50}").unwrap();
-/// let low = db.query_with("SELECT count(*) WHERE Health.hp < $1", &Params::positional([20])).unwrap();
+/// db.execute("CREATE COMPONENT Health (hp f32, max f32)", ()).unwrap();
+/// db.execute("SPAWN Health {hp: 10, max: 20}", ()).unwrap();
+/// db.execute("SPAWN Health {hp: 50, max: 50}", ()).unwrap();
+/// let low = db.query("SELECT count(*) WHERE Health.hp < $1", Params::positional([20])).unwrap();
 /// assert_eq!(low.rows[0][0], Value::Int(1));
 /// ```
 #[derive(Default)]
@@ -346,19 +346,26 @@ impl Database {
     /// Binds, plans and runs one parsed statement of any kind.
     pub(crate) fn run_statement(&mut self, stmt: &ast::Statement, params: &Params) -> Result<ResultSet, Error> {
         let mut p = self.prepare_statement(stmt)?;
-        p.execute(self, params)
+        p.run(self, params)
     }
 
-    /// Runs exactly one statement (a trailing `;` is fine) of any kind.
-    pub fn execute(&mut self, text: &str) -> Result<ResultSet, Error> {
-        self.execute_with(text, &Params::new())
-    }
-
-    /// Runs one statement with parameters.
-    pub fn execute_with(&mut self, text: &str, params: &Params) -> Result<ResultSet, Error> {
+    /// Runs exactly one statement (a trailing `;` is fine) of any kind, with `params`: `()`,
+    /// an array or tuple of positional values (`$1`, `$2`, …), a map of named ones (`$name`),
+    /// or [`Params`].
+    ///
+    /// ```
+    /// use ecsdb_query::Database;
+    /// let mut db = Database::new();
+    /// db.execute("CREATE COMPONENT Team (name string, size i32)", ()).unwrap();
+    /// db.execute("SPAWN Team {name: $1, size: $2}", ("red", 5)).unwrap();
+    /// let big = db.query("SELECT Team.name WHERE Team.size > $min", [("min", 3)].into_iter().collect::<std::collections::HashMap<_, _>>()).unwrap();
+    /// assert_eq!(big.get_as::<String>(0, "Team.name").unwrap(), "red");
+    /// ```
+    pub fn execute(&mut self, text: &str, params: impl Into<Params>) -> Result<ResultSet, Error> {
+        let params = params.into();
         let (key, mut p) = self.cached_or_prepared(text)?;
         let stamp = self.catalog_stamp();
-        let result = p.execute(self, params);
+        let result = p.run(self, &params);
         // (What the statement created changes the stamp: a CREATE is not kept anyway.)
         if result.is_ok() && self.catalog_stamp() == stamp {
             self.statements.put(key.unwrap_or_else(|| text.into()), stamp, p);
@@ -382,13 +389,14 @@ impl Database {
     }
 
     /// Runs one read-only statement (SELECT, EXPLAIN, SHOW, DESCRIBE) on a shared database; a
-    /// mutating statement is a `constraint` error.
-    pub fn query(&self, text: &str) -> Result<ResultSet, Error> {
-        self.query_with(text, &Params::new())
+    /// mutating statement is a `constraint` error. Parameters as [`Database::execute`] takes
+    /// them.
+    pub fn query(&self, text: &str, params: impl Into<Params>) -> Result<ResultSet, Error> {
+        self.run_query(text, &params.into())
     }
 
-    /// [`Database::query`] with parameters.
-    pub fn query_with(&self, text: &str, params: &Params) -> Result<ResultSet, Error> {
+    /// [`Database::query`] with parameters already built.
+    pub(crate) fn run_query(&self, text: &str, params: &Params) -> Result<ResultSet, Error> {
         let (key, mut p) = match self.statements.take(text, self.catalog_stamp()) {
             Some((key, p)) => (Some(key), p),
             None => {
@@ -404,7 +412,7 @@ impl Database {
             self.statements.put(key.unwrap_or_else(|| text.into()), self.catalog_stamp(), p);
             return Err(mutates_error(span));
         }
-        let result = p.query(self, params);
+        let result = p.run_query(self, params);
         if result.is_ok() {
             self.statements.put(key.unwrap_or_else(|| text.into()), self.catalog_stamp(), p);
         }
@@ -501,12 +509,13 @@ impl Database {
     pub fn execute_script_each(
         &mut self,
         text: &str,
-        params: &Params,
+        params: impl Into<Params>,
         mut on_result: impl FnMut(usize, Span, &Result<ResultSet, Error>) -> bool,
     ) -> Result<(), Error> {
+        let params = params.into();
         let statements = parse::parse_script(text)?;
         for (i, stmt) in statements.iter().enumerate() {
-            let result = self.prepare_statement(stmt).and_then(|mut p| p.execute(self, params));
+            let result = self.prepare_statement(stmt).and_then(|mut p| p.run(self, &params));
             if !on_result(i, stmt.span(), &result) {
                 break;
             }
@@ -533,7 +542,7 @@ impl Database {
     /// for _ in 0..3 {
     ///     // Parsed and planned the first time only.
     ///     let mut low = db.prepare_cached("SELECT count(*) WHERE Health.hp < 5").unwrap();
-    ///     assert_eq!(low.query(&db, &Params::new()).unwrap().rows[0][0], ecsdb_engine::Value::Int(1));
+    ///     assert_eq!(low.query(&db, ()).unwrap().rows[0][0], ecsdb_engine::Value::Int(1));
     /// }
     /// ```
     pub fn prepare_cached(&self, text: &str) -> Result<CachedStatement<'_>, Error> {
@@ -559,8 +568,8 @@ impl Database {
     ///     [Value::Int(i)] => Ok(Value::Int(i * 2)),
     ///     _ => Err("twice() takes one int".into()),
     /// });
-    /// db.execute("SPAWN").unwrap();
-    /// assert_eq!(db.query("SELECT twice(21)").unwrap().rows[0][0], Value::Int(42));
+    /// db.execute("SPAWN", ()).unwrap();
+    /// assert_eq!(db.query("SELECT twice(21)", ()).unwrap().rows[0][0], Value::Int(42));
     /// ```
     pub fn register_function(
         &mut self,
@@ -595,13 +604,13 @@ impl Database {
     /// use ecsdb_query::Database;
     /// use ecsdb_engine::Value;
     /// let mut db = Database::new();
-    /// db.execute("CREATE COMPONENT Position (x f32, y f32)").unwrap();
+    /// db.execute("CREATE COMPONENT Position (x f32, y f32)", ()).unwrap();
     /// db.execute_script("SPAWN Position {x: 5, y: 1}; SPAWN Position {x: -5, y: 1}").unwrap();
     /// db.create_function_index("visible", "Position", |p| match p {
     ///     Value::Object(fields) => fields[0].1.as_f64().is_some_and(|x| x > 0.0),
     ///     _ => false,
     /// }).unwrap();
-    /// let seen = db.query("SELECT Position.x WHERE visible(Position)").unwrap();
+    /// let seen = db.query("SELECT Position.x WHERE visible(Position)", ()).unwrap();
     /// assert_eq!(seen.rows, [[Value::Float(5.0)]]);
     /// ```
     pub fn create_function_index(
@@ -641,7 +650,8 @@ impl Database {
 
     /// The entities a read query selects: a SELECT or bare term list, or just
     /// `[FROM <terms>] [WHERE <cond>]`. ORDER BY, LIMIT and OFFSET are honoured.
-    pub fn select_entities(&self, text: &str, params: &Params) -> Result<Vec<Entity>, Error> {
+    pub fn select_entities(&self, text: &str, params: impl Into<Params>) -> Result<Vec<Entity>, Error> {
+        let params = &params.into();
         let (stmt, shift) = parse_selection(text)?;
         let run = || -> Result<Vec<Entity>, Error> {
             let bound = bind_statement(&stmt, self.world.get(), &self.functions)?;
@@ -667,13 +677,13 @@ impl Database {
     /// let mut db = Database::new();
     /// db.world_mut().spawn((Position { x: 0.0, y: 0.0 }, Health { hp: 10.0 }));
     /// db.world_mut().spawn((Position { x: 0.0, y: 0.0 }, Health { hp: 90.0 }));
-    /// db.select::<&mut Position>("WHERE Health.hp < $1", &Params::positional([50]))
+    /// db.select::<&mut Position>("WHERE Health.hp < $1", Params::positional([50]))
     ///     .unwrap()
     ///     .for_each(|mut p| p.x += 1.0);
-    /// let moved = db.query("SELECT count(*) WHERE Position.x = 1").unwrap();
+    /// let moved = db.query("SELECT count(*) WHERE Position.x = 1", ()).unwrap();
     /// assert_eq!(moved.rows[0][0], ecsdb_engine::Value::Int(1));
     /// ```
-    pub fn select<Q: QueryData>(&mut self, text: &str, params: &Params) -> Result<Selected<'_, Q>, Error> {
+    pub fn select<Q: QueryData>(&mut self, text: &str, params: impl Into<Params>) -> Result<Selected<'_, Q>, Error> {
         let entities = self.select_entities(text, params)?;
         let mut set = EntitySet::default();
         for e in entities {
@@ -764,20 +774,6 @@ impl<'w, Q: QueryData> Iterator for Selected<'w, Q> {
     }
 }
 
-/// The first word of the text, skipping whitespace and `--` comments (lowercased).
-fn first_word(text: &str) -> String {
-    let mut rest = text;
-    loop {
-        rest = rest.trim_start();
-        if let Some(after) = rest.strip_prefix("--") {
-            rest = after.split_once('\n').map_or("", |(_, r)| r);
-        } else {
-            break;
-        }
-    }
-    rest.chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_').collect::<String>().to_ascii_lowercase()
-}
-
 /// Moves an error's span back by `shift` bytes (text parsed behind a prefix).
 fn unshift(mut e: Error, shift: usize) -> Error {
     if let Some(s) = &mut e.span {
@@ -791,8 +787,9 @@ fn unshift(mut e: Error, shift: usize) -> Error {
 /// `SELECT entity FROM … WHERE …`). Returns the statement and how far its spans are shifted
 /// from `text` (the prefix added).
 fn parse_selection(text: &str) -> Result<(ast::Statement, usize), Error> {
-    let word = first_word(text);
-    if word == "from" || word == "where" {
+    let first = crate::lex::Lexer::new(text).find(|t| !t.kind.is_trivia());
+    let word = first.map_or("", |t| t.text(text));
+    if word.eq_ignore_ascii_case("from") || word.eq_ignore_ascii_case("where") {
         const PREFIX: &str = "SELECT entity ";
         let full = format!("{PREFIX}{text}");
         let stmt = parse::parse_statement(&full).map_err(|e| unshift(e, PREFIX.len()))?;

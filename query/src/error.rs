@@ -94,6 +94,7 @@ fn floor_char_boundary(s: &str, i: usize) -> usize {
 
 /// What kind of thing went wrong. [`ErrorKind::as_str`] is the name tools see.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum ErrorKind {
     /// The text is not in the language.
     Syntax,

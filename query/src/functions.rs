@@ -404,6 +404,69 @@ impl fmt::Debug for IndexCall {
     }
 }
 
+/// What a built-in function of the language is, for tools that list or complete them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum FunctionKind {
+    /// A function of its arguments, per row.
+    Scalar,
+    /// An aggregate over the rows of a group (`count`, `sum`, …; `min`/`max` with one argument).
+    Aggregate,
+    /// A test of an entity's components or their change ticks (`has`, `changed`, `added`).
+    Component,
+    /// A walk along a reference (`depth`, `root`, `descendant_of`).
+    Hierarchy,
+}
+
+/// A built-in function: its name and how it is called.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct FunctionInfo {
+    /// Its name, lower case (function names are case-insensitive).
+    pub name: &'static str,
+    /// What it is.
+    pub kind: FunctionKind,
+    /// How it is called, for help text: `round(x [, digits])`.
+    pub signature: &'static str,
+}
+
+/// Every built-in function of the language (aggregates, scalars, component tests and
+/// hierarchy walks), in alphabetical order. `min` and `max` are listed once, as scalars: with
+/// one argument they aggregate.
+///
+/// ```
+/// use ecsdb_query::{BUILTIN_FUNCTIONS, FunctionKind};
+/// let sum = BUILTIN_FUNCTIONS.iter().find(|f| f.name == "sum").unwrap();
+/// assert_eq!(sum.kind, FunctionKind::Aggregate);
+/// ```
+pub const BUILTIN_FUNCTIONS: &[FunctionInfo] = &[
+    FunctionInfo { name: "abs", kind: FunctionKind::Scalar, signature: "abs(x)" },
+    FunctionInfo { name: "added", kind: FunctionKind::Component, signature: "added(C)" },
+    FunctionInfo { name: "avg", kind: FunctionKind::Aggregate, signature: "avg(x)" },
+    FunctionInfo { name: "ceil", kind: FunctionKind::Scalar, signature: "ceil(x)" },
+    FunctionInfo { name: "changed", kind: FunctionKind::Component, signature: "changed(C)" },
+    FunctionInfo { name: "count", kind: FunctionKind::Aggregate, signature: "count(*) | count(x)" },
+    FunctionInfo { name: "depth", kind: FunctionKind::Hierarchy, signature: "depth(C.f)" },
+    FunctionInfo {
+        name: "descendant_of",
+        kind: FunctionKind::Hierarchy,
+        signature: "descendant_of(C.f, entity [, max_depth])",
+    },
+    FunctionInfo { name: "distance", kind: FunctionKind::Scalar, signature: "distance(a, b)" },
+    FunctionInfo { name: "floor", kind: FunctionKind::Scalar, signature: "floor(x)" },
+    FunctionInfo { name: "has", kind: FunctionKind::Component, signature: "has(C)" },
+    FunctionInfo { name: "inside", kind: FunctionKind::Scalar, signature: "inside(p, lo, hi)" },
+    FunctionInfo { name: "len", kind: FunctionKind::Scalar, signature: "len(s)" },
+    FunctionInfo { name: "lower", kind: FunctionKind::Scalar, signature: "lower(s)" },
+    FunctionInfo { name: "max", kind: FunctionKind::Scalar, signature: "max(x) | max(a, b, …)" },
+    FunctionInfo { name: "min", kind: FunctionKind::Scalar, signature: "min(x) | min(a, b, …)" },
+    FunctionInfo { name: "root", kind: FunctionKind::Hierarchy, signature: "root(C.f)" },
+    FunctionInfo { name: "round", kind: FunctionKind::Scalar, signature: "round(x [, digits])" },
+    FunctionInfo { name: "sqrt", kind: FunctionKind::Scalar, signature: "sqrt(x)" },
+    FunctionInfo { name: "sum", kind: FunctionKind::Aggregate, signature: "sum(x)" },
+    FunctionInfo { name: "upper", kind: FunctionKind::Scalar, signature: "upper(s)" },
+    FunctionInfo { name: "within", kind: FunctionKind::Scalar, signature: "within(p, center, radius)" },
+];
+
 /// Functions registered from Rust, by name.
 #[derive(Clone, Default)]
 pub struct FunctionRegistry {
@@ -500,5 +563,25 @@ mod tests {
         assert!(r.register("not a name", f).is_err());
         assert!(r.get("VISIBLE").is_some());
         assert_eq!(r.names().collect::<Vec<_>>(), ["visible"]);
+    }
+}
+
+#[cfg(test)]
+mod list_tests {
+    use super::*;
+    use crate::plan::logical::{AggFunc, HierarchyFunc};
+
+    /// The list is the binder's: every function it knows is listed, and nothing else.
+    #[test]
+    fn the_list_is_every_function_the_binder_knows() {
+        let listed: Vec<&str> = BUILTIN_FUNCTIONS.iter().map(|f| f.name).collect();
+        assert!(listed.windows(2).all(|w| w[0] < w[1]), "alphabetical, once each");
+        let mut known: Vec<&str> = Builtin::ALL.iter().map(|b| b.name()).collect();
+        known.extend([AggFunc::Count, AggFunc::Sum, AggFunc::Avg, AggFunc::Min, AggFunc::Max].map(AggFunc::name));
+        known.extend([HierarchyFunc::Depth, HierarchyFunc::Root, HierarchyFunc::DescendantOf].map(HierarchyFunc::name));
+        known.extend(["has", "changed", "added"]);
+        known.sort_unstable();
+        known.dedup();
+        assert_eq!(listed, known);
     }
 }

@@ -65,14 +65,14 @@
 //!      SPAWN Health {hp: 80, max: 100}, Team {name: 'blue'};",
 //! )
 //! .unwrap();
-//! let rs = db.query("SELECT Team.name, Health.hp WHERE Health.hp < 50").unwrap();
+//! let rs = db.query("SELECT Team.name, Health.hp WHERE Health.hp < 50", ()).unwrap();
 //! assert_eq!(rs.columns, ["Team.name", "Health.hp"]);
 //! assert_eq!(rs.rows, [[Value::Str("red".into()), Value::Float(10.0)]]);
 //! assert_eq!(rs.to_json_string(), r#"{"columns":["Team.name","Health.hp"],"rows":[["red",10.0]]}"#);
 //!
 //! let mut heal = db.prepare("UPDATE Health SET hp = Health.hp + $1 WHERE Health.hp < Health.max").unwrap();
-//! heal.execute(&mut db, &Params::positional([5])).unwrap();
-//! assert_eq!(db.query("SELECT sum(Health.hp)").unwrap().rows[0][0], Value::Float(100.0));
+//! heal.execute(&mut db, Params::positional([5])).unwrap();
+//! assert_eq!(db.query("SELECT sum(Health.hp)", ()).unwrap().rows[0][0], Value::Float(100.0));
 //! ```
 #![warn(missing_docs)]
 #![forbid(unsafe_code)]
@@ -93,8 +93,10 @@ pub mod schedule;
 #[cfg(test)]
 mod test_rng;
 
+pub use bind::parse_value;
 pub use database::{CachedStatement, Database, Prepared, Selected, is_read_only};
 pub use error::{Error, ErrorKind, Span};
+pub use functions::{BUILTIN_FUNCTIONS, FunctionInfo, FunctionKind};
 pub use params::Params;
 pub use plan::PlanOptions;
 pub use result::{ResultSet, value_to_json};

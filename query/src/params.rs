@@ -1,7 +1,20 @@
 //! Statement parameters: `$1`, `$2`, … (positional) and `$name` (named), bound from Rust.
 //!
 //! Parameters are values, never text: they are not spliced into the statement, so they need
-//! no quoting and cannot change its meaning.
+//! no quoting and cannot change its meaning. Every method that runs a statement takes
+//! `impl Into<Params>`: `()` for none, an array, slice, `Vec` or tuple of values for `$1`,
+//! `$2`, …, a map for `$name`s, or a [`Params`] built with both.
+//!
+//! ```
+//! use ecsdb_query::Params;
+//! use ecsdb_engine::Value;
+//! use std::collections::BTreeMap;
+//! assert!(Params::from(()).is_empty());
+//! assert_eq!(Params::from((1, "red", 2.5)).positional_values(), [Value::Int(1), Value::Str("red".into()), Value::Float(2.5)]);
+//! assert_eq!(Params::from([7, 8]).get_positional(2), Some(&Value::Int(8)));
+//! let named: BTreeMap<&str, i64> = [("lvl", 3)].into();
+//! assert_eq!(Params::from(named).get_named("lvl"), Some(&Value::Int(3)));
+//! ```
 //!
 //! ```
 //! use ecsdb_query::Params;
@@ -90,6 +103,68 @@ impl Params {
         self.positional.is_empty() && self.named.is_empty()
     }
 }
+
+impl From<()> for Params {
+    fn from((): ()) -> Params {
+        Params::new()
+    }
+}
+
+impl From<&Params> for Params {
+    fn from(params: &Params) -> Params {
+        params.clone()
+    }
+}
+
+impl<T: Into<Value>, const N: usize> From<[T; N]> for Params {
+    fn from(values: [T; N]) -> Params {
+        Params::positional(values)
+    }
+}
+
+impl<T: Into<Value>> From<Vec<T>> for Params {
+    fn from(values: Vec<T>) -> Params {
+        Params::positional(values)
+    }
+}
+
+impl<T: Into<Value> + Clone> From<&[T]> for Params {
+    fn from(values: &[T]) -> Params {
+        Params::positional(values.iter().cloned())
+    }
+}
+
+impl<K: AsRef<str>, V: Into<Value>, S> From<std::collections::HashMap<K, V, S>> for Params {
+    fn from(named: std::collections::HashMap<K, V, S>) -> Params {
+        named.into_iter().fold(Params::new(), |p, (k, v)| p.set(k.as_ref(), v))
+    }
+}
+
+impl<K: AsRef<str>, V: Into<Value>> From<std::collections::BTreeMap<K, V>> for Params {
+    fn from(named: std::collections::BTreeMap<K, V>) -> Params {
+        named.into_iter().fold(Params::new(), |p, (k, v)| p.set(k.as_ref(), v))
+    }
+}
+
+/// Tuples of up to eight values are positional parameters.
+macro_rules! params_from_tuple {
+    ($($name:ident),+) => {
+        impl<$($name: Into<Value>),+> From<($($name,)+)> for Params {
+            #[allow(non_snake_case)]
+            fn from(($($name,)+): ($($name,)+)) -> Params {
+                Params { positional: vec![$($name.into()),+], named: Vec::new() }
+            }
+        }
+    };
+}
+params_from_tuple!(A);
+params_from_tuple!(A, B);
+params_from_tuple!(A, B, C);
+params_from_tuple!(A, B, C, D);
+params_from_tuple!(A, B, C, D, E);
+params_from_tuple!(A, B, C, D, E, F);
+params_from_tuple!(A, B, C, D, E, F, G);
+params_from_tuple!(A, B, C, D, E, F, G, H);
 
 #[cfg(test)]
 mod tests {

@@ -53,6 +53,31 @@ impl ResultSet {
         self.rows.get(row)?.get(self.column_index(column)?)
     }
 
+    /// The value in row `row` of the column named `column`, as a `T` (`i64`, `f64`, `bool`,
+    /// `String`, [`Entity`](ecsdb_engine::Entity), `Option` of one for a nullable column, …):
+    /// an error if there is no such cell or the value is not a `T`.
+    ///
+    /// ```
+    /// use ecsdb_query::Database;
+    /// let mut db = Database::new();
+    /// db.execute_script("CREATE COMPONENT Health (hp f32); SPAWN Health {hp: 5};").unwrap();
+    /// let rs = db.query("SELECT count(*) AS n, max(Health.hp) AS top", ()).unwrap();
+    /// assert_eq!(rs.get_as::<i64>(0, "n").unwrap(), 1);
+    /// assert_eq!(rs.get_as::<f64>(0, "top").unwrap(), 5.0);
+    /// assert!(rs.get_as::<String>(0, "n").is_err());
+    /// ```
+    pub fn get_as<'a, T>(&'a self, row: usize, column: &str) -> Result<T, crate::Error>
+    where
+        T: TryFrom<&'a Value>,
+        T::Error: std::fmt::Display,
+    {
+        let value = self.get(row, column).ok_or_else(|| {
+            crate::Error::new(crate::ErrorKind::Type, format!("no value at row {row} of a column named '{column}'"))
+        })?;
+        T::try_from(value)
+            .map_err(|e| crate::Error::new(crate::ErrorKind::Type, format!("row {row} of '{column}' ({value:?}): {e}")))
+    }
+
     /// The result as the language's JSON object: `{"columns": [...], "rows": [[...], ...]}`.
     pub fn to_json(&self) -> serde_json::Value {
         let mut obj = Map::new();

@@ -13,6 +13,7 @@ use crate::rpc::RpcError;
 
 /// Why a call failed.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum ClientError {
     /// The URL is not `http://HOST:PORT/...`.
     #[error("not a server URL (http://HOST:PORT/#token=TOKEN): {0}")]

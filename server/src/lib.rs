@@ -68,6 +68,7 @@ impl Default for ServeOptions {
 
 /// Why the server could not start.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum ServeError {
     /// Binding or configuring the socket failed.
     #[error("cannot listen on {addr}: {source}")]

@@ -205,7 +205,7 @@ pub fn rows_json(rows: &[Vec<Value>]) -> Vec<Json> {
 /// in it (from 0), the components read and written (the counters are the writer's: see
 /// `stats`).
 fn schedule(db: &ecsdb_query::Database) -> Vec<Json> {
-    let Ok(rs) = db.query("SHOW SYSTEMS") else { return Vec::new() };
+    let Ok(rs) = db.query("SHOW SYSTEMS", ()) else { return Vec::new() };
     let col = |name: &str| rs.columns.iter().position(|c| c == name);
     let text = |row: &[Value], name: &str| match col(name).map(|i| &row[i]) {
         Some(Value::Str(s)) => Json::String(s.clone()),
@@ -292,7 +292,7 @@ impl Methods {
         let text = str_param(p, "text")?;
         let full = format!("EXPLAIN {text}");
         // Errors point into the client's text: shift spans back by the prefix.
-        let (tick, rs) = self.reader.query(&full, &Params::new()).map_err(|e| RpcError::statement(&e, &full))?;
+        let (tick, rs) = self.reader.query(&full, ()).map_err(|e| RpcError::statement(&e, &full))?;
         let plan: Vec<Json> = rs
             .rows
             .iter()

@@ -168,7 +168,7 @@ impl Hub {
         }
         let state = self.reader.state().map_err(|e| RpcError::statement(&e, text))?;
         let shape = subscription_shape(&state.db, text).map_err(|e| RpcError::statement(&e, text))?;
-        let rs = state.db.query_with(text, &params).map_err(|e| RpcError::statement(&e, text))?;
+        let rs = state.db.query(text, &params).map_err(|e| RpcError::statement(&e, text))?;
         if rs.rows.len() > MAX_SUBSCRIPTION_ROWS {
             return Err(RpcError::limit(
                 "rows",
@@ -243,7 +243,7 @@ impl Hub {
                     continue;
                 }
                 self.evaluations.fetch_add(1, Ordering::Relaxed);
-                let Ok(rs) = state.db.query_with(&q.text, &q.params) else { continue };
+                let Ok(rs) = state.db.query(&q.text, &q.params) else { continue };
                 q.tick = state.tick;
                 let rows = rows_json(&rs.rows);
                 let change = if q.keyed {
@@ -330,12 +330,12 @@ mod tests {
         };
         let before = hub.evaluations();
         for _ in 0..5 {
-            db.execute("UPDATE Pos SET x = Pos.x + 1").unwrap();
+            db.execute("UPDATE Pos SET x = Pos.x + 1", ()).unwrap();
             let tick = publish(&mut p, &mut db, &reader);
             settle(&hub, tick);
         }
         assert_eq!(hub.evaluations(), before, "Pos changed, the query reads Health only");
-        db.execute("UPDATE Health SET hp = 10").unwrap();
+        db.execute("UPDATE Health SET hp = 10", ()).unwrap();
         let tick = publish(&mut p, &mut db, &reader);
         settle(&hub, tick);
         assert_eq!(hub.evaluations(), before + 1);
@@ -346,17 +346,17 @@ mod tests {
         // Two more states, so that both copies are past the Health change (each copy's
         // changes span the two states since it was last brought up to date).
         for _ in 0..2 {
-            db.execute("UPDATE Pos SET x = Pos.x + 1").unwrap();
+            db.execute("UPDATE Pos SET x = Pos.x + 1", ()).unwrap();
             let tick = publish(&mut p, &mut db, &reader);
             settle(&hub, tick);
         }
         let before = hub.evaluations();
         // An entity spawned without Health cannot change the answer; one with Health can.
-        db.execute("SPAWN Pos {x: 1}").unwrap();
+        db.execute("SPAWN Pos {x: 1}", ()).unwrap();
         let tick = publish(&mut p, &mut db, &reader);
         settle(&hub, tick);
         assert_eq!(hub.evaluations(), before, "the new entity has no Health");
-        db.execute("SPAWN Health {hp: 7}").unwrap();
+        db.execute("SPAWN Health {hp: 7}", ()).unwrap();
         let tick = publish(&mut p, &mut db, &reader);
         settle(&hub, tick);
         assert_eq!(hub.evaluations(), before + 1);
@@ -364,7 +364,7 @@ mod tests {
         assert_eq!(outbox.take()[0]["params"]["rows"], json!([[3]]));
         // A query that requires no component ranges over every entity: any spawn counts.
         hub.subscribe(&outbox, "all", "SELECT count(*)", Params::new(), &json!([])).unwrap();
-        db.execute("SPAWN Pos {x: 2}").unwrap();
+        db.execute("SPAWN Pos {x: 2}", ()).unwrap();
         let tick = publish(&mut p, &mut db, &reader);
         settle(&hub, tick);
         outbox.wait(Duration::from_secs(5));

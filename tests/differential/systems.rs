@@ -328,7 +328,7 @@ fn adopt_spawned(db: &mut ecsdb::query::Database, model: &mut Model) -> Result<(
         return Err("TEST BUG: the world query".into());
     };
     let exp = Reference::new(model).select(&sel, &case.text).map_err(|e| format!("TEST BUG: {e:?}"))?;
-    let rs = guarded(|| db.query(&case.text))?.map_err(|e| format!("the whole-world query failed: {e}"))?;
+    let rs = guarded(|| db.query(&case.text, ()))?.map_err(|e| format!("the whole-world query failed: {e}"))?;
     if rs.columns != exp.columns {
         return Err(format!("the whole-world query's columns: {:?}, expected {:?}", rs.columns, exp.columns));
     }
@@ -384,7 +384,7 @@ pub fn systems_world(seed: u64, rounds: usize, report: &mut Report) {
     for round in 0..rounds {
         for s in systems.drain(..) {
             let text = format!("DROP SYSTEM {}", s.name);
-            if let Err(e) = w.db.execute(&text) {
+            if let Err(e) = w.db.execute(&text, ()) {
                 return fail(report, &w.model, &history, format!("`{text}` failed: {e}"));
             }
             history.push(text);
@@ -424,7 +424,7 @@ pub fn systems_world(seed: u64, rounds: usize, report: &mut Report) {
             let text = format!("CREATE SYSTEM {name}{in_phase} AS {body}");
             history.push(text.clone());
             let statements: Vec<Statement> = stmts.into_iter().map(|(_, s)| s).collect();
-            match guarded(|| w.db.execute(&text)) {
+            match guarded(|| w.db.execute(&text, ())) {
                 Err(panic) => return fail(report, &w.model, &history, panic),
                 Ok(Ok(_)) => systems.push(System { name, phase, statements, text }),
                 Ok(Err(e)) => {
@@ -475,7 +475,7 @@ fn run_tick(
     let expected = tick(&mut next, systems, &mut spawned, &mut at_end);
     history.push("TICK".into());
     let ticks_before = w.db.ticks_run();
-    let got = match guarded(|| w.db.execute("TICK")) {
+    let got = match guarded(|| w.db.execute("TICK", ())) {
         Ok(Ok(rs)) => rs,
         Ok(Err(e)) => {
             fail(report, &before, history, format!("TICK failed: {e}"));

@@ -154,7 +154,7 @@ pub fn model_insert(model: &mut Model, e: Entity, comps: &[(String, Vec<(String,
 }
 
 fn exec(db: &mut Database, text: &str) -> Result<ecsdb::query::ResultSet, String> {
-    db.execute(text).map_err(|e| format!("`{text}` failed: {} error: {}", e.kind.as_str(), e.message))
+    db.execute(text, ()).map_err(|e| format!("`{text}` failed: {} error: {}", e.kind.as_str(), e.message))
 }
 
 fn spawned_entity(rs: &ecsdb::query::ResultSet, text: &str) -> Result<Entity, String> {
@@ -345,7 +345,7 @@ fn write_link(
     let expected = relations::check_writes(&w.model, &next, &writes);
     let got = if rng.chance(0.5) {
         let text = format!("ADD {comp} {{{field}: {}}} TO {e}", literal(&target));
-        w.db.execute(&text).map(|_| ()).map_err(|err| err.kind.as_str())
+        w.db.execute(&text, ()).map(|_| ()).map_err(|err| err.kind.as_str())
     } else {
         engine_kind(w.db.world_mut().insert_values(e, &[(comp, &[(field, target.clone())])]))
     };
@@ -455,7 +455,7 @@ fn link_entities(rng: &mut Rng, w: &mut TestWorld) -> Result<(), String> {
         let expected = relations::despawn(&w.model, &[victim]);
         let got: Result<Option<usize>, EngineError> = if rng.chance(0.5) {
             let text = format!("DESPAWN {victim}");
-            match w.db.execute(&text) {
+            match w.db.execute(&text, ()) {
                 Ok(rs) => match rs.rows.as_slice() {
                     [row] => match row.as_slice() {
                         [Value::Int(n)] => Ok(Some(*n as usize)),

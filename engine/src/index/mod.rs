@@ -470,6 +470,7 @@ pub struct IndexStats {
 
 /// The kinds of index.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[non_exhaustive]
 pub enum IndexKind {
     /// Spatial: rstar over 2 or 3 coordinates.
     Rtree,

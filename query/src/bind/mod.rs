@@ -46,6 +46,43 @@ pub fn bind_statement(stmt: &ast::Statement, world: &World, functions: &Function
     Ok(Bound { plan, params: b.params })
 }
 
+/// The value of a constant expression: one that reads no component, row or parameter (a
+/// literal, a vector, `-3`, `2 * 3`, a built-in function of constants). Text that tools turn
+/// into a value (`--param` values, settings) goes through here, so it means what it would in
+/// a statement.
+pub fn constant_value(e: &ast::Expr) -> Result<Value, Error> {
+    let world = World::new();
+    let functions = FunctionRegistry::default();
+    let mut b = Binder::new(&world, &functions);
+    let bound = b.expr(e, Place::Constant).map_err(|err| match err.kind {
+        ErrorKind::UnknownComponent | ErrorKind::UnknownField => {
+            Error::new(ErrorKind::Type, "a value must be a constant: it cannot name a component").with_span(e.span)
+        }
+        _ => err,
+    })?;
+    if bound.has_params() {
+        return Err(type_err("a value must be a constant: it cannot use a parameter", e.span));
+    }
+    crate::expr::eval_constant(&bound, &[])
+}
+
+/// The value `text` writes in the language, as a statement would read it there: `12`, `.5`,
+/// `-3`, `'red'`, `12v0`, `[1, 2, 3]`, `true`, `null`, or any constant expression.
+///
+/// ```
+/// use ecsdb_query::parse_value;
+/// use ecsdb_engine::{Entity, Value};
+/// assert_eq!(parse_value(".5").unwrap(), Value::Float(0.5));
+/// assert_eq!(parse_value("12v0").unwrap(), Value::Entity(Entity::from_parts(12, 0)));
+/// assert_eq!(parse_value("'red'").unwrap(), Value::Str("red".into()));
+/// assert_eq!(parse_value("2 * -3").unwrap(), Value::Int(-6));
+/// assert!(parse_value("Health.hp").is_err());
+/// assert!(parse_value("12V0").is_err()); // not a value: a name
+/// ```
+pub fn parse_value(text: &str) -> Result<Value, Error> {
+    constant_value(&crate::parse::parse_expression(text)?)
+}
+
 /// Index kinds the language names: the index layer's.
 fn index_kinds() -> Vec<&'static str> {
     ecsdb_engine::index::IndexKind::ALL.iter().map(|k| k.name()).collect()
@@ -282,14 +319,9 @@ fn over_groups(e: &Expr, group_by: &[Expr], name: &dyn Fn(&Expr) -> String) -> R
     }
 }
 
-/// The value of a number literal (`-` included), for statements that take a constant.
+/// The value of a constant number, for statements that take one (`TICK 3`, `SET fixed_hz = 60`).
 fn constant_number(e: &ast::Expr) -> Option<f64> {
-    match &e.kind {
-        ast::ExprKind::Literal(ast::Literal::Int(i)) => Some(*i as f64),
-        ast::ExprKind::Literal(ast::Literal::Float(f)) => Some(*f),
-        ast::ExprKind::Unary { op: ast::UnaryOp::Neg, expr } => constant_number(expr).map(|v| -v),
-        _ => None,
-    }
+    constant_value(e).ok()?.as_f64()
 }
 
 #[cfg(test)]

@@ -18,10 +18,10 @@ pub(crate) enum Step {
 /// ```
 /// use ecsdb_query::{Database, Params};
 /// let mut db = Database::new();
-/// db.execute("CREATE COMPONENT Health (hp f32)").unwrap();
+/// db.execute("CREATE COMPONENT Health (hp f32)", ()).unwrap();
 /// let mut low = db.prepare("SELECT count(*) WHERE Health.hp < $1").unwrap();
-/// db.execute("SPAWN Health {hp: 5}").unwrap();
-/// let n = low.query(&db, &Params::positional([10])).unwrap();
+/// db.execute("SPAWN Health {hp: 5}", ()).unwrap();
+/// let n = low.query(&db, [10]).unwrap();
 /// assert_eq!(n.rows[0][0], ecsdb_engine::Value::Int(1));
 /// ```
 #[derive(Clone, Debug)]
@@ -167,8 +167,14 @@ impl Prepared {
         Ok(())
     }
 
-    /// Runs the statement (any kind).
-    pub fn execute(&mut self, db: &mut Database, params: &Params) -> Result<ResultSet, Error> {
+    /// Runs the statement (any kind) with `params`: `()`, an array or tuple of positional
+    /// values, a map of named ones, or [`Params`].
+    pub fn execute(&mut self, db: &mut Database, params: impl Into<Params>) -> Result<ResultSet, Error> {
+        self.run(db, &params.into())
+    }
+
+    /// [`Prepared::execute`] with parameters already built.
+    pub(crate) fn run(&mut self, db: &mut Database, params: &Params) -> Result<ResultSet, Error> {
         self.check_world(db.world.get())?;
         let values = resolve_params(&self.params, params)?;
         if let Executable::Schedule(op) = &self.exec {
@@ -204,7 +210,12 @@ impl Prepared {
     }
 
     /// Runs a read-only statement on a shared database; a mutating one is a `constraint` error.
-    pub fn query(&mut self, db: &Database, params: &Params) -> Result<ResultSet, Error> {
+    pub fn query(&mut self, db: &Database, params: impl Into<Params>) -> Result<ResultSet, Error> {
+        self.run_query(db, &params.into())
+    }
+
+    /// [`Prepared::query`] with parameters already built.
+    pub(crate) fn run_query(&mut self, db: &Database, params: &Params) -> Result<ResultSet, Error> {
         self.check_world(db.world.get())?;
         if !self.is_read_only() {
             return Err(mutates_error(self.span));
@@ -273,15 +284,21 @@ impl Prepared {
     /// db.execute_script("CREATE COMPONENT Health (hp f32); SPAWN Health {hp: 5}; SPAWN Health {hp: 50}").unwrap();
     /// let mut low = db.prepare("SELECT entity, Health.hp WHERE Health.hp < $1").unwrap();
     /// let mut hps: Vec<f64> = Vec::new();
-    /// let n = low.query_each(&db, &Params::positional([10]), |row| hps.extend(row[1].as_f64())).unwrap();
+    /// let n = low.query_each(&db, [10], |row| hps.extend(row[1].as_f64())).unwrap();
     /// assert_eq!((n, hps), (1, vec![5.0]));
     /// ```
-    pub fn query_each(&mut self, db: &Database, params: &Params, mut f: impl FnMut(&[Value])) -> Result<usize, Error> {
+    pub fn query_each(
+        &mut self,
+        db: &Database,
+        params: impl Into<Params>,
+        mut f: impl FnMut(&[Value]),
+    ) -> Result<usize, Error> {
         self.check_world(db.world.get())?;
         if !self.is_read_only() {
             return Err(mutates_error(self.span));
         }
-        let values = resolve_params(&self.params, params)?;
+        let params = params.into();
+        let values = resolve_params(&self.params, &params)?;
         if let Executable::Select(phys) = &mut self.exec {
             phys.refresh(db.world.get());
             return select::stream_select(phys, db.world.get(), &values, &mut f);

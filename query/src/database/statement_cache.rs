@@ -96,7 +96,7 @@ mod tests {
     use ecsdb_engine::Value;
 
     fn count(db: &Database, text: &str) -> Value {
-        db.query(text).unwrap().rows[0][0].clone()
+        db.query(text, ()).unwrap().rows[0][0].clone()
     }
 
     #[test]
@@ -106,12 +106,12 @@ mod tests {
         let low = "SELECT count(*) WHERE Health.hp < 10";
         assert_eq!(count(&db, low), Value::Int(1));
         assert_eq!(db.statements.len(), 1);
-        db.execute("SPAWN Health {hp: 1}").unwrap();
-        db.execute("UPDATE Health SET hp = Health.hp - 45 WHERE Health.hp > 10").unwrap();
+        db.execute("SPAWN Health {hp: 1}", ()).unwrap();
+        db.execute("UPDATE Health SET hp = Health.hp - 45 WHERE Health.hp > 10", ()).unwrap();
         assert_eq!(count(&db, low), Value::Int(3));
         // A component created since: the stamp moved, the statement is prepared again.
-        db.execute("CREATE COMPONENT Tag ()").unwrap();
-        db.execute("SPAWN Health {hp: 2}, Tag").unwrap();
+        db.execute("CREATE COMPONENT Tag ()", ()).unwrap();
+        db.execute("SPAWN Health {hp: 2}, Tag", ()).unwrap();
         assert_eq!(count(&db, "SELECT count(*) WHERE Health.hp < 10 AND has(Tag)"), Value::Int(1));
         assert_eq!(count(&db, low), Value::Int(4));
     }
@@ -126,10 +126,10 @@ mod tests {
         assert_eq!(count(&db, changed), Value::Int(1));
         // A mutating statement kept by execute is still refused by query.
         let despawn = "DESPAWN WHERE Health.hp > 100";
-        db.execute(despawn).unwrap();
-        assert_eq!(db.query(despawn).unwrap_err().kind, ErrorKind::Constraint);
+        db.execute(despawn, ()).unwrap();
+        assert_eq!(db.query(despawn, ()).unwrap_err().kind, ErrorKind::Constraint);
         // DDL is not kept: a second CREATE is the error it is.
-        assert!(db.execute("CREATE COMPONENT Health (hp f32)").is_err());
+        assert!(db.execute("CREATE COMPONENT Health (hp f32)", ()).is_err());
         // A function registered again replaces the one a kept plan called.
         db.register_function("f", |_| Ok(Value::Int(1)));
         assert_eq!(count(&db, "SELECT f()"), Value::Int(1));
@@ -138,7 +138,7 @@ mod tests {
         // A statement lent by the cache goes back to it; meanwhile the text is prepared anew.
         let mut p = db.prepare_cached("SELECT count(*)").unwrap();
         assert_eq!(count(&db, "SELECT count(*)"), Value::Int(1));
-        assert_eq!(p.query(&db, &crate::Params::new()).unwrap().rows[0][0], Value::Int(1));
+        assert_eq!(p.query(&db, ()).unwrap().rows[0][0], Value::Int(1));
         drop(p);
         assert!(db.statements.take("SELECT count(*)", db.catalog_stamp()).is_some());
     }

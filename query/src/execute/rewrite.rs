@@ -255,7 +255,7 @@ mod tests {
     fn an_infinite_input_stores_and_an_overflow_refuses() {
         let n = IN_PLACE_MIN_ROWS + 100;
         let mut db = Database::new();
-        db.execute("CREATE COMPONENT P (x f32, y f32)").unwrap();
+        db.execute("CREATE COMPONENT P (x f32, y f32)", ()).unwrap();
         let es: Vec<_> = (0..n)
             .map(|i| {
                 let y = if i == n / 2 { f64::INFINITY } else { 1.0 };

@@ -316,7 +316,7 @@ mod tests {
     /// writes the same values as with fresh ones.
     #[test]
     fn a_prepared_update_stages_in_the_vectors_of_its_last_run() {
-        use crate::{Database, Params};
+        use crate::Database;
         use ecsdb_engine::ComponentDef;
         let mut world = World::new();
         world.define_component(&ComponentDef::new("C", &[("v", FieldType::F32), ("w", FieldType::I32)])).unwrap();
@@ -327,7 +327,7 @@ mod tests {
         let mut p = db.prepare("UPDATE C SET v = C.v + 0.5, w = C.w - 1").unwrap();
         assert_eq!(p.staging_buffers_kept(), Some(0));
         for run in 1..=3 {
-            p.execute(&mut db, &Params::new()).unwrap();
+            p.execute(&mut db, ()).unwrap();
             assert_eq!(p.staging_buffers_kept(), Some(2), "run {run}: one vector a field, kept");
             for (i, e) in es.iter().enumerate() {
                 let (v, w) = (i as f64 + 0.5 * run as f64, i as i64 - run);
@@ -364,11 +364,11 @@ mod tests {
             "UPDATE C SET v = C.v + 1, f = C.f * 1e38",
             "UPDATE C SET v = C.f",
         ] {
-            let err = db.execute(bad).expect_err(bad);
+            let err = db.execute(bad, ()).expect_err(bad);
             assert!(err.span.is_some(), "{bad}: {err:?}");
             assert_eq!(snapshot(&db), before, "{bad} changed something");
         }
-        db.execute("UPDATE C SET v = C.v - 1, f = C.f / 2 + C.v").unwrap();
+        db.execute("UPDATE C SET v = C.v - 1, f = C.f / 2 + C.v", ()).unwrap();
         for (i, e) in es.iter().enumerate() {
             let (v, f) = ((i % 100) as i64, i as f64 / 4.0);
             assert_eq!(db.world().get_field(*e, "C", "v").unwrap(), Value::Int(v - 1));
@@ -376,7 +376,7 @@ mod tests {
         }
         // Infinity computed in f64 stays infinity in f32 (no finite value is lost): the
         // batches holding one are checked value by value, and pass.
-        db.execute("UPDATE C SET f = C.f * 1e300 * 1e300").unwrap();
+        db.execute("UPDATE C SET f = C.f * 1e300 * 1e300", ()).unwrap();
         let infinite =
             es.iter().filter(|e| db.world().get_field(**e, "C", "f").unwrap() == Value::Float(f64::INFINITY));
         assert_eq!(infinite.count(), es.len() - 1, "every row but the one at 0");
@@ -409,12 +409,12 @@ mod tests {
         let before: Vec<[f64; 3]> =
             es.iter().map(|e| [read(&db, *e, "f"), read(&db, *e, "g"), read(&db, *e, "v")]).collect();
         // From row 2,127 on (the third block), `f * 4.8e35` overflows an f32.
-        let err = db.execute("UPDATE C SET g = C.g + C.f, f = C.f * 4.8e35").expect_err("out of range");
+        let err = db.execute("UPDATE C SET g = C.g + C.f, f = C.f * 4.8e35", ()).expect_err("out of range");
         assert!(err.span.is_some(), "{err:?}");
         let after: Vec<[f64; 3]> =
             es.iter().map(|e| [read(&db, *e, "f"), read(&db, *e, "g"), read(&db, *e, "v")]).collect();
         assert_eq!(after, before, "a failed UPDATE changed something");
-        db.execute("UPDATE C SET f = C.f * 0.5 + C.g, v = C.v - 3, g = min(C.g, C.f + 1)").unwrap();
+        db.execute("UPDATE C SET f = C.f * 0.5 + C.g, v = C.v - 3, g = min(C.g, C.f + 1)", ()).unwrap();
         for (e, [f, g, v]) in es.iter().zip(&before) {
             let (f32_of, (f, g)) = (|x: f64| (x as f32) as f64, (*f, *g));
             assert_eq!(read(&db, *e, "f"), f32_of(f * 0.5 + g), "{e:?}");

@@ -268,12 +268,12 @@ mod tests {
                 let (mut stored_rows, mut refused_rows) = (0, 0);
                 for (e, p, v) in rows {
                     let one = format!("UPDATE P SET x = {expr} FROM P, V WHERE entity = {e}");
-                    let want = db.execute_with(&one, &crate::Params::positional([Value::Float(dt)]));
+                    let want = db.execute(&one, crate::Params::positional([Value::Float(dt)]));
                     let got =
                         crate::execute::convert::f32_of(affine.value(input(&affine.a, p, v), input(&affine.b, p, v)));
                     match (want, got) {
                         (Ok(_), Some(got)) => {
-                            let read = db.query(&format!("SELECT P.x WHERE entity = {e}")).unwrap();
+                            let read = db.query(&format!("SELECT P.x WHERE entity = {e}"), ()).unwrap();
                             let Value::Float(stored) = read.rows[0][0] else { panic!("{read:?}") };
                             assert_eq!((stored as f32).to_bits(), got.to_bits(), "{expr}, dt {dt}, p {p:?}, v {v:?}");
                             stored_rows += 1;

@@ -352,11 +352,11 @@ impl Publisher {
     /// ```
     /// use ecsdb_query::{live::Publisher, Database};
     /// let mut db = Database::new();
-    /// db.execute("CREATE COMPONENT Hp (v f32)").unwrap();
+    /// db.execute("CREATE COMPONENT Hp (v f32)", ()).unwrap();
     /// let mut publisher = Publisher::new();
     /// for _ in 0..3 {
     ///     publisher.begin_tick();
-    ///     db.execute("SPAWN Hp {v: 10}").unwrap();
+    ///     db.execute("SPAWN Hp {v: 10}", ()).unwrap();
     ///     publisher.end_tick(&mut db);
     /// }
     /// assert_eq!(publisher.tick(), 3);
@@ -607,13 +607,15 @@ impl Reader {
 
     /// Runs one read-only statement against the newest published state; returns the tick it
     /// reflects with the result. A mutating statement is a `constraint` error.
-    pub fn query(&self, text: &str, params: &Params) -> Result<(u64, ResultSet), Error> {
-        self.with_state(|s| s.db.query_with(text, params).map(|r| (s.tick, r)))?
+    pub fn query(&self, text: &str, params: impl Into<Params>) -> Result<(u64, ResultSet), Error> {
+        let params = params.into();
+        self.with_state(|s| s.db.run_query(text, &params).map(|r| (s.tick, r)))?
     }
 
     /// Queues a script for the writer and waits (up to [`WAIT_LIMIT`]) for it to be applied,
     /// all or nothing, between two ticks.
-    pub fn exec(&self, text: &str, params: &Params) -> Result<ExecOutcome, Error> {
+    pub fn exec(&self, text: &str, params: impl Into<Params>) -> Result<ExecOutcome, Error> {
+        let params = params.into();
         // Parse here, so a syntax error costs the writer nothing.
         parse::parse_script(text)?;
         let (tx, rx) = mpsc::sync_channel(1);
@@ -622,7 +624,7 @@ impl Reader {
             if self.shared.closed.load(Ordering::Acquire) {
                 return Err(Error::new(ErrorKind::Unsupported, "the world is gone"));
             }
-            q.push_back(QueuedExec { text: text.to_string(), params: params.clone(), reply: tx });
+            q.push_back(QueuedExec { text: text.to_string(), params, reply: tx });
         }
         self.shared.queue_cond.notify_all();
         self.shared.wanted.store(true, Ordering::Release);
@@ -681,13 +683,13 @@ mod tests {
         p.end_tick(&mut db);
         let s = r.wait_for_tick(1, WAIT_LIMIT).unwrap();
         assert_eq!(s.tick, 1);
-        db.execute("SPAWN Health {hp: 3}").unwrap();
+        db.execute("SPAWN Health {hp: 3}", ()).unwrap();
         // Not yet published: the reader still answers from tick 1.
-        let (tick, rs) = r.query("SELECT count(*)", &Params::new()).unwrap();
+        let (tick, rs) = r.query("SELECT count(*)", ()).unwrap();
         assert_eq!((tick, rs.rows[0][0].clone()), (1, ecsdb_engine::Value::Int(2)));
         p.end_tick(&mut db);
         let s = r.wait_for_tick(2, WAIT_LIMIT).unwrap();
-        assert_eq!(s.db.query("SELECT count(*)").unwrap().rows[0][0], ecsdb_engine::Value::Int(3));
+        assert_eq!(s.db.query("SELECT count(*)", ()).unwrap().rows[0][0], ecsdb_engine::Value::Int(3));
     }
 
     /// While the writer is in a tick, a reader's statement waits at its pause points; it
@@ -705,7 +707,7 @@ mod tests {
         let asker = {
             let (r, answered) = (r.clone(), Arc::clone(&answered));
             std::thread::spawn(move || {
-                let out = r.query("SELECT count(*) WHERE Health.hp > 0", &Params::new());
+                let out = r.query("SELECT count(*) WHERE Health.hp > 0", ());
                 answered.store(true, Ordering::SeqCst);
                 out
             })
@@ -719,12 +721,12 @@ mod tests {
         }
         std::thread::sleep(Duration::from_millis(20));
         assert!(!answered.load(Ordering::SeqCst), "a reader's statement ran through the writer's tick");
-        db.execute("SPAWN Health {hp: 3}").unwrap();
+        db.execute("SPAWN Health {hp: 3}", ()).unwrap();
         p.end_tick(&mut db);
         let (tick, rs) = asker.join().unwrap().unwrap();
         assert_eq!((tick, rs.rows[0][0].clone()), (1, ecsdb_engine::Value::Int(2)));
         // Between ticks statements run at once.
-        let (_, rs) = r.query("SELECT count(*) WHERE Health.hp > 0", &Params::new()).unwrap();
+        let (_, rs) = r.query("SELECT count(*) WHERE Health.hp > 0", ()).unwrap();
         assert!(matches!(rs.rows[0][0], ecsdb_engine::Value::Int(2 | 3)));
     }
 
@@ -738,7 +740,7 @@ mod tests {
         p.end_tick(&mut db);
         r.wait_for_tick(1, WAIT_LIMIT).unwrap();
         p.begin_tick();
-        let (_, rs) = r.query("SELECT count(*) WHERE Health.hp > 0", &Params::new()).unwrap();
+        let (_, rs) = r.query("SELECT count(*) WHERE Health.hp > 0", ()).unwrap();
         assert_eq!(rs.rows[0][0], ecsdb_engine::Value::Int(2));
         p.end_tick(&mut db);
     }
@@ -766,10 +768,10 @@ mod tests {
         for _ in 0..200 {
             let before = r.copy_stats();
             r.shared.wanted.store(true, Ordering::Release);
-            db.execute("UPDATE Pos SET y = Pos.y + 1").unwrap();
+            db.execute("UPDATE Pos SET y = Pos.y + 1", ()).unwrap();
             p.end_tick(&mut db);
             // At once: the copier is still copying (it waits 200 µs before it starts).
-            db.execute("UPDATE Pos SET y = Pos.y + 1").unwrap();
+            db.execute("UPDATE Pos SET y = Pos.y + 1", ()).unwrap();
             let deadline = Instant::now() + WAIT_LIMIT;
             while r.copy_stats() == before && Instant::now() < deadline {
                 std::thread::sleep(Duration::from_millis(1));
@@ -807,10 +809,10 @@ mod tests {
             while r.shared.state.load().is_none() {
                 assert!(Instant::now() < deadline, "no first state: {:?}", r.copy_stats());
                 p.end_tick(&mut db);
-                db.execute("UPDATE Pos SET y = Pos.y + 1").unwrap();
+                db.execute("UPDATE Pos SET y = Pos.y + 1", ()).unwrap();
             }
             let state = r.state().unwrap();
-            let rs = state.db.query("SELECT min(Pos.y), max(Pos.y), count(*)").unwrap();
+            let rs = state.db.query("SELECT min(Pos.y), max(Pos.y), count(*)", ()).unwrap();
             assert_eq!(rs.rows[0][0], rs.rows[0][1], "the first state mixes two ticks");
             assert_eq!(rs.rows[0][2], ecsdb_engine::Value::Int(40_000));
             let stats = r.copy_stats();
@@ -836,9 +838,9 @@ mod tests {
         let tick = p.tick() + 1;
         p.end_tick(&mut db);
         let state = r.wait_for_tick(tick, WAIT_LIMIT).expect("a state");
-        let rs = state.db.query("SELECT count(*), sum(Extra.v) FROM Extra").unwrap();
+        let rs = state.db.query("SELECT count(*), sum(Extra.v) FROM Extra", ()).unwrap();
         assert_eq!(rs.rows[0], vec![ecsdb_engine::Value::Int(1), ecsdb_engine::Value::Int(7)]);
-        let rs = state.db.query("SELECT count(*) FROM Pos").unwrap();
+        let rs = state.db.query("SELECT count(*) FROM Pos", ()).unwrap();
         assert_eq!(rs.rows[0][0], ecsdb_engine::Value::Int(40_000));
     }
 
@@ -853,13 +855,13 @@ mod tests {
                 std::thread::sleep(Duration::from_millis(5));
             }
         });
-        let bad = r.exec("SPAWN Health {hp: 9}; SPAWN Nope", &Params::new()).unwrap_err();
+        let bad = r.exec("SPAWN Health {hp: 9}; SPAWN Nope", ()).unwrap_err();
         assert_eq!(bad.kind, ErrorKind::UnknownComponent);
-        let good = r.exec("SPAWN Health {hp: 9}; SPAWN Health {hp: 10}", &Params::new()).unwrap();
+        let good = r.exec("SPAWN Health {hp: 9}; SPAWN Health {hp: 10}", ()).unwrap();
         assert_eq!(good.results.len(), 2);
         let s = r.wait_for_tick(good.tick, WAIT_LIMIT).unwrap();
         assert!(s.tick >= good.tick);
-        assert_eq!(s.db.query("SELECT count(*)").unwrap().rows[0][0], ecsdb_engine::Value::Int(4));
+        assert_eq!(s.db.query("SELECT count(*)", ()).unwrap().rows[0][0], ecsdb_engine::Value::Int(4));
         drop(r);
         writer.join().unwrap();
     }
@@ -885,9 +887,9 @@ mod tests {
     #[test]
     fn an_answer_never_mixes_two_ticks() {
         let mut db = Database::new();
-        db.execute("CREATE COMPONENT Health (hp i64)").unwrap();
+        db.execute("CREATE COMPONENT Health (hp i64)", ()).unwrap();
         for _ in 0..2000 {
-            db.execute("SPAWN Health {hp: 0}").unwrap();
+            db.execute("SPAWN Health {hp: 0}", ()).unwrap();
         }
         let mut p = Publisher::with_pool_size(2);
         let r = p.reader();
@@ -898,7 +900,7 @@ mod tests {
                 let mut update = db.prepare("UPDATE Health SET hp = $1").unwrap();
                 while !stop.load(Ordering::Acquire) {
                     let next = p.tick() as i64 + 1;
-                    update.execute(&mut db, &Params::positional([next])).unwrap();
+                    update.execute(&mut db, Params::positional([next])).unwrap();
                     p.end_tick(&mut db);
                 }
             })
@@ -914,7 +916,7 @@ mod tests {
                         if i >= 40 && (seen.len() > 2 || Instant::now() > deadline) {
                             break;
                         }
-                        let (tick, rs) = r.query("SELECT min(Health.hp), max(Health.hp)", &Params::new()).unwrap();
+                        let (tick, rs) = r.query("SELECT min(Health.hp), max(Health.hp)", ()).unwrap();
                         assert_eq!(rs.rows[0][0], rs.rows[0][1], "one answer, two ticks");
                         if tick > 0 {
                             assert_eq!(rs.rows[0][0], ecsdb_engine::Value::Int(tick as i64));

@@ -112,8 +112,8 @@ impl RustSystemFn {
 ///         q.for_each(|(mut p, v)| p.x += v.x * ctx.dt as f32)
 ///     })
 ///     .unwrap();
-/// db.execute("TICK 1 DT 0.5").unwrap();
-/// let x = db.query("SELECT Position.x").unwrap().rows[0][0].clone();
+/// db.execute("TICK 1 DT 0.5", ()).unwrap();
+/// let x = db.query("SELECT Position.x", ()).unwrap().rows[0][0].clone();
 /// assert_eq!(x, ecsdb_engine::Value::Float(1.0));
 /// ```
 #[must_use = "a system is added by `run`"]

@@ -39,7 +39,7 @@ fn dump(db: &Database) -> Vec<ResultSet> {
         "SHOW TABLES",
     ]
     .iter()
-    .map(|q| db.query(q).unwrap())
+    .map(|q| db.query(q, ()).unwrap())
     .collect()
 }
 
@@ -70,7 +70,7 @@ fn compare(statements: &[String]) {
     let mut results = Vec::new();
     let mut failed = None;
     for (s, &start) in statements.iter().zip(&starts) {
-        match each.execute(s) {
+        match each.execute(s, ()) {
             Ok(rs) => results.push(rs),
             Err(mut e) => {
                 e.span = e.span.map(|sp| crate::Span::new(sp.start + start, sp.end + start));

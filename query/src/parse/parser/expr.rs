@@ -236,19 +236,13 @@ fn is_call(pair: &Pair<'_, Rule>) -> bool {
     pair.clone().into_inner().any(|p| p.as_rule() == Rule::call_args)
 }
 
-/// `12v0` → index 12, generation 0.
+/// `12v0` → index 12, generation 0 (read as the engine reads entity text).
 fn entity_literal(text: &str, span: Span) -> Result<ExprKind> {
-    let (index, generation) = text.split_once('v').expect("grammar: an entity literal has a 'v'");
-    let out_of_range = || {
+    let entity: ecsdb_engine::Entity = text.parse().map_err(|_| {
         Error::syntax(
             format!("entity {text} is out of range (index at most {}, generation at most {})", u32::MAX - 1, u32::MAX),
             span,
         )
-    };
-    let index: u32 = index.parse().map_err(|_| out_of_range())?;
-    let generation: u32 = generation.parse().map_err(|_| out_of_range())?;
-    if index == u32::MAX {
-        return Err(out_of_range());
-    }
-    Ok(ExprKind::EntityLit { index, generation })
+    })?;
+    Ok(ExprKind::EntityLit { index: entity.index(), generation: entity.generation() })
 }
