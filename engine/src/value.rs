@@ -61,6 +61,9 @@ pub enum ValueType {
     Vec3,
     /// a component object
     Object,
+    /// Not known before a statement runs: a parameter's, or a registered function's result
+    /// (the query language's binder infers types; no [`Value`] has this type).
+    Any,
 }
 
 impl ValueType {
@@ -75,8 +78,19 @@ impl ValueType {
             ValueType::Entity => "entity",
             ValueType::Vec2 => "vec2",
             ValueType::Vec3 => "vec3",
-            ValueType::Object => "object",
+            ValueType::Object => "component",
+            ValueType::Any => "any",
         }
+    }
+
+    /// Int or float.
+    pub fn is_numeric(self) -> bool {
+        matches!(self, ValueType::Int | ValueType::Float)
+    }
+
+    /// Vec2 or vec3.
+    pub fn is_vector(self) -> bool {
+        matches!(self, ValueType::Vec2 | ValueType::Vec3)
     }
 
     /// The value type a field type reads as.

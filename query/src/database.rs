@@ -9,11 +9,12 @@ use crate::bind::{Bound, bind_statement};
 use crate::error::{Error, ErrorKind, Span};
 use crate::execute::convert::StagingBuffers;
 use crate::execute::{catalog, literal_spawn, mutate, select};
+use crate::expr::{Expr, ParamKey, ParamSpec};
 use crate::functions::{FunctionRegistry, RegisteredFn};
 use crate::params::Params;
 use crate::parse::{self, ScriptItem, ast};
 use crate::plan::explain::explain_select;
-use crate::plan::logical::{ComponentValue, Expr, LogicalPlan, ParamKey, ParamSpec, ScheduleOp, ShowKind};
+use crate::plan::logical::{ComponentValue, LogicalPlan, ScheduleOp, ShowKind};
 use crate::plan::physical::ScanPlan;
 use crate::plan::{PhysicalSelect, PlanOptions};
 use crate::result::ResultSet;
@@ -636,7 +637,7 @@ impl Database {
 
     fn check_function_index_name(&self, name: &str) -> Result<(), Error> {
         let lower = name.to_ascii_lowercase();
-        let builtin = crate::functions::Builtin::from_name(&lower).is_some()
+        let builtin = crate::types::Builtin::from_name(&lower).is_some()
             || matches!(lower.as_str(), "count" | "sum" | "avg" | "has");
         if builtin || self.functions.get(name).is_some() {
             let what = if builtin { "a built-in function" } else { "a registered function" };

@@ -92,11 +92,12 @@ mod result;
 pub mod schedule;
 #[cfg(test)]
 mod test_rng;
+mod types;
 
 pub use bind::parse_value;
 pub use database::{CachedStatement, Database, Prepared, Selected, is_read_only};
 pub use error::{Error, ErrorKind, Span};
-pub use functions::{BUILTIN_FUNCTIONS, FunctionInfo, FunctionKind};
 pub use params::Params;
 pub use plan::PlanOptions;
 pub use result::{ResultSet, value_to_json};
+pub use types::{BUILTIN_FUNCTIONS, FunctionInfo, FunctionKind};

@@ -2,11 +2,13 @@
 //! through references and hierarchy functions.
 
 use super::*;
+use crate::types::rules;
+use ecsdb_engine::ValueType;
 
 impl Binder<'_> {
     pub(super) fn expr(&mut self, e: &ast::Expr, place: Place) -> Result<Expr, Error> {
         let span = e.span;
-        let mk = |kind: ExprKind, ty: DataType| Expr { kind, ty, span };
+        let mk = |kind: ExprKind, ty: ValueType| Expr { kind, ty, span };
         Ok(match &e.kind {
             ast::ExprKind::Literal(lit) => Expr::literal(
                 match lit {
@@ -23,20 +25,20 @@ impl Binder<'_> {
             }
             ast::ExprKind::Param(p) => {
                 let n = self.param(p, span)?;
-                mk(ExprKind::Param(n), DataType::Any)
+                mk(ExprKind::Param(n), ValueType::Any)
             }
             ast::ExprKind::Vector(items) => {
                 let mut out = Vec::with_capacity(items.len());
                 for item in items {
                     let x = self.expr(item, place)?;
-                    if !(x.ty.is_numeric() || matches!(x.ty, DataType::Null | DataType::Any)) {
+                    if !(x.ty.is_numeric() || matches!(x.ty, ValueType::Null | ValueType::Any)) {
                         return Err(type_err(format!("vector elements must be numbers, found {}", x.ty), x.span));
                     }
                     out.push(x);
                 }
                 let ty = match out.len() {
-                    2 => DataType::Vec2,
-                    3 => DataType::Vec3,
+                    2 => ValueType::Vec2,
+                    3 => ValueType::Vec3,
                     n => return Err(type_err(format!("a vector has 2 or 3 elements, not {n}"), span)),
                 };
                 mk(ExprKind::Vector(out), ty)
@@ -47,7 +49,7 @@ impl Binder<'_> {
                 let index = self.field_index(slot, field)?;
                 self.mention(slot);
                 let info = self.world.components().info(self.slots[slot].id);
-                let ty = types::field_type(info.fields()[index].ty);
+                let ty = rules::field_type(info.fields()[index].ty);
                 mk(ExprKind::Field { slot, field: index }, ty)
             }
             ast::ExprKind::Path { base, steps } => {
@@ -59,23 +61,23 @@ impl Binder<'_> {
                 self.no_row_in_constant(place, span)?;
                 let slot = self.slot(name)?;
                 self.mention(slot);
-                mk(ExprKind::Component(slot), DataType::Object)
+                mk(ExprKind::Component(slot), ValueType::Object)
             }
             ast::ExprKind::EntityId => {
                 self.no_row_in_constant(place, span)?;
-                mk(ExprKind::Entity, DataType::Entity)
+                mk(ExprKind::Entity, ValueType::Entity)
             }
             ast::ExprKind::Unary { op: ast::UnaryOp::Neg, expr } => {
                 let x = self.vector_operand(expr, place)?;
-                let ty = types::negate(x.ty).map_err(|m| type_err(m, span))?;
+                let ty = rules::negate(x.ty).map_err(|m| type_err(m, span))?;
                 mk(ExprKind::Neg(Box::new(x)), ty)
             }
             ast::ExprKind::Not(expr) => {
                 let x = self.expr(expr, place)?;
-                if !types::is_condition(x.ty) {
+                if !rules::is_condition(x.ty) {
                     return Err(type_err(format!("NOT needs a condition (bool), found {}", x.ty), x.span));
                 }
-                mk(ExprKind::Not(Box::new(x)), DataType::Bool)
+                mk(ExprKind::Not(Box::new(x)), ValueType::Bool)
             }
             ast::ExprKind::Binary { op, lhs, rhs } => {
                 let op = binary_op(*op);
@@ -83,7 +85,7 @@ impl Binder<'_> {
                     BinaryOp::And | BinaryOp::Or | BinaryOp::Concat => (self.expr(lhs, place)?, self.expr(rhs, place)?),
                     _ => (self.vector_operand(lhs, place)?, self.vector_operand(rhs, place)?),
                 };
-                let ty = types::binary(op, l.ty, r.ty).map_err(|m| type_err(m, span))?;
+                let ty = rules::binary(op, l.ty, r.ty).map_err(|m| type_err(m, span))?;
                 mk(ExprKind::Binary { op, left: Box::new(l), right: Box::new(r) }, ty)
             }
             ast::ExprKind::Between { expr, low, high, negated } => {
@@ -91,11 +93,11 @@ impl Binder<'_> {
                 let lo = self.vector_operand(low, place)?;
                 let hi = self.vector_operand(high, place)?;
                 for bound in [&lo, &hi] {
-                    types::binary(BinaryOp::Le, x.ty, bound.ty).map_err(|m| type_err(m, span))?;
+                    rules::binary(BinaryOp::Le, x.ty, bound.ty).map_err(|m| type_err(m, span))?;
                 }
                 mk(
                     ExprKind::Between { expr: Box::new(x), low: Box::new(lo), high: Box::new(hi), negated: *negated },
-                    DataType::Bool,
+                    ValueType::Bool,
                 )
             }
             ast::ExprKind::InList { expr, list, negated } => {
@@ -103,24 +105,24 @@ impl Binder<'_> {
                 let mut items = Vec::with_capacity(list.len());
                 for item in list {
                     let v = self.vector_operand(item, place)?;
-                    types::binary(BinaryOp::Eq, x.ty, v.ty).map_err(|m| type_err(m, v.span))?;
+                    rules::binary(BinaryOp::Eq, x.ty, v.ty).map_err(|m| type_err(m, v.span))?;
                     items.push(v);
                 }
-                mk(ExprKind::InList { expr: Box::new(x), list: items, negated: *negated }, DataType::Bool)
+                mk(ExprKind::InList { expr: Box::new(x), list: items, negated: *negated }, ValueType::Bool)
             }
             ast::ExprKind::Like { expr, pattern, negated } => {
                 let x = self.expr(expr, place)?;
                 let p = self.expr(pattern, place)?;
                 for v in [&x, &p] {
-                    if !matches!(v.ty, DataType::Str | DataType::Null | DataType::Any) {
+                    if !matches!(v.ty, ValueType::Str | ValueType::Null | ValueType::Any) {
                         return Err(type_err(format!("LIKE needs strings, found {}", v.ty), v.span));
                     }
                 }
-                mk(ExprKind::Like { expr: Box::new(x), pattern: Box::new(p), negated: *negated }, DataType::Bool)
+                mk(ExprKind::Like { expr: Box::new(x), pattern: Box::new(p), negated: *negated }, ValueType::Bool)
             }
             ast::ExprKind::IsNull { expr, negated } => {
                 let x = self.expr(expr, place)?;
-                mk(ExprKind::IsNull { expr: Box::new(x), negated: *negated }, DataType::Bool)
+                mk(ExprKind::IsNull { expr: Box::new(x), negated: *negated }, ValueType::Bool)
             }
             ast::ExprKind::CountStar => self.aggregate(AggFunc::Count, None, place, span)?,
             ast::ExprKind::Call { name, args } => self.call(name, args, place, span)?,
@@ -145,8 +147,8 @@ impl Binder<'_> {
         if let ExprKind::Component(slot) = x.kind {
             let s = &self.slots[slot];
             return match s.vector_len {
-                Some(2) => Ok(Expr { kind: ExprKind::ComponentVector(slot), ty: DataType::Vec2, span: x.span }),
-                Some(3) => Ok(Expr { kind: ExprKind::ComponentVector(slot), ty: DataType::Vec3, span: x.span }),
+                Some(2) => Ok(Expr { kind: ExprKind::ComponentVector(slot), ty: ValueType::Vec2, span: x.span }),
+                Some(3) => Ok(Expr { kind: ExprKind::ComponentVector(slot), ty: ValueType::Vec3, span: x.span }),
                 _ => Err(type_err(
                     format!(
                         "component '{}' is not a vector: only components with 2 or 3 numeric fields read as vectors \
@@ -169,7 +171,7 @@ impl Binder<'_> {
         ty: ecsdb_engine::FieldType,
     ) -> Result<Expr, Error> {
         let x = self.expr(e, place)?;
-        if matches!(ty, ecsdb_engine::FieldType::Vec2 | ecsdb_engine::FieldType::Vec3) && x.ty == DataType::Object {
+        if matches!(ty, ecsdb_engine::FieldType::Vec2 | ecsdb_engine::FieldType::Vec3) && x.ty == ValueType::Object {
             return self.as_vector(x);
         }
         Ok(x)
@@ -192,7 +194,7 @@ impl Binder<'_> {
             Some(a) => Some(self.expr(a, Place::InAggregate)?),
             None => None,
         };
-        let ty = types::aggregate(func, arg.as_ref().map(|a| a.ty)).map_err(|m| type_err(m, span))?;
+        let ty = rules::aggregate(func, arg.as_ref().map(|a| a.ty)).map_err(|m| type_err(m, span))?;
         let agg = AggregateExpr { func, arg, ty };
         let n = match self.aggregates.iter().position(|a| *a == agg) {
             Some(n) => n,
@@ -210,7 +212,7 @@ impl Binder<'_> {
         let mut hops = Vec::with_capacity(steps.len());
         let mut at = base.span;
         for (i, s) in steps.iter().enumerate() {
-            if ty != DataType::Entity {
+            if ty != ValueType::Entity {
                 return Err(type_err(format!("a path steps through entity fields; this is {ty}"), at));
             }
             let id = self.component_id(&s.component)?;
@@ -221,12 +223,12 @@ impl Binder<'_> {
                     let j = self.field_of(id, g)?;
                     text.push('.');
                     text.push_str(&g.name);
-                    ty = types::field_type(info.fields()[j].ty);
+                    ty = rules::field_type(info.fields()[j].ty);
                     at = g.span;
                     Some(j)
                 }
                 None if i + 1 == steps.len() => {
-                    ty = DataType::Object;
+                    ty = ValueType::Object;
                     None
                 }
                 None => {
@@ -293,8 +295,8 @@ impl Binder<'_> {
         for (k, a) in args[1..].iter().enumerate() {
             let x = self.expr(a, place)?;
             let ok = match k {
-                0 => matches!(x.ty, DataType::Entity | DataType::Null | DataType::Any),
-                _ => matches!(x.ty, DataType::Int | DataType::Null | DataType::Any),
+                0 => matches!(x.ty, ValueType::Entity | ValueType::Null | ValueType::Any),
+                _ => matches!(x.ty, ValueType::Int | ValueType::Null | ValueType::Any),
             };
             if !ok {
                 let want = if k == 0 { "an entity" } else { "an int (the maximum depth)" };
@@ -303,9 +305,9 @@ impl Binder<'_> {
             rest.push(x);
         }
         let ty = match func {
-            HierarchyFunc::Depth => DataType::Int,
-            HierarchyFunc::Root => DataType::Entity,
-            HierarchyFunc::DescendantOf => DataType::Bool,
+            HierarchyFunc::Depth => ValueType::Int,
+            HierarchyFunc::Root => ValueType::Entity,
+            HierarchyFunc::DescendantOf => ValueType::Bool,
         };
         Ok(Expr { kind: ExprKind::Hierarchy { func, slot, component: id, field: index, text, args: rest }, ty, span })
     }
@@ -331,7 +333,7 @@ impl Binder<'_> {
                 "has" => ExprKind::Has(slot),
                 other => ExprKind::Changed { slot, added: other == "added" },
             };
-            return Ok(Expr { kind, ty: DataType::Bool, span });
+            return Ok(Expr { kind, ty: ValueType::Bool, span });
         }
         if let Some(func) = AggFunc::from_name(&lower) {
             let scalar_minmax = matches!(func, AggFunc::Min | AggFunc::Max) && args.len() >= 2;
@@ -348,10 +350,10 @@ impl Binder<'_> {
                 let x = self.expr(a, place)?;
                 bound.push(if b.takes_vectors() { self.as_vector(x)? } else { x });
             }
-            if let Some(obj) = bound.iter().find(|x| x.ty == DataType::Object) {
+            if let Some(obj) = bound.iter().find(|x| x.ty == ValueType::Object) {
                 return Err(type_err(format!("{}() cannot take a whole component", b.name()), obj.span));
             }
-            let tys: Vec<DataType> = bound.iter().map(|x| x.ty).collect();
+            let tys: Vec<ValueType> = bound.iter().map(|x| x.ty).collect();
             let ty = b.result_type(&tys).map_err(|m| type_err(m, span))?;
             return Ok(Expr { kind: ExprKind::Call { func: Function::Builtin(b), args: bound }, ty, span });
         }
@@ -362,7 +364,7 @@ impl Binder<'_> {
             }
             return Ok(Expr {
                 kind: ExprKind::Call { func: Function::Registered(fname, f), args: bound },
-                ty: DataType::Any,
+                ty: ValueType::Any,
                 span,
             });
         }
@@ -429,12 +431,12 @@ impl Binder<'_> {
             return Err(type_err(usage(), arg.span));
         }
         self.mention(slot);
-        Ok(Expr { kind: ExprKind::IndexCall { func: IndexCall(func), slot }, ty: DataType::Bool, span })
+        Ok(Expr { kind: ExprKind::IndexCall { func: IndexCall(func), slot }, ty: ValueType::Bool, span })
     }
 
     pub(super) fn condition(&mut self, e: &ast::Expr, what: &str) -> Result<Expr, Error> {
         let x = self.expr(e, Place::Row)?;
-        if !types::is_condition(x.ty) {
+        if !rules::is_condition(x.ty) {
             return Err(type_err(format!("{what} needs a condition (bool), found {}", x.ty), x.span));
         }
         Ok(x)

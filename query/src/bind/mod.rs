@@ -3,7 +3,7 @@
 //!
 //! - Component, field and function names are resolved; unknown names are errors at their
 //!   span with the closest known name as a suggestion.
-//! - Every expression gets a [`DataType`]; type errors are found here, before anything runs.
+//! - Every expression gets a [`ValueType`]; type errors are found here, before anything runs.
 //! - The implicit-required rule: a component named anywhere in the statement (items, WHERE,
 //!   GROUP BY, ORDER BY, values) that the FROM list does not mention under `?`, `!` or `|` is
 //!   required, as if listed. `has(C)` names C without requiring it.
@@ -15,20 +15,20 @@
 
 mod expr;
 mod statements;
-pub mod types;
 
 use std::sync::Arc;
 
 use ecsdb_engine::{ComponentDef, ComponentId, Entity, Value, World};
 
 use crate::error::{Error, ErrorKind, Span, suggest};
-use crate::functions::{Builtin, Function, FunctionRegistry, IndexCall};
+use crate::expr::{AggregateExpr, ComponentSlot, Expr, ExprKind, ParamKey, ParamSpec, PathHop, Slot};
+use crate::functions::{Function, FunctionRegistry, IndexCall};
 use crate::parse::ast;
 use crate::plan::logical::{
-    AggFunc, AggregateExpr, BinaryOp, ComponentSlot, ComponentValue, DataType, EntityRef, Expr, ExprKind,
-    HierarchyFunc, Item, LogicalPlan, ParamKey, ParamSpec, PathHop, ScheduleOp, SelectPlan, ShowKind, Slot, SortKey,
-    Source, Term,
+    ComponentValue, EntityRef, Item, LogicalPlan, ScheduleOp, SelectPlan, ShowKind, SortKey, Source, Term,
 };
+use crate::types::Builtin;
+use crate::types::{AggFunc, BinaryOp, HierarchyFunc};
 
 /// A bound statement: its logical plan and its parameters.
 #[derive(Clone, Debug)]
@@ -260,28 +260,10 @@ fn binary_op(op: ast::BinaryOp) -> BinaryOp {
 /// Checks at bind time that a value of this type can be stored in a field of type `ty`
 /// (values of unknown type are checked when converted).
 fn check_storable(ty: ecsdb_engine::FieldType, value: &Expr, component: &str, field: &str) -> Result<(), Error> {
-    if storable(ty, value.ty) {
+    if crate::types::rules::storable(ty, value.ty) {
         Ok(())
     } else {
         Err(type_err(format!("cannot store {} in field '{component}.{field}' of type {ty}", value.ty), value.span))
-    }
-}
-
-/// Whether a value of type `value` may be stored in a field of type `ty` (it may still fail
-/// to convert: an int out of the field's range).
-pub(crate) fn storable(ty: ecsdb_engine::FieldType, value: DataType) -> bool {
-    use ecsdb_engine::FieldType as F;
-    match value {
-        DataType::Any => true,
-        DataType::Null => ty == F::Entity,
-        DataType::Int => ty.is_numeric(),
-        DataType::Float => ty.is_numeric(),
-        DataType::Bool => ty == F::Bool,
-        DataType::Str => ty == F::String,
-        DataType::Entity => ty == F::Entity,
-        DataType::Vec2 => ty == F::Vec2,
-        DataType::Vec3 => ty == F::Vec3,
-        DataType::Object => false,
     }
 }
 
@@ -328,7 +310,7 @@ fn constant_number(e: &ast::Expr) -> Option<f64> {
 mod tests {
     use super::*;
     use crate::parse::parse_statement;
-    use ecsdb_engine::{ComponentDef, FieldType};
+    use ecsdb_engine::{ComponentDef, FieldType, ValueType};
 
     fn world() -> World {
         let mut w = World::new();
@@ -379,8 +361,8 @@ mod tests {
     fn types_and_vectors() {
         let w = world();
         let p = select(&w, "SELECT Position + [1, 2], Health.hp / 2, 7 / 2, distance(Position, [0, 0])");
-        let tys: Vec<DataType> = p.items.iter().map(|i| i.expr.ty).collect();
-        assert_eq!(tys, [DataType::Vec2, DataType::Float, DataType::Int, DataType::Float]);
+        let tys: Vec<ValueType> = p.items.iter().map(|i| i.expr.ty).collect();
+        assert_eq!(tys, [ValueType::Vec2, ValueType::Float, ValueType::Int, ValueType::Float]);
         assert!(
             matches!(p.items[0].expr.kind, ExprKind::Binary { ref left, .. } if matches!(left.kind, ExprKind::ComponentVector(_)))
         );

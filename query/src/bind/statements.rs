@@ -1,6 +1,7 @@
 //! Binding statements: each statement's parts bound in turn into its logical plan.
 
 use super::*;
+use ecsdb_engine::ValueType;
 
 impl Binder<'_> {
     pub(super) fn statement(&mut self, stmt: &ast::Statement) -> Result<LogicalPlan, Error> {
@@ -290,12 +291,12 @@ impl Binder<'_> {
                 ast::SelectItem::Star { span } => {
                     items.push(Item {
                         name: "entity".into(),
-                        expr: Expr { kind: ExprKind::Entity, ty: DataType::Entity, span: *span },
+                        expr: Expr { kind: ExprKind::Entity, ty: ValueType::Entity, span: *span },
                     });
                     for &slot in &star_slots {
                         items.push(Item {
                             name: self.slots[slot].name.clone(),
-                            expr: Expr { kind: ExprKind::Component(slot), ty: DataType::Object, span: *span },
+                            expr: Expr { kind: ExprKind::Component(slot), ty: ValueType::Object, span: *span },
                         });
                     }
                 }
@@ -345,7 +346,7 @@ impl Binder<'_> {
                 }
                 None => self.expr(g, Place::Row)?,
             };
-            if matches!(x.ty, DataType::Object) {
+            if matches!(x.ty, ValueType::Object) {
                 return Err(type_err("cannot group by a whole component (use its fields)", x.span));
             }
             group_by.push(x);
@@ -373,7 +374,7 @@ impl Binder<'_> {
                 Some(e) => Expr { span: k.expr.span, ..e },
                 None => self.expr(&k.expr, Place::Projection)?,
             };
-            if matches!(expr.ty, DataType::Object) {
+            if matches!(expr.ty, ValueType::Object) {
                 return Err(type_err("cannot order by a whole component (use its fields)", expr.span));
             }
             order_by.push(SortKey { expr, descending: k.desc });
@@ -389,7 +390,7 @@ impl Binder<'_> {
         let aggregated = !group_by.is_empty() || !self.aggregates.is_empty();
         if aggregated {
             let fields = crate::plan::logical::slot_fields(self.world, &self.slots);
-            let ctx = crate::plan::logical::DisplayContext {
+            let ctx = crate::expr::DisplayContext {
                 slots: &self.slots,
                 fields: &fields,
                 group_by: &[],
@@ -419,7 +420,7 @@ impl Binder<'_> {
 
     fn bound_expr(&mut self, e: &ast::Expr, what: &str) -> Result<Expr, Error> {
         let x = self.expr(e, Place::Constant)?;
-        if !matches!(x.ty, DataType::Int | DataType::Null | DataType::Any) {
+        if !matches!(x.ty, ValueType::Int | ValueType::Null | ValueType::Any) {
             return Err(type_err(format!("{what} must be an integer, found {}", x.ty), x.span));
         }
         Ok(x)

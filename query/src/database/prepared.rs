@@ -48,9 +48,7 @@ impl Prepared {
 
     /// An UPDATE's slots and assigned expressions, as planned (`None` for another statement).
     #[cfg(test)]
-    pub(crate) fn update_parts(
-        &self,
-    ) -> Option<(Vec<crate::plan::physical::PhysicalSlot>, Vec<crate::plan::logical::Expr>)> {
+    pub(crate) fn update_parts(&self) -> Option<(Vec<crate::plan::physical::PhysicalSlot>, Vec<crate::expr::Expr>)> {
         match &self.exec {
             Executable::Update { assignments, scan, .. } => {
                 Some((scan.slots.clone(), assignments.iter().map(|(_, e)| e.clone()).collect()))

@@ -9,13 +9,15 @@
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 
-use ecsdb_engine::Value;
+use ecsdb_engine::{Value, ValueType};
 
 use crate::error::{Error, ErrorKind};
-use crate::execute::ops::{self, KeyValue};
 use crate::execute::scan::{Sink, SlotReader, TableCtx};
+use crate::expr::ops::{self, KeyValue};
+use crate::expr::{AggregateExpr, Expr, ExprKind};
 use crate::expr::{Evaluator, Leaves, Vector, eval_error};
-use crate::plan::logical::{AggFunc, AggregateExpr, DataType, Expr, ExprKind, SelectPlan};
+use crate::plan::logical::SelectPlan;
+use crate::types::AggFunc;
 use ecsdb_engine::storage::FieldView;
 
 /// FNV-1a: short keys (team names, small ints) hash faster than with SipHash, and group keys
@@ -119,20 +121,20 @@ enum Acc {
 
 impl Acc {
     fn new(a: &AggregateExpr) -> Acc {
-        let arg_ty = a.arg.as_ref().map_or(DataType::Int, |e| e.ty);
+        let arg_ty = a.arg.as_ref().map_or(ValueType::Int, |e| e.ty);
         match a.func {
             AggFunc::Count => Acc::Count(Vec::new()),
             AggFunc::Sum => match arg_ty {
-                DataType::Int => Acc::SumInt(Vec::new()),
-                DataType::Float => Acc::SumFloat(Vec::new()),
+                ValueType::Int => Acc::SumInt(Vec::new()),
+                ValueType::Float => Acc::SumFloat(Vec::new()),
                 _ => Acc::SumAny(Vec::new()),
             },
             AggFunc::Avg => Acc::Avg(Vec::new()),
             AggFunc::Min | AggFunc::Max => {
                 let max = a.func == AggFunc::Max;
                 match arg_ty {
-                    DataType::Float => Acc::MinMaxF { best: Vec::new(), max },
-                    DataType::Int => Acc::MinMaxI { best: Vec::new(), max },
+                    ValueType::Float => Acc::MinMaxF { best: Vec::new(), max },
+                    ValueType::Int => Acc::MinMaxI { best: Vec::new(), max },
                     _ => Acc::MinMax { best: Vec::new(), max },
                 }
             }
@@ -217,11 +219,7 @@ impl Acc {
                 if v.as_f64().is_none() {
                     return Err(not_number());
                 }
-                s[g] = if s[g].is_null() {
-                    v.clone()
-                } else {
-                    ops::binary(crate::plan::logical::BinaryOp::Add, &s[g], v)?
-                };
+                s[g] = if s[g].is_null() { v.clone() } else { ops::binary(crate::types::BinaryOp::Add, &s[g], v)? };
             }
             Acc::Avg(a) => {
                 a[g].0 += v.as_f64().ok_or_else(not_number)?;
@@ -362,7 +360,7 @@ impl<'w, 'p> AggregateSink<'w, 'p> {
     pub fn new(plan: &'p SelectPlan, params: &'p [Value]) -> Self {
         let mode = match plan.group_by.as_slice() {
             [] => KeyMode::Single,
-            [Expr { kind: ExprKind::Field { slot, field }, ty: DataType::Str, .. }] => {
+            [Expr { kind: ExprKind::Field { slot, field }, ty: ValueType::Str, .. }] => {
                 KeyMode::StrField { slot: *slot, field: *field }
             }
             _ => KeyMode::General,

@@ -13,8 +13,8 @@ use crate::execute::scan::{SlotReader, TableCtx, out_of_range};
 use std::rc::Rc;
 
 use crate::expr::compiled::{Columns, Program, as_range, compile};
+use crate::expr::{Expr, ExprKind};
 use crate::expr::{Leaves, Prim, StrVec, Vector, eval_error};
-use crate::plan::logical::{Expr, ExprKind};
 use ecsdb_engine::storage::FieldView;
 
 /// `conv(value)` for each of `rows` (all in range: they come from the table's own selection).

@@ -8,12 +8,11 @@
 //! Anything else is declined, and the statement then goes the general way, which
 //! reports any error exactly as before.
 
-use ecsdb_engine::{ComponentId, FieldType, FieldValue, Value, World, convert_value};
+use ecsdb_engine::{ComponentId, FieldType, FieldValue, Value, ValueType, World, convert_value};
 
-use crate::bind::storable;
 use crate::execute::mutate::SpawnBatch;
 use crate::parse::{LiteralField, LiteralSpawn, LiteralValue, Script};
-use crate::plan::logical::DataType;
+use crate::types::rules::storable;
 
 /// Writes the literal SPAWNs of a run into a [`SpawnBatch`], remembering the components it
 /// looked up (nothing else may change the components meanwhile: [`LiteralSpawner::clear`]
@@ -112,13 +111,13 @@ fn same_name(a: &str, b: &str) -> bool {
 }
 
 /// The binder's type of the literal.
-fn literal_type(f: &LiteralField) -> DataType {
+fn literal_type(f: &LiteralField) -> ValueType {
     match f.value {
-        LiteralValue::Int(_) => DataType::Int,
-        LiteralValue::Float(_) => DataType::Float,
-        LiteralValue::Bool(_) => DataType::Bool,
-        LiteralValue::Null => DataType::Null,
-        LiteralValue::Str => DataType::Str,
+        LiteralValue::Int(_) => ValueType::Int,
+        LiteralValue::Float(_) => ValueType::Float,
+        LiteralValue::Bool(_) => ValueType::Bool,
+        LiteralValue::Null => ValueType::Null,
+        LiteralValue::Str => ValueType::Str,
     }
 }
 

@@ -21,8 +21,9 @@ use ecsdb_engine::{ComponentId, ComponentValues, Entity, FieldValue, ReferenceWr
 use crate::error::{Error, ErrorKind};
 use crate::execute::scan::{Sink, TableCtx, run_scan};
 use crate::execute::update::StagedUpdate;
+use crate::expr::Expr;
 use crate::expr::{Evaluator, NoRows};
-use crate::plan::logical::{ComponentValue, Expr};
+use crate::plan::logical::ComponentValue;
 use crate::plan::physical::ScanPlan;
 use crate::result::ResultSet;
 

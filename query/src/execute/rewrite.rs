@@ -14,10 +14,10 @@ use ecsdb_engine::storage::TableId;
 use ecsdb_engine::{ComponentId, FieldType, RowByRow, RowRewrite, TypedFieldValues, Value, World};
 
 use crate::error::Error;
+use crate::execute::affine::{AffineF32, AffineSide, Combine};
 use crate::execute::convert::StagingBuffers;
 use crate::execute::mutate::write_failed;
-use crate::expr::affine::{AffineF32, AffineSide, Combine};
-use crate::plan::logical::Expr;
+use crate::expr::Expr;
 use crate::plan::physical::{Access, ScanPlan, SlotSource, TableFilter};
 
 /// Fewest target rows rewritten in place: below it the general path is as quick, and a plan

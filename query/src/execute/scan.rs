@@ -17,9 +17,9 @@ use roaring::RoaringBitmap;
 
 use crate::error::{Error, ErrorKind};
 use crate::execute::pace;
+use crate::expr::Expr;
 use crate::expr::compiled::Program;
 use crate::expr::{Evaluator, Leaves, eval_error};
-use crate::plan::logical::Expr;
 use crate::plan::physical::{
     Access, FilterStep, IndexCount, PhysicalSlot, RowCheck, ScanPlan, SlotSource, TableFilter,
 };

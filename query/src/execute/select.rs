@@ -21,11 +21,12 @@ use ecsdb_engine::{Entity, Value, World};
 
 use crate::error::{Error, ErrorKind};
 use crate::execute::aggregate::{AggregateSink, CountSink, GroupRows, counts_rows_only};
-use crate::execute::ops::sort_cmp;
 use crate::execute::scan::{FunctionSets, Sink, TableCtx, run_scan};
 use crate::expr::Evaluator;
 use crate::expr::eval_constant;
-use crate::plan::logical::{Expr, ExprKind, SelectPlan};
+use crate::expr::ops::sort_cmp;
+use crate::expr::{Expr, ExprKind};
+use crate::plan::logical::SelectPlan;
 use crate::plan::physical::ScanPlan;
 use crate::plan::{PhysicalSelect, Strategy};
 use crate::result::ResultSet;

@@ -22,9 +22,9 @@ use crate::execute::convert::{StagingBuffers, convert_compiled, convert_vector};
 use crate::execute::mutate::{count, write_failed};
 use crate::execute::rewrite::InPlace;
 use crate::execute::scan::{Sink, SlotReader, TableCtx, rows_in_batches, run_scan};
+use crate::expr::Expr;
 use crate::expr::compiled::{Program, RowSet, as_range};
 use crate::expr::{Evaluator, Leaves};
-use crate::plan::logical::Expr;
 use crate::plan::physical::ScanPlan;
 use crate::result::ResultSet;
 

@@ -1,18 +1,18 @@
 //! Arithmetic kernels: `+ - * / %`, unary minus and `||`, specialised on int and float
 //! columns and constants.
 //!
-//! The rules are [`crate::execute::ops`]'s: int ∘ int is an int and overflow is an error (on a
+//! The rules are [`crate::expr::ops`]'s: int ∘ int is an int and overflow is an error (on a
 //! row that is not null), int ∘ float promotes, `/` and `%` by zero give null. Loops compute
 //! with wrapping or float operations and an overflow flag, so they stay branch-free; only a
 //! flagged batch is looked at again to report the error.
 
 use ecsdb_engine::Value;
 
-use crate::execute::ops;
 use crate::expr::compare::str_of;
 use crate::expr::fallback;
+use crate::expr::ops;
 use crate::expr::vector::{Prim, StrVec, Validity, Vector, and_validity};
-use crate::plan::logical::BinaryOp;
+use crate::types::BinaryOp;
 
 /// An operand of a numeric kernel: a column or a constant.
 #[derive(Clone, Copy)]

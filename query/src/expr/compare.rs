@@ -1,7 +1,7 @@
 //! Comparison and logic kernels: `= != < <= > >=`, `IN`, `IS NULL`, `NOT`, three-valued
 //! `AND`/`OR`, and the truth of a condition.
 //!
-//! Comparisons follow [`crate::execute::ops::compare`]: null or NaN on either side gives null,
+//! Comparisons follow [`crate::expr::ops::compare`]: null or NaN on either side gives null,
 //! ints and floats compare as numbers, strings by bytes, entities by (index, generation),
 //! vectors only with `=` and `!=`.
 
@@ -9,11 +9,11 @@ use std::cmp::Ordering;
 
 use ecsdb_engine::{Entity, Value};
 
-use crate::execute::ops;
 use crate::expr::arith::{Arg, float_arg, int_arg, zip};
 use crate::expr::fallback;
+use crate::expr::ops;
 use crate::expr::vector::{Prim, Validity, Vector, and_validity};
-use crate::plan::logical::BinaryOp;
+use crate::types::BinaryOp;
 
 #[inline(always)]
 fn holds(op: BinaryOp, o: Ordering) -> bool {

@@ -12,16 +12,17 @@
 use std::marker::PhantomData;
 use std::rc::Rc;
 
-use ecsdb_engine::{Value, World};
+use ecsdb_engine::{Value, ValueType, World};
 
 use crate::error::{Error, ErrorKind};
-use crate::execute::relations;
 use crate::expr::compare::{self, InSet};
 use crate::expr::compiled::Program;
+use crate::expr::relations;
 use crate::expr::vector::{Prim, Validity, Vector};
+use crate::expr::{Expr, ExprKind};
 use crate::expr::{arith, functions, like};
 use crate::functions::Function;
-use crate::plan::logical::{BinaryOp, DataType, Expr, ExprKind, HierarchyFunc};
+use crate::types::{BinaryOp, HierarchyFunc};
 
 /// Where the leaves of an expression get their values.
 pub trait Leaves<'w> {
@@ -157,7 +158,7 @@ impl<'s, 'w, S: Leaves<'w> + ?Sized> Evaluator<'s, 'w, S> {
             }
             ExprKind::Hierarchy { func, component, field, args, .. } => {
                 let world = self.world_for(e)?;
-                let this = Expr { kind: ExprKind::Entity, ty: DataType::Entity, span: e.span };
+                let this = Expr { kind: ExprKind::Entity, ty: ValueType::Entity, span: e.span };
                 let entities = self.source.leaf(&this, rows)?;
                 let cols: Vec<Vector<'w>> = args.iter().map(|c| self.eval(c, rows)).collect::<Result<_, _>>()?;
                 if *func == HierarchyFunc::DescendantOf

@@ -1,6 +1,6 @@
 //! The row-at-a-time path every kernel falls back to for operand types it does not
 //! specialise: each row's operands become [`Value`]s and the language's rules in
-//! [`crate::execute::ops`] apply. Correct for every type; used for objects, values of run-time
+//! [`crate::expr::ops`] apply. Correct for every type; used for objects, values of run-time
 //! type and rare combinations, never for the typed shapes.
 
 use ecsdb_engine::Value;

@@ -5,8 +5,9 @@ use ecsdb_engine::Value;
 
 use crate::error::Error;
 use crate::expr::eval::{Evaluator, NoRows};
+use crate::expr::{Expr, ExprKind};
 use crate::functions::Function;
-use crate::plan::logical::{BinaryOp, Expr, ExprKind};
+use crate::types::BinaryOp;
 
 /// Evaluates a row-free expression (LIMIT, OFFSET, SPAWN values) with the parameters.
 pub fn eval_constant(e: &Expr, params: &[Value]) -> Result<Value, Error> {

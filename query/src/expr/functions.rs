@@ -9,7 +9,8 @@ use ecsdb_engine::Value;
 use crate::expr::arith::{Arg, float_arg, zip};
 use crate::expr::fallback;
 use crate::expr::vector::{Prim, StrVec, Validity, Vector, and_validity};
-use crate::functions::{Builtin, Function};
+use crate::functions::Function;
+use crate::types::Builtin;
 
 /// Calls `func` over argument vectors of `n` rows.
 pub fn call<'a>(func: &Function, args: &[Vector<'a>], n: usize) -> Result<Vector<'a>, String> {
@@ -18,7 +19,7 @@ pub fn call<'a>(func: &Function, args: &[Vector<'a>], n: usize) -> Result<Vector
     {
         return Ok(v);
     }
-    fallback::map_n(args, n, |row| func.call(row))
+    fallback::map_n(args, n, |row| crate::expr::builtins::call_function(func, row))
 }
 
 fn float_unary<'a>(p: &Prim<f64>, f: impl Fn(f64) -> f64) -> Vector<'a> {
@@ -248,8 +249,9 @@ mod tests {
     use super::*;
 
     fn check(b: Builtin, args: &[Vector<'static>], n: usize) {
-        let want: Vec<Result<Value, String>> =
-            (0..n).map(|i| b.call(&args.iter().map(|a| a.value(i)).collect::<Vec<_>>())).collect();
+        let want: Vec<Result<Value, String>> = (0..n)
+            .map(|i| crate::expr::builtins::call(b, &args.iter().map(|a| a.value(i)).collect::<Vec<_>>()))
+            .collect();
         let got = call(&Function::Builtin(b), args, n);
         match (want.iter().find(|r| r.is_err()), got) {
             (Some(_), Err(_)) => {}

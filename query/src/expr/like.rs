@@ -4,8 +4,8 @@
 
 use ecsdb_engine::Value;
 
-use crate::execute::ops;
 use crate::expr::fallback;
+use crate::expr::ops;
 use crate::expr::vector::{Prim, Validity, Vector};
 
 /// A compiled `LIKE` pattern (`%` any run, `_` one character, case-sensitive, no escape).

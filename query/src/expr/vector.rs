@@ -6,7 +6,7 @@
 //! broadcasting. [`Value`] appears only at the edges: scalars, and [`Vector::Values`], the
 //! fallback for components read as objects and for values whose type is only known at run
 //! time (parameters and registered functions of type `any`); every kernel accepts it and
-//! applies the row-at-a-time rules of [`crate::execute::ops`], so any expression evaluates,
+//! applies the row-at-a-time rules of [`crate::expr::ops`], so any expression evaluates,
 //! and the typed shapes are the fast ones.
 
 use std::borrow::Cow;

@@ -111,7 +111,8 @@ pub struct SubscriptionShape {
 
 /// How a subscription to `text` is served (one parse and bind).
 pub fn subscription_shape(db: &Database, text: &str) -> Result<SubscriptionShape, Error> {
-    use crate::plan::logical::{ExprKind, LogicalPlan, Term};
+    use crate::expr::ExprKind;
+    use crate::plan::logical::{LogicalPlan, Term};
     let stmt = parse::parse_statement(text)?;
     let bound = crate::bind::bind_statement(&stmt, db.world(), db.functions())?;
     let LogicalPlan::Select(p) = &bound.plan else {

@@ -9,15 +9,15 @@
 //!       `--TABLE {Frozen, Health, Player, Position, Team}: 50 rows; Team.name = 'red' [string heads] (est. 5 rows)
 //! ```
 
-use ecsdb_engine::{StorageKind, Value, World};
+use ecsdb_engine::{StorageKind, Value, ValueType, World};
 
 use crate::expr::compiled::MAX_STRING_IN;
 use crate::expr::like::{HeadTest, LikeMatcher, ShortTest};
-use crate::plan::logical::{
-    BinaryOp, DisplayContext, Expr, ExprKind, ParamSpec, SelectPlan, SortKey, literal_text, slot_fields,
-};
+use crate::expr::{DisplayContext, Expr, ExprKind, ParamSpec, literal_text};
+use crate::plan::logical::{SelectPlan, SortKey, slot_fields};
 use crate::plan::physical::{Access, FilterStep, Operand, PhysicalSlot, RowCheck, TableFilter};
 use crate::plan::{PhysicalSelect, Strategy};
+use crate::types::BinaryOp;
 
 /// Whether a filter step tests a string field's heads when it runs (see
 /// [`World::table_string_heads`]): `=` or `!=` of a string column and a value, `LIKE` of a
@@ -200,13 +200,7 @@ pub fn explain_select(phys: &PhysicalSelect, world: &World, params: &[ParamSpec]
     let mut per_group = false;
     if plan.aggregated {
         let aggs: Vec<String> = (0..plan.aggregates.len())
-            .map(|i| {
-                show(&Expr {
-                    kind: ExprKind::Aggregate(i),
-                    ty: crate::plan::logical::DataType::Any,
-                    span: Default::default(),
-                })
-            })
+            .map(|i| show(&Expr { kind: ExprKind::Aggregate(i), ty: ValueType::Any, span: Default::default() }))
             .collect();
         let text = if plan.group_by.is_empty() {
             out_rows = 1.0;

@@ -32,10 +32,13 @@ use ecsdb_engine::{ComponentId, StorageKind, Value, World};
 use roaring::RoaringBitmap;
 
 use crate::error::{Error, Span};
-use crate::functions::{Builtin, Function};
+use crate::expr::{Expr, ExprKind, Slot};
+use crate::functions::Function;
 use crate::plan::PlanOptions;
-use crate::plan::logical::{BinaryOp, Expr, ExprKind, HierarchyFunc, SelectPlan, Slot, Source, Term};
+use crate::plan::logical::{SelectPlan, Source, Term};
 use crate::plan::physical::{IndexLookup, IndexScan, Operand};
+use crate::types::Builtin;
+use crate::types::{BinaryOp, HierarchyFunc};
 
 /// Visiting one row an index returned (find its entity's table and row, then run the residual
 /// filter there), in the engine's scan-row cost units: random accesses, measured at 25–35×

@@ -16,7 +16,8 @@ use std::sync::Arc;
 
 use ecsdb_engine::{FieldType, World};
 
-use crate::plan::logical::{ExprKind, SelectPlan};
+use crate::expr::ExprKind;
+use crate::plan::logical::SelectPlan;
 use crate::plan::physical::ScanPlan;
 
 /// Planner settings, per [`Database`](crate::Database).

@@ -25,7 +25,9 @@ use ecsdb_engine::{ChangeWindow, ComponentId, FieldInfo, FieldType, StorageKind,
 
 use crate::error::{Error, Span};
 use crate::expr::fold_constants;
-use crate::plan::logical::{BinaryOp, ComponentSlot, EntityRef, Expr, ExprKind, Slot, Source, Term};
+use crate::expr::{ComponentSlot, Expr, ExprKind, Slot};
+use crate::plan::logical::{EntityRef, Source, Term};
+use crate::types::BinaryOp;
 
 /// A constant operand of a kernel: a literal, or a parameter resolved when the plan runs.
 #[derive(Clone, Debug, PartialEq)]

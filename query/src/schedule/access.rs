@@ -4,7 +4,8 @@ use std::collections::BTreeSet;
 
 use ecsdb_engine::{ComponentId, World};
 
-use crate::plan::logical::{ExprKind, LogicalPlan, Source};
+use crate::expr::ExprKind;
+use crate::plan::logical::{LogicalPlan, Source};
 
 /// The components a system reads and writes.
 ///

@@ -8,7 +8,7 @@ use ecsdb_engine::storage::{FieldColumn, FieldNum, FieldScalar, FieldView};
 
 use super::Selection;
 use crate::execute::pace::{self, PACE_ROWS};
-use crate::plan::logical::BinaryOp;
+use crate::types::BinaryOp;
 
 /// Narrows the selection to rows whose field passes `keep`: the column kernel.
 ///
@@ -266,7 +266,7 @@ mod tests {
                 let want: Vec<u32> = (0..values.len() as u32)
                     .filter(|&r| {
                         let v = Value::Float(values[r as usize] as f64);
-                        crate::execute::ops::binary(op, &v, &Value::Float(c)) == Ok(Value::Bool(true))
+                        crate::expr::ops::binary(op, &v, &Value::Float(c)) == Ok(Value::Bool(true))
                     })
                     .collect();
                 assert_eq!(sel.into_rows(), want, "v {op:?} {c}");

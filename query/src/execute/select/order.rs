@@ -6,16 +6,17 @@ use std::collections::BinaryHeap;
 
 use ecsdb_engine::storage::FieldView;
 use ecsdb_engine::storage::{FieldColumn, FieldNum};
-use ecsdb_engine::{Entity, Value, World};
+use ecsdb_engine::{Entity, Value, ValueType, World};
 
 use super::Bounds;
 use crate::error::Error;
-use crate::execute::ops::sort_cmp;
 use crate::execute::scan::{BATCH, FunctionSets, Sink, SlotReader, TableCtx, run_scan};
+use crate::expr::Expr;
 use crate::expr::compiled::RowSet;
+use crate::expr::ops::sort_cmp;
 use crate::expr::{Evaluator, Leaves, Vector};
 use crate::plan::PhysicalSelect;
-use crate::plan::logical::{DataType, Expr, SelectPlan};
+use crate::plan::logical::SelectPlan;
 
 /// A row that survived the scan: where it is, for late materialisation.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -342,7 +343,7 @@ pub(super) fn sorted_rows(
     let k = bounds.needed();
     // One float key (any expression) sorts on integer keys too.
     let float_key = match plan.order_by.as_slice() {
-        [key] if key.expr.ty == DataType::Float => Some(&key.expr),
+        [key] if key.expr.ty == ValueType::Float => Some(&key.expr),
         _ => None,
     };
     let fast_key = match (phys.fast_sort_key, float_key) {

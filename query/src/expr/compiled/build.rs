@@ -16,8 +16,10 @@ use crate::expr::compiled::pair::FieldPair;
 use crate::expr::compiled::{Program, float_leaf};
 use crate::expr::eval::{Evaluator, NoRows};
 use crate::expr::like::{HeadTest, LikeMatcher, ShortTest};
-use crate::functions::{Builtin, Function};
-use crate::plan::logical::{BinaryOp, Expr, ExprKind};
+use crate::expr::{Expr, ExprKind};
+use crate::functions::Function;
+use crate::types::BinaryOp;
+use crate::types::Builtin;
 
 /// The longest list of strings `IN` compiles (a test a string per row): longer lists go to the
 /// evaluator's set.

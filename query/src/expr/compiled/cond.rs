@@ -3,7 +3,7 @@
 //!
 //! With that pair, SQL's three-valued logic is plain bit arithmetic: `a AND b` is true where
 //! both are true and false where either is false; `OR` is its mirror; `NOT` swaps the masks.
-//! Comparisons follow [`crate::execute::ops::compare`]: null or NaN on either side is null.
+//! Comparisons follow [`crate::expr::ops::compare`]: null or NaN on either side is null.
 
 use ecsdb_engine::storage::{FieldColumn, FieldView, StringHeads};
 
@@ -11,7 +11,7 @@ use crate::expr::compiled::num::{FloatNode, IntNode, squared_distance};
 use crate::expr::compiled::pair::FieldPair;
 use crate::expr::compiled::{Bail, CHUNK, Chunk, mask1, mask2, pack};
 use crate::expr::like::{self, HeadTest, LikeMatcher, ShortTest};
-use crate::plan::logical::BinaryOp;
+use crate::types::BinaryOp;
 
 /// A string field's heads, for `LIKE` (see [`ecsdb_engine::storage::string_head`]).
 pub enum LikeOnHeads {

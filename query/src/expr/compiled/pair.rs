@@ -12,7 +12,7 @@ use ecsdb_engine::storage::FieldColumn;
 
 use crate::expr::compiled::num::{ArithOp, FloatNode, PairOp};
 use crate::expr::compiled::{Bail, CHUNK, Chunk, pack, sized};
-use crate::plan::logical::BinaryOp;
+use crate::types::BinaryOp;
 
 /// Two float fields of one type, each in an affine form `v * k + c` (see `affine`).
 pub struct FieldPair<'w> {

@@ -3,15 +3,17 @@
 //! every row and over a scattered list of rows.
 
 use ecsdb_engine::storage::{FieldPlace, FieldView, TableId};
-use ecsdb_engine::{ComponentDef, FieldRows, FieldType, TypedFieldValues, Value, World};
+use ecsdb_engine::{ComponentDef, FieldRows, FieldType, TypedFieldValues, Value, ValueType, World};
 use proptest::prelude::*;
 
 use crate::error::{Error, ErrorKind, Span};
 use crate::execute::leaves::gather_field;
 use crate::expr::compiled::{CHUNK, Chunk, ChunkBuffers, Columns, Program, RowSet, compile};
 use crate::expr::{Evaluator, Leaves, Prim, Vector};
-use crate::functions::{Builtin, Function};
-use crate::plan::logical::{BinaryOp, DataType, Expr, ExprKind};
+use crate::expr::{Expr, ExprKind};
+use crate::functions::Function;
+use crate::types::BinaryOp;
+use crate::types::Builtin;
 
 /// Rows in the table: two full chunks and a partial one.
 const ROWS: usize = 150;
@@ -128,7 +130,7 @@ fn world() -> (World, TableId) {
 }
 
 fn expr(kind: ExprKind) -> Expr {
-    Expr { kind, ty: DataType::Any, span: Span { start: 0, end: 0 } }
+    Expr { kind, ty: ValueType::Any, span: Span { start: 0, end: 0 } }
 }
 
 fn field(slot: usize, f: usize) -> Expr {

@@ -1,9 +1,11 @@
-//! Plans and expressions as the language writes them: what `EXPLAIN` prints and what names
-//! an unaliased select item's column.
+//! Expressions as the language writes them: what `EXPLAIN` prints and what names an
+//! unaliased select item's column.
 
 use std::fmt;
 
-use super::*;
+use ecsdb_engine::Value;
+
+use crate::expr::tree::*;
 
 /// Names needed to print expressions.
 pub struct DisplayContext<'a> {
@@ -177,20 +179,4 @@ impl fmt::Display for ExprDisplay<'_> {
             },
         }
     }
-}
-
-/// The terms as the language writes them (`Position, !Frozen, ?Velocity, A | B`).
-pub fn render_terms(source: &Source) -> String {
-    let name = |s: &Slot| source.slots.get(*s).map_or("?", |c| c.name.as_str()).to_string();
-    let parts: Vec<String> = source
-        .terms
-        .iter()
-        .map(|t| match t {
-            Term::Required { slot, .. } => name(slot),
-            Term::Not(s) => format!("!{}", name(s)),
-            Term::Optional(s) => format!("?{}", name(s)),
-            Term::AnyOf(ss) => ss.iter().map(name).collect::<Vec<_>>().join(" | "),
-        })
-        .collect();
-    if parts.is_empty() { "all entities".to_string() } else { parts.join(", ") }
 }

@@ -1,49 +1,49 @@
 //! Type rules: what each operator accepts and returns.
 //!
-//! [`DataType::Any`] (a parameter, a registered function's result) fits everywhere; the
-//! evaluator checks such values when they are known. [`DataType::Null`] (the `null` literal)
+//! [`ValueType::Any`] (a parameter, a registered function's result) fits everywhere; the
+//! evaluator checks such values when they are known. [`ValueType::Null`] (the `null` literal)
 //! fits everywhere too and makes the result null.
 
-use ecsdb_engine::FieldType;
+use ecsdb_engine::{FieldType, ValueType};
 
-use crate::plan::logical::{AggFunc, BinaryOp, DataType};
+use crate::types::{AggFunc, BinaryOp};
 
 /// The value type a field type reads as.
-pub fn field_type(ty: FieldType) -> DataType {
+pub fn field_type(ty: FieldType) -> ValueType {
     match ty {
-        FieldType::Bool => DataType::Bool,
-        FieldType::F32 | FieldType::F64 => DataType::Float,
-        FieldType::String => DataType::Str,
-        FieldType::Entity => DataType::Entity,
-        FieldType::Vec2 => DataType::Vec2,
-        FieldType::Vec3 => DataType::Vec3,
-        _ => DataType::Int,
+        FieldType::Bool => ValueType::Bool,
+        FieldType::F32 | FieldType::F64 => ValueType::Float,
+        FieldType::String => ValueType::Str,
+        FieldType::Entity => ValueType::Entity,
+        FieldType::Vec2 => ValueType::Vec2,
+        FieldType::Vec3 => ValueType::Vec3,
+        _ => ValueType::Int,
     }
 }
 
-fn open(t: DataType) -> bool {
-    matches!(t, DataType::Null | DataType::Any)
+fn open(t: ValueType) -> bool {
+    matches!(t, ValueType::Null | ValueType::Any)
 }
 
 /// Whether `a = b` is allowed.
-pub fn equatable(a: DataType, b: DataType) -> bool {
+pub fn equatable(a: ValueType, b: ValueType) -> bool {
     open(a) || open(b) || a == b || (a.is_numeric() && b.is_numeric())
 }
 
 /// Whether `a < b` is allowed.
-pub fn orderable(a: DataType, b: DataType) -> bool {
-    let scalar = |t: DataType| !matches!(t, DataType::Vec2 | DataType::Vec3 | DataType::Object);
+pub fn orderable(a: ValueType, b: ValueType) -> bool {
+    let scalar = |t: ValueType| !matches!(t, ValueType::Vec2 | ValueType::Vec3 | ValueType::Object);
     equatable(a, b) && scalar(a) && scalar(b)
 }
 
 /// Whether a value of this type can be a condition.
-pub fn is_condition(t: DataType) -> bool {
-    matches!(t, DataType::Bool | DataType::Null | DataType::Any)
+pub fn is_condition(t: ValueType) -> bool {
+    matches!(t, ValueType::Bool | ValueType::Null | ValueType::Any)
 }
 
 /// The result type of `a op b`, or why the operands do not fit.
-pub fn binary(op: BinaryOp, a: DataType, b: DataType) -> Result<DataType, String> {
-    use DataType as T;
+pub fn binary(op: BinaryOp, a: ValueType, b: ValueType) -> Result<ValueType, String> {
+    use ValueType as T;
     let mismatch = || format!("cannot apply '{}' to {a} and {b}", op.symbol());
     match op {
         BinaryOp::And | BinaryOp::Or => {
@@ -98,13 +98,13 @@ pub fn binary(op: BinaryOp, a: DataType, b: DataType) -> Result<DataType, String
 }
 
 /// The type of `-x`.
-pub fn negate(t: DataType) -> Result<DataType, String> {
+pub fn negate(t: ValueType) -> Result<ValueType, String> {
     if t.is_numeric() || t.is_vector() || open(t) { Ok(t) } else { Err(format!("cannot negate {t}")) }
 }
 
 /// The type of an aggregate over an argument of type `arg` (`None` for `count(*)`).
-pub fn aggregate(func: AggFunc, arg: Option<DataType>) -> Result<DataType, String> {
-    use DataType as T;
+pub fn aggregate(func: AggFunc, arg: Option<ValueType>) -> Result<ValueType, String> {
+    use ValueType as T;
     let Some(t) = arg else { return Ok(T::Int) };
     match func {
         AggFunc::Count => Ok(T::Int),
@@ -131,10 +131,28 @@ pub fn aggregate(func: AggFunc, arg: Option<DataType>) -> Result<DataType, Strin
     }
 }
 
+/// Whether a value of type `value` may be stored in a field of type `ty` (it may still fail
+/// to convert: an int out of the field's range).
+pub fn storable(ty: ecsdb_engine::FieldType, value: ValueType) -> bool {
+    use ecsdb_engine::FieldType as F;
+    match value {
+        ValueType::Any => true,
+        ValueType::Null => ty == F::Entity,
+        ValueType::Int => ty.is_numeric(),
+        ValueType::Float => ty.is_numeric(),
+        ValueType::Bool => ty == F::Bool,
+        ValueType::Str => ty == F::String,
+        ValueType::Entity => ty == F::Entity,
+        ValueType::Vec2 => ty == F::Vec2,
+        ValueType::Vec3 => ty == F::Vec3,
+        ValueType::Object => false,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use DataType as T;
+    use ValueType as T;
 
     #[test]
     fn rules() {

@@ -10,7 +10,8 @@ use ecsdb_engine::{ComponentId, Entity, FieldType, StorageKind, Value, World};
 use crate::error::Error;
 use crate::expr::eval_error;
 use crate::expr::vector::{Prim, StrVec, Vector};
-use crate::plan::logical::{Expr, HierarchyFunc, PathHop};
+use crate::expr::{Expr, PathHop};
+use crate::types::HierarchyFunc;
 
 /// One hop's field, read through a typed view per archetype table (made on first use).
 struct HopReader<'w> {

@@ -10,8 +10,9 @@
 
 use ecsdb_engine::{FieldType, Value};
 
-use crate::plan::logical::{BinaryOp, Expr, ExprKind, Slot};
+use crate::expr::{Expr, ExprKind, Slot};
 use crate::plan::physical::PhysicalSlot;
+use crate::types::BinaryOp;
 
 /// `x + NO_ADD` is `x` for every float (`-0.0` included): the shift of a side that adds none.
 const NO_ADD: f64 = -0.0;

@@ -19,7 +19,7 @@ use std::hash::{Hash, Hasher};
 
 use ecsdb_engine::Value;
 
-use crate::plan::logical::BinaryOp;
+use crate::types::BinaryOp;
 
 /// Result of an operator: a value or a message.
 pub type OpResult<T = Value> = Result<T, String>;
