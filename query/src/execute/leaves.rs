@@ -13,8 +13,8 @@ use crate::execute::scan::{SlotReader, TableCtx, out_of_range};
 use std::rc::Rc;
 
 use crate::expr::compiled::{Columns, Program, as_range, compile};
+use crate::expr::{Evaluator, Leaves, NoRows, Prim, StrVec, Vector, eval_error};
 use crate::expr::{Expr, ExprKind};
-use crate::expr::{Leaves, Prim, StrVec, Vector, eval_error};
 use ecsdb_engine::storage::FieldView;
 
 /// `conv(value)` for each of `rows` (all in range: they come from the table's own selection).
@@ -210,7 +210,8 @@ impl<'w> Leaves<'w> for TableCtx<'w> {
         if let Some((_, p)) = self.compiled.borrow().iter().find(|(k, _)| *k == key) {
             return p.clone();
         }
-        let program = compile(e, self, params).map(Rc::new);
+        let constants = |c: &Expr| Evaluator::new(&NoRows, params).eval_one(c).ok();
+        let program = compile(e, self, &constants).map(Rc::new);
         self.compiled.borrow_mut().push((key, program.clone()));
         program
     }

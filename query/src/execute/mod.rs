@@ -19,6 +19,7 @@ pub mod convert;
 pub mod leaves;
 pub(crate) mod literal_spawn;
 pub mod mutate;
+pub(crate) mod outcome;
 pub mod pace;
 pub(crate) mod rewrite;
 pub mod scan;

@@ -18,7 +18,8 @@
 
 use ecsdb_engine::{ComponentId, ComponentValues, Entity, FieldValue, ReferenceWrite, Value, World, convert_value};
 
-use crate::error::{Error, ErrorKind};
+use crate::error::Error;
+use crate::execute::outcome::{count, write_failed};
 use crate::execute::scan::{Sink, TableCtx, run_scan};
 use crate::execute::update::StagedUpdate;
 use crate::expr::Expr;
@@ -58,11 +59,6 @@ fn targets(
     let mut sink = TargetSink { exprs, params, entities: Vec::new(), values: vec![Vec::new(); exprs.len()] };
     run_scan(scan, world, params, &mut sink)?;
     Ok((sink.entities, sink.values))
-}
-
-/// The one row a statement that changes rows answers: how many it changed.
-pub(crate) fn count(n: usize) -> ResultSet {
-    ResultSet { columns: vec!["count".into()], rows: vec![vec![Value::Int(n as i64)]] }
 }
 
 fn conversion_error(e: ecsdb_engine::EngineError, at: &Expr) -> Error {
@@ -420,9 +416,4 @@ pub fn reference_writes(
         let target = v.as_entity().unwrap_or(Entity::NULL);
         out.push(ReferenceWrite { entity, component: id, field: *field, target });
     }
-}
-
-/// A write failed after every check passed: a bug, reported rather than hidden.
-pub(crate) fn write_failed(e: ecsdb_engine::EngineError) -> Error {
-    Error::new(ErrorKind::Internal, format!("a write failed after its checks passed: {e}"))
 }

@@ -16,7 +16,7 @@ use ecsdb_engine::{ComponentId, FieldType, RowByRow, RowRewrite, TypedFieldValue
 use crate::error::Error;
 use crate::execute::affine::{AffineF32, AffineSide, Combine};
 use crate::execute::convert::StagingBuffers;
-use crate::execute::mutate::write_failed;
+use crate::execute::outcome::write_failed;
 use crate::expr::Expr;
 use crate::plan::physical::{Access, ScanPlan, SlotSource, TableFilter};
 

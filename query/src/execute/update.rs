@@ -19,7 +19,7 @@ use ecsdb_engine::{
 
 use crate::error::Error;
 use crate::execute::convert::{StagingBuffers, convert_compiled, convert_vector};
-use crate::execute::mutate::{count, write_failed};
+use crate::execute::outcome::{count, write_failed};
 use crate::execute::rewrite::InPlace;
 use crate::execute::scan::{Sink, SlotReader, TableCtx, rows_in_batches, run_scan};
 use crate::expr::Expr;

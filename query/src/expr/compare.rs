@@ -9,8 +9,8 @@ use std::cmp::Ordering;
 
 use ecsdb_engine::{Entity, Value};
 
-use crate::expr::arith::{Arg, float_arg, int_arg, zip};
 use crate::expr::fallback;
+use crate::expr::operand::{Arg, float_arg, int_arg, str_of, zip};
 use crate::expr::ops;
 use crate::expr::vector::{Prim, Validity, Vector, and_validity};
 use crate::types::BinaryOp;
@@ -54,14 +54,6 @@ fn nan_is_null(a: Arg<'_, f64>, b: Arg<'_, f64>, n: usize, valid: &mut Validity)
     let mask = valid.get_or_insert_with(|| vec![true; n]);
     for (m, nan) in mask.iter_mut().zip(nans) {
         *m &= !nan;
-    }
-}
-
-pub(crate) fn str_of<'v>(v: &'v Vector<'_>, i: usize) -> Option<&'v str> {
-    match v {
-        Vector::Str(s) => s.get(i),
-        Vector::Scalar(Value::Str(s), _) => Some(s),
-        _ => None,
     }
 }
 

@@ -21,6 +21,13 @@ pub struct DisplayContext<'a> {
     pub params: &'a [ParamSpec],
 }
 
+impl Expr {
+    /// Prints the expression with component and field names from `slots`.
+    pub fn display<'a>(&'a self, ctx: &'a DisplayContext<'a>) -> ExprDisplay<'a> {
+        ExprDisplay { expr: self, ctx }
+    }
+}
+
 /// `Display` of an expression (see [`Expr::display`]).
 pub struct ExprDisplay<'a> {
     pub(super) expr: &'a Expr,

@@ -19,7 +19,7 @@ use crate::expr::compare::{self, InSet};
 use crate::expr::compiled::Program;
 use crate::expr::relations;
 use crate::expr::vector::{Prim, Validity, Vector};
-use crate::expr::{Expr, ExprKind};
+use crate::expr::{Expr, ExprKind, eval_error};
 use crate::expr::{arith, functions, like};
 use crate::functions::Function;
 use crate::types::{BinaryOp, HierarchyFunc};
@@ -49,11 +49,6 @@ impl<'w> Leaves<'w> for NoRows {
     fn leaf(&self, e: &Expr, _rows: &[u32]) -> Result<Vector<'w>, Error> {
         Err(Error::new(ErrorKind::Type, "this value cannot read components or the entity here").with_span(e.span))
     }
-}
-
-/// An error of the evaluator at an expression.
-pub fn eval_error(e: &Expr, message: impl Into<String>) -> Error {
-    Error::new(ErrorKind::Type, message).with_span(e.span)
 }
 
 fn call_error(e: &Expr, func: &Function, m: String) -> Error {

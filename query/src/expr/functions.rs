@@ -6,8 +6,8 @@
 
 use ecsdb_engine::Value;
 
-use crate::expr::arith::{Arg, float_arg, zip};
 use crate::expr::fallback;
+use crate::expr::operand::{Arg, float_arg, zip};
 use crate::expr::vector::{Prim, StrVec, Validity, Vector, and_validity};
 use crate::functions::Function;
 use crate::types::Builtin;
@@ -214,7 +214,7 @@ fn min_max<'a>(max: bool, a: &Vector<'a>, b: &Vector<'a>, n: usize) -> Result<Op
     let name = if max { "max" } else { "min" };
     let ints = |v: &Vector<'a>| matches!(v, Vector::Int(_) | Vector::Scalar(Value::Int(_), _));
     if ints(a) && ints(b) {
-        let (Some(x), Some(y)) = (crate::expr::arith::int_arg(a), crate::expr::arith::int_arg(b)) else {
+        let (Some(x), Some(y)) = (crate::expr::operand::int_arg(a), crate::expr::operand::int_arg(b)) else {
             return Ok(None);
         };
         let values = if max { zip(x, y, n, i64::max) } else { zip(x, y, n, i64::min) };

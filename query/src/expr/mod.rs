@@ -33,13 +33,14 @@ pub mod fallback;
 pub mod fold;
 pub mod functions;
 pub mod like;
+pub mod operand;
 pub mod ops;
 pub mod relations;
 pub mod tree;
 pub mod vector;
 
 pub use display::{DisplayContext, ExprDisplay, literal_text};
-pub use eval::{Evaluator, Leaves, NoRows, eval_error};
+pub use eval::{Evaluator, Leaves, NoRows};
 pub use fold::{eval_constant, fold_constants};
-pub use tree::{AggregateExpr, ComponentSlot, Expr, ExprKind, ParamKey, ParamSpec, PathHop, Slot};
+pub use tree::{AggregateExpr, ComponentSlot, Expr, ExprKind, ParamKey, ParamSpec, PathHop, Slot, eval_error};
 pub use vector::{Prim, StrVec, Validity, Vector, and_validity};

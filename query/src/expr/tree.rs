@@ -5,8 +5,7 @@ use std::fmt;
 
 use ecsdb_engine::{ComponentId, Value, ValueType};
 
-use crate::error::Span;
-use crate::expr::display::{DisplayContext, ExprDisplay};
+use crate::error::{Error, ErrorKind, Span};
 use crate::functions::{Function, IndexCall};
 use crate::types::{AggFunc, BinaryOp, HierarchyFunc};
 
@@ -324,11 +323,6 @@ impl Expr {
         go(self, &mut out);
         out
     }
-
-    /// Prints the expression with component and field names from `slots`.
-    pub fn display<'a>(&'a self, ctx: &'a DisplayContext<'a>) -> ExprDisplay<'a> {
-        ExprDisplay { expr: self, ctx }
-    }
 }
 
 /// One aggregate computed per group.
@@ -367,4 +361,9 @@ pub struct ParamSpec {
     pub key: ParamKey,
     /// The first occurrence.
     pub span: Span,
+}
+
+/// An error of the evaluator at an expression.
+pub fn eval_error(e: &Expr, message: impl Into<String>) -> Error {
+    Error::new(ErrorKind::Type, message).with_span(e.span)
 }

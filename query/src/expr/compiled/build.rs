@@ -11,10 +11,10 @@ use ecsdb_engine::Value;
 use ecsdb_engine::storage::{FieldColumn, FieldView, StringHeads};
 
 use crate::expr::compiled::cond::{CondNode, LikeOnHeads};
-use crate::expr::compiled::num::{ArithOp, FloatFn, FloatNode, IntNode, PairOp, exact_reciprocal};
-use crate::expr::compiled::pair::FieldPair;
+use crate::expr::compiled::num::{FloatFn, FloatNode, IntNode, exact_reciprocal};
+use crate::expr::compiled::pair::{FieldPair, NO_ADD, PairColumns};
+use crate::expr::compiled::{ArithOp, PairOp};
 use crate::expr::compiled::{Program, float_leaf};
-use crate::expr::eval::{Evaluator, NoRows};
 use crate::expr::like::{HeadTest, LikeMatcher, ShortTest};
 use crate::expr::{Expr, ExprKind};
 use crate::functions::Function;
@@ -57,10 +57,15 @@ enum Typed<'w> {
     Point(Vec<FloatNode<'w>>),
 }
 
-/// Compiles `e` against `cols`, with the statement's parameter values; `None` where the
+/// The value of an expression that reads no row (with the statement's parameters bound),
+/// or `None` if it cannot be computed: how the compiler gets its constants (the caller's
+/// evaluator, so that both tiers agree on every constant).
+pub type Constants<'c> = &'c dyn Fn(&Expr) -> Option<Value>;
+
+/// Compiles `e` against `cols`, its row-free parts computed by `constants`; `None` where the
 /// general evaluator must run it.
-pub fn compile<'w>(e: &Expr, cols: &dyn Columns<'w>, params: &[Value]) -> Option<Program<'w>> {
-    match (Compiler { cols, params }).node(e)? {
+pub fn compile<'w>(e: &Expr, cols: &dyn Columns<'w>, constants: Constants<'_>) -> Option<Program<'w>> {
+    match (Compiler { cols, constants }).node(e)? {
         Typed::Float(f) => Some(Program::Float(f)),
         Typed::Int(i) => Some(Program::Int(i)),
         Typed::Cond(c) => Some(Program::Cond(c)),
@@ -70,7 +75,7 @@ pub fn compile<'w>(e: &Expr, cols: &dyn Columns<'w>, params: &[Value]) -> Option
 
 struct Compiler<'c, 'w> {
     cols: &'c dyn Columns<'w>,
-    params: &'c [Value],
+    constants: Constants<'c>,
 }
 
 /// The comparison operator `op` is, if it is one.
@@ -140,7 +145,7 @@ fn is_const(t: &Typed<'_>) -> bool {
 impl<'w> Compiler<'_, 'w> {
     fn node(&self, e: &Expr) -> Option<Typed<'w>> {
         if !e.reads_row() {
-            let v = Evaluator::new(&NoRows, self.params).eval_one(e).ok()?;
+            let v = (self.constants)(e)?;
             return constant(&v);
         }
         Some(match &e.kind {
@@ -210,7 +215,7 @@ impl<'w> Compiler<'_, 'w> {
                 if pattern.reads_row() {
                     return None;
                 }
-                match Evaluator::new(&NoRows, self.params).eval_one(pattern).ok()? {
+                match (self.constants)(pattern)? {
                     Value::Str(p) => Typed::Cond(not(self.like(col, slot, field, LikeMatcher::new(&p)), *negated)),
                     Value::Null => Typed::Null,
                     _ => return None,
@@ -234,7 +239,7 @@ impl<'w> Compiler<'_, 'w> {
             return None;
         }
         let Typed::Str(col, slot, f) = self.node(field)? else { return None };
-        match Evaluator::new(&NoRows, self.params).eval_one(constant).ok()? {
+        match (self.constants)(constant)? {
             Value::Str(p) => Some(Typed::Cond(not(self.like(col, slot, f, LikeMatcher::Exact(p)), negated))),
             Value::Null => Some(Typed::Null),
             _ => None,
@@ -266,7 +271,7 @@ impl<'w> Compiler<'_, 'w> {
                 (Typed::Int(x), Typed::Int(y)) => CondNode::CmpInt(cmp, boxed(x), boxed(y)),
                 (x, y) => {
                     let (x, y) = (float(x)?, float(y)?);
-                    let pair = FieldPair::of(&x, &y);
+                    let pair = field_pair(&x, &y);
                     let general = CondNode::CmpFloat(cmp, boxed(x), boxed(y));
                     match pair {
                         Some(pair) => CondNode::PairCmp(cmp, boxed(pair), boxed(general)),
@@ -297,8 +302,7 @@ impl<'w> Compiler<'_, 'w> {
         if list.is_empty() || list.iter().any(Expr::reads_row) {
             return None;
         }
-        let ev = Evaluator::new(&NoRows, self.params);
-        let items: Vec<Value> = list.iter().map(|e| ev.eval_one(e).ok()).collect::<Option<_>>()?;
+        let items: Vec<Value> = list.iter().map(|e| (self.constants)(e)).collect::<Option<_>>()?;
         let test = match self.node(expr)? {
             Typed::Int(x) => {
                 // Ints against ints only: a float in the list compares through f64 (see
@@ -430,10 +434,56 @@ fn paired<'w, A>(
     b: FloatNode<'w>,
 ) -> FloatNode<'w> {
     let divides = matches!(op, PairOp::Arith(ArithOp::Div | ArithOp::Rem));
-    let pair = if divides { None } else { FieldPair::of(&a, &b) };
+    let pair = if divides { None } else { field_pair(&a, &b) };
     let general = general(arg, boxed(a), boxed(b));
     match pair {
         Some(pair) => FloatNode::Pair(op, boxed(pair), boxed(general)),
         None => general,
+    }
+}
+
+/// The [`FieldPair`] for `a` and `b`, when both are fields of one float type in an affine
+/// form.
+pub fn field_pair<'w>(a: &FloatNode<'w>, b: &FloatNode<'w>) -> Option<FieldPair<'w>> {
+    let ((x, kx, cx), (y, ky, cy)) = (affine(a)?, affine(b)?);
+    let columns = match (x, y) {
+        (FloatNode::F32(x), FloatNode::F32(y)) => PairColumns::F32(*x, *y),
+        (FloatNode::F64(x), FloatNode::F64(y)) => PairColumns::F64(*x, *y),
+        _ => return None,
+    };
+    Some(FieldPair::new(columns, (kx, cx), (ky, cy)))
+}
+
+/// A field in an affine form, as `(field, k, c)` for `v * k + c`: the field alone, times a
+/// constant or divided by a power of two ([`FloatNode::Scale`]), plus or minus a constant, or
+/// such a product plus or minus one. Each form is exactly its expression: `v *
+/// 1.0` is `v` and `x + -0.0` is `x` for every float (NaN and -0 included), `v - c` is `v +
+/// -c` and `c - v` is `-v + c` in IEEE arithmetic.
+fn affine<'n, 'w>(node: &'n FloatNode<'w>) -> Option<(&'n FloatNode<'w>, f64, f64)> {
+    if let Some((leaf, k)) = scaled(node) {
+        return Some((leaf, k, NO_ADD));
+    }
+    let FloatNode::Arith(op, a, b) = node else { return None };
+    match (&**a, &**b, op) {
+        (x, FloatNode::Const(c), ArithOp::Add) | (FloatNode::Const(c), x, ArithOp::Add) => {
+            scaled(x).map(|(leaf, k)| (leaf, k, *c))
+        }
+        (x, FloatNode::Const(c), ArithOp::Sub) => scaled(x).map(|(leaf, k)| (leaf, k, -*c)),
+        (FloatNode::Const(c), x, ArithOp::Sub) => scaled(x).map(|(leaf, k)| (leaf, -k, *c)),
+        _ => None,
+    }
+}
+
+/// A field times a constant, as `(field, k)`: the multiplying part of [`affine`].
+fn scaled<'n, 'w>(node: &'n FloatNode<'w>) -> Option<(&'n FloatNode<'w>, f64)> {
+    match node {
+        FloatNode::F32(_) | FloatNode::F64(_) => Some((node, 1.0)),
+        FloatNode::Scale(a, k) if a.is_leaf() => Some((&**a, *k)),
+        // Not a negation (`-v`): it flips the sign of a NaN, where `v * -1` keeps it.
+        FloatNode::Arith(ArithOp::Mul, a, b) => match (&**a, &**b) {
+            (leaf, FloatNode::Const(k)) | (FloatNode::Const(k), leaf) if leaf.is_leaf() => Some((leaf, *k)),
+            _ => None,
+        },
+        _ => None,
     }
 }

@@ -36,6 +36,30 @@ pub use build::{Columns, MAX_STRING_IN, compile};
 use cond::CondNode;
 use num::{FloatNode, IntNode};
 
+/// An arithmetic operator of the compiled tier.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ArithOp {
+    /// `+`
+    Add,
+    /// `-`
+    Sub,
+    /// `*`
+    Mul,
+    /// `/`
+    Div,
+    /// `%`
+    Rem,
+}
+
+/// What a [`FloatNode::Pair`](num::FloatNode::Pair) computes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PairOp {
+    /// `a + b`, `a - b`, `a * b`.
+    Arith(ArithOp),
+    /// `max(a, b)` (true) or `min(a, b)`.
+    MinMax(bool),
+}
+
 /// Rows per chunk: one bit each in a `u64` mask.
 pub const CHUNK: usize = 64;
 

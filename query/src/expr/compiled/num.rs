@@ -8,22 +8,7 @@
 use ecsdb_engine::storage::{FieldColumn, FieldView};
 
 use crate::expr::compiled::pair::FieldPair;
-use crate::expr::compiled::{Bail, CHUNK, Chunk, mask1, mask2};
-
-/// An arithmetic operator of the compiled tier.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ArithOp {
-    /// `+`
-    Add,
-    /// `-`
-    Sub,
-    /// `*`
-    Mul,
-    /// `/`
-    Div,
-    /// `%`
-    Rem,
-}
+use crate::expr::compiled::{ArithOp, Bail, CHUNK, Chunk, PairOp, mask1, mask2};
 
 /// A one-argument float function.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -80,15 +65,6 @@ enum OneRounding {
     SubFrom(f32),
     /// `v * k`
     Mul(f32),
-}
-
-/// What a [`FloatNode::Pair`] computes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum PairOp {
-    /// `a + b`, `a - b`, `a * b`.
-    Arith(ArithOp),
-    /// `max(a, b)` (true) or `min(a, b)`.
-    MinMax(bool),
 }
 
 /// An expression with an integer value.

@@ -10,13 +10,13 @@
 
 use ecsdb_engine::storage::FieldColumn;
 
-use crate::expr::compiled::num::{ArithOp, FloatNode, PairOp};
+use crate::expr::compiled::{ArithOp, PairOp};
 use crate::expr::compiled::{Bail, CHUNK, Chunk, pack, sized};
 use crate::types::BinaryOp;
 
-/// Two float fields of one type, each in an affine form `v * k + c` (see `affine`).
+/// Two float fields of one type, each in an affine form `v * k + c`.
 pub struct FieldPair<'w> {
-    columns: Columns<'w>,
+    columns: PairColumns<'w>,
     /// `a = x * kx + cx`, `b = y * ky + cy`.
     kx: f64,
     cx: f64,
@@ -30,31 +30,29 @@ pub struct FieldPair<'w> {
     exact_min_max: bool,
 }
 
-enum Columns<'w> {
+/// The two columns of a [`FieldPair`], of one float type.
+pub enum PairColumns<'w> {
+    /// Two f32 fields.
     F32(FieldColumn<'w, f32>, FieldColumn<'w, f32>),
+    /// Two f64 fields.
     F64(FieldColumn<'w, f64>, FieldColumn<'w, f64>),
 }
 
 /// `x + NO_ADD` is `x`, for every float: the constant of a side that adds none.
-const NO_ADD: f64 = -0.0;
+pub const NO_ADD: f64 = -0.0;
 
 impl<'w> FieldPair<'w> {
-    /// The pair for `a` and `b`, when both are fields of one float type in an affine form.
-    pub fn of(a: &FloatNode<'w>, b: &FloatNode<'w>) -> Option<Self> {
-        let ((x, kx, cx), (y, ky, cy)) = (affine(a)?, affine(b)?);
-        let columns = match (x, y) {
-            (FloatNode::F32(x), FloatNode::F32(y)) => Columns::F32(*x, *y),
-            (FloatNode::F64(x), FloatNode::F64(y)) => Columns::F64(*x, *y),
-            _ => return None,
-        };
+    /// The pair of `columns`, read as `x * kx + cx` and `y * ky + cy` (see the compiler's
+    /// `field_pair`, which finds such forms).
+    pub fn new(columns: PairColumns<'w>, (kx, cx): (f64, f64), (ky, cy): (f64, f64)) -> Self {
         let adds = cx.to_bits() != NO_ADD.to_bits() || cy.to_bits() != NO_ADD.to_bits();
-        let f32s = matches!(columns, Columns::F32(..));
+        let f32s = matches!(columns, PairColumns::F32(..));
         let unit = |k: f64| k == 1.0 || k == -1.0;
         let bare = |k: f64, c: f64| unit(k) && c.to_bits() == NO_ADD.to_bits();
         let additive = |k: f64, c: f64| unit(k) && (c as f32) as f64 == c;
         let exact_arith = f32s && bare(kx, cx) && bare(ky, cy);
         let exact_min_max = f32s && additive(kx, cx) && additive(ky, cy);
-        Some(FieldPair { columns, kx, cx, ky, cy, adds, exact_arith, exact_min_max })
+        FieldPair { columns, kx, cx, ky, cy, adds, exact_arith, exact_min_max }
     }
 
     /// `f(&mut out[j], a, b)` for row `j` of a chunk of consecutive rows; false (nothing done)
@@ -69,19 +67,19 @@ impl<'w> FieldPair<'w> {
         // shifted one, whose rows cost a handful of operations each.
         let (unit_x, unit_y) = (kx == 1.0, ky == 1.0);
         match (&self.columns, self.adds) {
-            (Columns::F32(x, y), false) => match (unit_x, unit_y) {
+            (PairColumns::F32(x, y), false) => match (unit_x, unit_y) {
                 (true, true) => x.zip_range(y, start, out, |o, p, q| f(o, *p as f64, *q as f64)),
                 (true, false) => x.zip_range(y, start, out, |o, p, q| f(o, *p as f64, *q as f64 * ky)),
                 (false, true) => x.zip_range(y, start, out, |o, p, q| f(o, *p as f64 * kx, *q as f64)),
                 (false, false) => x.zip_range(y, start, out, |o, p, q| f(o, *p as f64 * kx, *q as f64 * ky)),
             },
-            (Columns::F32(x, y), true) if unit_x && unit_y => {
+            (PairColumns::F32(x, y), true) if unit_x && unit_y => {
                 x.zip_range(y, start, out, |o, p, q| f(o, *p as f64 + cx, *q as f64 + cy))
             }
-            (Columns::F32(x, y), true) => {
+            (PairColumns::F32(x, y), true) => {
                 x.zip_range(y, start, out, |o, p, q| f(o, *p as f64 * kx + cx, *q as f64 * ky + cy))
             }
-            (Columns::F64(x, y), _) => x.zip_range(y, start, out, |o, p, q| f(o, *p * kx + cx, *q * ky + cy)),
+            (PairColumns::F64(x, y), _) => x.zip_range(y, start, out, |o, p, q| f(o, *p * kx + cx, *q * ky + cy)),
         }
         true
     }
@@ -134,7 +132,7 @@ impl<'w> FieldPair<'w> {
     /// pair; false (nothing done) otherwise.
     #[inline(always)]
     fn zip_f32(&self, c: Chunk<'_>, out: &mut [f32], mut f: impl FnMut(&mut f32, f32, f32)) -> bool {
-        let (Chunk::Range { start, len }, Columns::F32(x, y)) = (c, &self.columns) else { return false };
+        let (Chunk::Range { start, len }, PairColumns::F32(x, y)) = (c, &self.columns) else { return false };
         let out = &mut out[..len];
         let (kx, cx, ky, cy) = (self.kx as f32, self.cx as f32, self.ky as f32, self.cy as f32);
         match (kx == 1.0 && ky == 1.0, self.adds) {
@@ -243,46 +241,13 @@ fn without_nan<T: Copy + PartialEq>(done: bool, c: Chunk<'_>, out: &[T]) -> Opti
     Some(if nan { Err(Bail) } else { Ok(()) })
 }
 
-/// A field in an affine form, as `(field, k, c)` for `v * k + c`: the field alone, times a
-/// constant or divided by a power of two ([`FloatNode::Scale`]), plus or minus a constant, or
-/// such a product plus or minus one. Each form is exactly its expression: `v *
-/// 1.0` is `v` and `x + -0.0` is `x` for every float (NaN and -0 included), `v - c` is `v +
-/// -c` and `c - v` is `-v + c` in IEEE arithmetic.
-fn affine<'n, 'w>(node: &'n FloatNode<'w>) -> Option<(&'n FloatNode<'w>, f64, f64)> {
-    if let Some((leaf, k)) = scaled(node) {
-        return Some((leaf, k, NO_ADD));
-    }
-    let FloatNode::Arith(op, a, b) = node else { return None };
-    match (&**a, &**b, op) {
-        (x, FloatNode::Const(c), ArithOp::Add) | (FloatNode::Const(c), x, ArithOp::Add) => {
-            scaled(x).map(|(leaf, k)| (leaf, k, *c))
-        }
-        (x, FloatNode::Const(c), ArithOp::Sub) => scaled(x).map(|(leaf, k)| (leaf, k, -*c)),
-        (FloatNode::Const(c), x, ArithOp::Sub) => scaled(x).map(|(leaf, k)| (leaf, -k, *c)),
-        _ => None,
-    }
-}
-
-/// A field times a constant, as `(field, k)`: the multiplying part of [`affine`].
-fn scaled<'n, 'w>(node: &'n FloatNode<'w>) -> Option<(&'n FloatNode<'w>, f64)> {
-    match node {
-        FloatNode::F32(_) | FloatNode::F64(_) => Some((node, 1.0)),
-        FloatNode::Scale(a, k) if a.is_leaf() => Some((&**a, *k)),
-        // Not a negation (`-v`): it flips the sign of a NaN, where `v * -1` keeps it.
-        FloatNode::Arith(ArithOp::Mul, a, b) => match (&**a, &**b) {
-            (leaf, FloatNode::Const(k)) | (FloatNode::Const(k), leaf) if leaf.is_leaf() => Some((leaf, *k)),
-            _ => None,
-        },
-        _ => None,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use ecsdb_engine::storage::TableId;
     use ecsdb_engine::{ComponentDef, FieldType, Value, World};
 
+    use crate::expr::compiled::num::FloatNode;
     use crate::expr::compiled::tests::awkward_f32s;
 
     /// Wherever [`FieldPair::exact_in_f32`] holds, the f32 results are the f64 results
@@ -319,7 +284,8 @@ mod tests {
         let constants = [NO_ADD, 5.0, -0.5, 1e30f32 as f64, f32::MAX as f64, 3.0e-39f32 as f64, 0.1, 1e-300];
         for (ka, kb) in [(1.0, 1.0), (-1.0, 1.0), (1.0, -1.0), (0.1, 1.0), (1.0, 3.0), (1e-30, 1.0)] {
             for (ca, cb) in constants.iter().flat_map(|&ca| constants.iter().map(move |&cb| (ca, cb))) {
-                let pair = FieldPair::of(&side(0, ka, ca), &side(1, kb, cb)).expect("a pair");
+                let pair =
+                    crate::expr::compiled::build::field_pair(&side(0, ka, ca), &side(1, kb, cb)).expect("a pair");
                 let ops = [
                     PairOp::Arith(ArithOp::Add),
                     PairOp::Arith(ArithOp::Sub),
