@@ -18,7 +18,7 @@ use crate::plan::logical::{ComponentValue, LogicalPlan, ScheduleOp, ShowKind};
 use crate::plan::physical::ScanPlan;
 use crate::plan::{PhysicalSelect, PlanOptions};
 use crate::result::ResultSet;
-use crate::schedule::{self, Body, Schedule, SystemBuilder, TickFailure};
+use crate::schedule::{self, Body, Schedule, Step, SystemStatement, TickFailure};
 
 /// How many SPAWNs of a script [`Database::execute_script`] writes at most at once: enough
 /// to look each table up rarely, few enough that their values stay in cache.
@@ -26,12 +26,16 @@ const SPAWN_RUN: usize = 1024;
 
 mod prepared;
 mod statement_cache;
+mod systems;
 mod world_slot;
 pub use prepared::Prepared;
-pub(crate) use prepared::Step;
 use statement_cache::{CatalogStamp, StatementCache};
+pub use systems::SystemBuilder;
 pub(crate) use world_slot::WorldLoan;
 use world_slot::WorldSlot;
+
+/// A text system's statements as prepared, their access, and whether it runs alone.
+type PreparedBody = (Vec<Box<dyn SystemStatement>>, schedule::Access, bool);
 
 /// An entity database: a [`World`] you can also talk to in the query language.
 ///
@@ -220,7 +224,7 @@ impl Database {
     /// Binds and prepares a system's statements: only `$dt`, `$tick` and `$time` may be used.
     /// Returns them, the system's access and whether it must run alone (a statement after an
     /// UPDATE must see it).
-    fn prepare_system_body(&self, body: &[ast::Statement]) -> Result<(Vec<Prepared>, schedule::Access, bool), Error> {
+    fn prepare_system_body(&self, body: &[ast::Statement]) -> Result<PreparedBody, Error> {
         let mut access = schedule::Access::default();
         let mut statements = Vec::with_capacity(body.len());
         let mut exclusive = false;
@@ -238,7 +242,8 @@ impl Database {
             }
             access.add_plan(&bound.plan);
             exclusive |= matches!(bound.plan, LogicalPlan::Update { .. }) && k + 1 < body.len();
-            statements.push(Prepared::new(bound, self.world.get(), stmt.span(), self.plan_options));
+            statements.push(Box::new(Prepared::new(bound, self.world.get(), stmt.span(), self.plan_options))
+                as Box<dyn SystemStatement>);
         }
         Ok((statements, access, exclusive))
     }

@@ -77,17 +77,17 @@
 #![warn(missing_docs)]
 #![forbid(unsafe_code)]
 
-pub mod bind;
+mod bind;
 mod database;
 pub mod error;
-pub mod execute;
-pub mod expr;
-pub mod functions;
+mod execute;
+mod expr;
+mod functions;
 pub mod lex;
 pub mod live;
 mod params;
 pub mod parse;
-pub mod plan;
+mod plan;
 mod result;
 pub mod schedule;
 #[cfg(test)]
@@ -95,7 +95,7 @@ mod test_rng;
 mod types;
 
 pub use bind::parse_value;
-pub use database::{CachedStatement, Database, Prepared, Selected, is_read_only};
+pub use database::{CachedStatement, Database, Prepared, Selected, SystemBuilder, is_read_only};
 pub use error::{Error, ErrorKind, Span};
 pub use params::Params;
 pub use plan::PlanOptions;

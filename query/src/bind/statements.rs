@@ -208,7 +208,7 @@ impl Binder<'_> {
         // has C can have its fields set.
         terms.insert(0, Term::Required { slot, implicit: false });
         let source = self.source(terms, filter, target);
-        Ok(LogicalPlan::Update { component: id, name, assignments, source })
+        Ok(LogicalPlan::Update { component: id, assignments, source })
     }
 
     fn create_component(&mut self, c: &ast::CreateComponent) -> Result<LogicalPlan, Error> {

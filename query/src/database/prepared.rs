@@ -2,14 +2,6 @@
 
 use super::*;
 
-/// What one statement of a system did: a change to apply, or rows read.
-pub(crate) enum Step {
-    /// The checked change (UPDATE, or a structural write staged to the phase's end).
-    Staged(mutate::Staged),
-    /// A read: how many rows it returned.
-    Read(usize),
-}
-
 /// A statement parsed, bound and planned once, run many times with different parameters.
 ///
 /// It keeps its matched archetype tables and, before each run, matches only the tables the
@@ -230,7 +222,7 @@ impl Prepared {
     /// returned to be applied later. With `in_place`, an UPDATE that can be rewritten in place
     /// is left to be rewritten when it is applied (see `stage_update`): only for a caller that
     /// applies it to this world before anything else writes what it reads.
-    pub(crate) fn stage(&mut self, world: &World, params: &Params, in_place: bool) -> Result<Step, Error> {
+    fn stage_on(&mut self, world: &World, params: &Params, in_place: bool) -> Result<Step, Error> {
         let values = resolve_params(&self.params, params)?;
         let staged = match &mut self.exec {
             Executable::Spawn(v) => mutate::stage_spawn(world, v, &values)?,
@@ -335,5 +327,11 @@ impl Prepared {
             }
             _ => None,
         }
+    }
+}
+
+impl SystemStatement for Prepared {
+    fn stage(&mut self, world: &World, params: &Params, in_place: bool) -> Result<Step, Error> {
+        self.stage_on(world, params, in_place)
     }
 }

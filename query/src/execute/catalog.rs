@@ -13,13 +13,17 @@ fn columns(names: &[&str]) -> Vec<String> {
 /// The columns of `SHOW INDEXES`.
 pub const INDEX_COLUMNS: [&str; 6] = ["name", "kind", "component", "fields", "entries", "memory_bytes"];
 
+/// The columns of `SHOW SYSTEMS`.
+pub const SHOW_SYSTEMS_COLUMNS: [&str; 9] =
+    ["name", "phase", "position", "reads", "writes", "runs", "rows", "total_ms", "last_error"];
+
 /// The result columns of a SHOW.
 pub fn show_columns(kind: ShowKind) -> Vec<String> {
     match kind {
         ShowKind::Components => columns(&["name", "fields", "storage", "entities"]),
         ShowKind::Tables => columns(&["components", "rows"]),
         ShowKind::Indexes => columns(&INDEX_COLUMNS),
-        ShowKind::Systems => columns(&crate::schedule::SHOW_SYSTEMS_COLUMNS),
+        ShowKind::Systems => columns(&SHOW_SYSTEMS_COLUMNS),
     }
 }
 

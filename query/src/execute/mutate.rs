@@ -179,11 +179,6 @@ impl SpawnBatch {
         self.order.len()
     }
 
-    /// Whether no SPAWN is waiting.
-    pub fn is_empty(&self) -> bool {
-        self.order.is_empty()
-    }
-
     /// Spawns every waiting entity, in order; the batch is empty afterwards.
     pub fn flush(&mut self, world: &mut World) -> Result<Vec<Entity>, Error> {
         if self.order.is_empty() {

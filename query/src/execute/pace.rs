@@ -10,22 +10,8 @@
 //! that the writer closes for the length of its tick (`Publisher::begin_tick`), so a tool's
 //! long scan does not share the machine's cores and caches with the game's frame; a
 //! statement on any other thread never waits. A closed gate costs a statement its
-//! progress, never its answer: the state it reads is the one it started with.
-//!
-//! ```
-//! use std::sync::Arc;
-//! use std::time::Duration;
-//! use ecsdb_query::execute::pace::{hold_gate, point, Gate};
-//!
-//! let gate = Arc::new(Gate::new(Duration::from_millis(5)));
-//! hold_gate(Arc::clone(&gate));
-//! gate.close();
-//! let t = std::time::Instant::now();
-//! point(); // waits until the gate opens, or 5 ms at most
-//! assert!(t.elapsed() >= Duration::from_millis(5));
-//! gate.open();
-//! point(); // open: returns at once
-//! ```
+//! progress, never its answer: the state it reads is the one it started with (the test
+//! `a_closed_gate_holds_a_point_until_it_opens` shows the use).
 
 use std::cell::RefCell;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -81,6 +67,7 @@ impl Gate {
         self.closed.load(Ordering::Acquire)
     }
 
+    #[cfg(test)]
     /// How many statements are waiting at the gate now.
     pub fn waiting(&self) -> usize {
         self.waiting.load(Ordering::Acquire)
@@ -132,6 +119,18 @@ pub(crate) const PACE_ROWS: usize = 4096;
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_closed_gate_holds_a_point_until_it_opens() {
+        let gate = Arc::new(Gate::new(Duration::from_millis(5)));
+        hold_gate(Arc::clone(&gate));
+        gate.close();
+        let t = Instant::now();
+        point(); // waits until the gate opens, or 5 ms at most
+        assert!(t.elapsed() >= Duration::from_millis(5));
+        gate.open();
+        point(); // open: returns at once
+    }
 
     #[test]
     fn a_thread_without_a_gate_never_waits() {

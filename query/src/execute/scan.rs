@@ -210,6 +210,7 @@ impl Selection {
         self.len() == 0
     }
 
+    #[cfg(test)]
     /// The rows as a list.
     pub fn into_rows(self) -> Vec<u32> {
         match self {

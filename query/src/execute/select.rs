@@ -437,11 +437,3 @@ pub fn selected_entities(phys: &PhysicalSelect, world: &World, params: &[Value])
         }
     }
 }
-
-/// Whether `e` is a plain reference to a field (used by the planner for fast sort keys).
-pub fn plain_field(e: &Expr) -> Option<(usize, usize)> {
-    match e.kind {
-        ExprKind::Field { slot, field } => Some((slot, field)),
-        _ => None,
-    }
-}

@@ -11,7 +11,7 @@ use crate::types::Builtin;
 pub fn call_function(func: &Function, args: &[Value]) -> OpResult {
     match func {
         Function::Builtin(b) => call(*b, args),
-        Function::Registered(_, f) => f(args),
+        Function::Registered(name, f) => f(args).map_err(|e| format!("{name}(): {e}")),
     }
 }
 

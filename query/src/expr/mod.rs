@@ -39,8 +39,8 @@ pub mod relations;
 pub mod tree;
 pub mod vector;
 
-pub use display::{DisplayContext, ExprDisplay, literal_text};
+pub use display::{DisplayContext, literal_text};
 pub use eval::{Evaluator, Leaves, NoRows};
 pub use fold::{eval_constant, fold_constants};
 pub use tree::{AggregateExpr, ComponentSlot, Expr, ExprKind, ParamKey, ParamSpec, PathHop, Slot, eval_error};
-pub use vector::{Prim, StrVec, Validity, Vector, and_validity};
+pub use vector::{Prim, StrVec, Vector, and_validity};

@@ -192,11 +192,6 @@ impl Expr {
         Expr { kind: ExprKind::Literal(v), ty, span }
     }
 
-    /// The direct sub-expressions.
-    pub fn children(&self) -> Vec<&Expr> {
-        self.child_iter().collect()
-    }
-
     /// The direct sub-expressions, without collecting them: [`Expr::walk`] and [`Expr::any`]
     /// visit every node of every filter at each plan, where a `Vec` per node would be most of
     /// their cost.

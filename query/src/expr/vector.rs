@@ -47,11 +47,6 @@ impl<T: Copy> Prim<T> {
     pub fn len(&self) -> usize {
         self.values.len()
     }
-
-    /// Whether there are no rows.
-    pub fn is_empty(&self) -> bool {
-        self.values.is_empty()
-    }
 }
 
 /// Where one row's string is: borrowed from column memory, or in the vector's arena.
@@ -84,11 +79,6 @@ impl<'a> StrVec<'a> {
     /// Number of rows.
     pub fn len(&self) -> usize {
         self.items.len()
-    }
-
-    /// Whether there are no rows.
-    pub fn is_empty(&self) -> bool {
-        self.items.is_empty()
     }
 
     /// Appends a borrowed string.
@@ -226,15 +216,6 @@ impl<'a> Vector<'a> {
         }
     }
 
-    /// Appends every row as a [`Value`] to `out`.
-    pub fn append_values(&self, out: &mut Vec<Value>) {
-        match self {
-            Vector::Values(v) => out.extend_from_slice(v),
-            Vector::Scalar(v, n) => out.extend(std::iter::repeat_n(v.clone(), *n)),
-            other => out.extend((0..other.len()).map(|i| other.value(i))),
-        }
-    }
-
     /// A vector of the values' common type where they share one, else [`Vector::Values`].
     pub fn from_values(values: Vec<Value>) -> Vector<'a> {
         fn prim<T: Copy>(values: &[Value], zero: T, get: impl Fn(&Value) -> Option<T>) -> Option<Prim<T>> {
@@ -299,41 +280,6 @@ impl<'a> Vector<'a> {
         }
     }
 
-    /// The rows `keep` selects (`keep[i]` for row `i`), in order.
-    pub fn filter(&self, keep: &[bool]) -> Vector<'a> {
-        fn prim<T: Copy>(p: &Prim<T>, keep: &[bool]) -> Prim<T> {
-            let values = p.values.iter().zip(keep).filter(|(_, k)| **k).map(|(v, _)| *v).collect();
-            let valid = p.valid.as_ref().map(|m| m.iter().zip(keep).filter(|(_, k)| **k).map(|(v, _)| *v).collect());
-            Prim { values, valid }
-        }
-        match self {
-            Vector::Scalar(v, _) => Vector::Scalar(v.clone(), keep.iter().filter(|k| **k).count()),
-            Vector::Bool(p) => Vector::Bool(prim(p, keep)),
-            Vector::Int(p) => Vector::Int(prim(p, keep)),
-            Vector::Float(p) => Vector::Float(prim(p, keep)),
-            Vector::Entity(p) => Vector::Entity(prim(p, keep)),
-            Vector::Vec2(p) => Vector::Vec2(prim(p, keep)),
-            Vector::Vec3(p) => Vector::Vec3(prim(p, keep)),
-            Vector::Str(s) => {
-                let mut out = StrVec::with_capacity(keep.len());
-                for (i, _) in keep.iter().enumerate().filter(|(_, k)| **k) {
-                    match s.get(i) {
-                        // Views stay views; arena strings are copied once into the new arena.
-                        Some(x) => match s.items[i] {
-                            StrRef::View(v) => out.push_view(v),
-                            StrRef::Arena(..) => out.push_with(|a| a.push_str(x)),
-                        },
-                        None => out.push_null(),
-                    }
-                }
-                Vector::Str(out)
-            }
-            Vector::Values(v) => {
-                Vector::Values(v.iter().zip(keep).filter(|(_, k)| **k).map(|(v, _)| v.clone()).collect())
-            }
-        }
-    }
-
     /// The numbers of a numeric vector as f64 (ints converted), borrowed where already f64.
     pub fn f64s(&self) -> Option<(Cow<'_, [f64]>, &Validity)> {
         match self {
@@ -369,7 +315,6 @@ mod tests {
         let strs = vec![Value::Str("a".into()), Value::Null, Value::Str("bc".into())];
         let s = Vector::from_values(strs.clone());
         assert_eq!(s.clone().into_values(), strs);
-        assert_eq!(s.filter(&[false, true, true]).into_values(), vec![Value::Null, Value::Str("bc".into())]);
         assert_eq!(Vector::from_values(vec![Value::Null; 2]), Vector::Scalar(Value::Null, 2));
     }
 

@@ -14,8 +14,9 @@ use ecsdb_engine::{StorageKind, Value, ValueType, World};
 use crate::expr::compiled::MAX_STRING_IN;
 use crate::expr::like::{HeadTest, LikeMatcher, ShortTest};
 use crate::expr::{DisplayContext, Expr, ExprKind, ParamSpec, literal_text};
+use crate::plan::index_lookup::Operand;
 use crate::plan::logical::{SelectPlan, SortKey, slot_fields};
-use crate::plan::physical::{Access, FilterStep, Operand, PhysicalSlot, RowCheck, TableFilter};
+use crate::plan::physical::{Access, FilterStep, PhysicalSlot, RowCheck, TableFilter};
 use crate::plan::{PhysicalSelect, Strategy};
 use crate::types::BinaryOp;
 

@@ -35,8 +35,8 @@ use crate::error::{Error, Span};
 use crate::expr::{Expr, ExprKind, Slot};
 use crate::functions::Function;
 use crate::plan::PlanOptions;
+use crate::plan::index_lookup::{IndexLookup, IndexScan, Operand};
 use crate::plan::logical::{SelectPlan, Source, Term};
-use crate::plan::physical::{IndexLookup, IndexScan, Operand};
 use crate::types::Builtin;
 use crate::types::{BinaryOp, HierarchyFunc};
 
@@ -602,12 +602,6 @@ impl IndexLookup for EngineLookup {
     }
 }
 
-/// The cheapest combination of index answers for a scan's WHERE clause and terms, if visiting
-/// its rows is cheaper than scanning `scan_rows`.
-pub fn choose_index(source: &Source, world: &World, scan_rows: usize, options: PlanOptions) -> Option<IndexScan> {
-    choose_index_or_why(source, world, scan_rows, options).ok()
-}
-
 /// [`choose_index`], or why a scan was chosen: no index answers the WHERE clause, or the best
 /// combination that does would visit more than a scan (EXPLAIN says which).
 pub fn choose_index_or_why(
@@ -627,13 +621,11 @@ pub fn choose_index_or_why(
             planned.rows.round() as usize
         ));
     }
-    let mut indexes = Vec::new();
-    planned.tree.indexes(&mut indexes);
+    let mut names = Vec::new();
+    planned.tree.indexes(&mut names);
     let exact_conjuncts = planned.tree.exact_conjuncts();
-    let names = indexes.clone();
     Ok(IndexScan {
         exact_conjuncts,
-        indexes,
         description: format!(
             "{} {}",
             if matches!(planned.tree, IndexTree::Leaf(_)) { "INDEX" } else { "INDEXES" },

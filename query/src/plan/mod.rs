@@ -9,6 +9,7 @@
 
 pub mod explain;
 pub mod index_choice;
+pub mod index_lookup;
 pub mod logical;
 pub mod physical;
 

@@ -23,90 +23,11 @@ use std::sync::Arc;
 use ecsdb_engine::storage::TableId;
 use ecsdb_engine::{ChangeWindow, ComponentId, FieldInfo, FieldType, StorageKind, Value, World};
 
-use crate::error::{Error, Span};
 use crate::expr::fold_constants;
 use crate::expr::{ComponentSlot, Expr, ExprKind, Slot};
+use crate::plan::index_lookup::{IndexScan, Operand};
 use crate::plan::logical::{EntityRef, Source, Term};
 use crate::types::BinaryOp;
-
-/// A constant operand of a kernel: a literal, or a parameter resolved when the plan runs.
-#[derive(Clone, Debug, PartialEq)]
-pub enum Operand {
-    /// A literal value.
-    Value(Value),
-    /// Parameter `n` of the statement.
-    Param(usize),
-}
-
-impl Operand {
-    /// The value, given the statement's parameter values.
-    pub fn resolve<'a>(&'a self, params: &'a [Value]) -> &'a Value {
-        match self {
-            Operand::Value(v) => v,
-            Operand::Param(n) => params.get(*n).unwrap_or(&Value::Null),
-        }
-    }
-
-    pub(crate) fn from_expr(e: &Expr) -> Option<Operand> {
-        match &e.kind {
-            ExprKind::Literal(v) => Some(Operand::Value(v.clone())),
-            ExprKind::Param(n) => Some(Operand::Param(*n)),
-            _ => None,
-        }
-    }
-}
-
-/// What the index layer answers: the entity indices for one predicate.
-///
-/// This is the seam for secondary indexes. The planner's
-/// [`choose_index`](crate::plan::index_choice::choose_index) makes one; the executor intersects the matched tables' rows with the answer and
-/// applies the predicate but for the conjuncts [`IndexScan::exact_conjuncts`] names.
-pub trait IndexLookup: Send + Sync {
-    /// Calls `visit` with batches of the entity indices that may satisfy the predicate (a
-    /// superset is fine; each once, in any order) and returns true, or returns false without calling it
-    /// when the executor should scan the matched tables' `scan_rows` rows instead: an index
-    /// dropped since planning, one declining the bound values, or values that make visiting
-    /// the answer dearer than the scan (a plan made without them, for a prepared statement's
-    /// `$1`, assumed a selective value).
-    fn lookup(
-        &self,
-        world: &World,
-        params: &[Value],
-        scan_rows: usize,
-        visit: &mut dyn FnMut(&[u32]),
-    ) -> Result<bool, Error>;
-
-    /// The component of the one index every answer comes from (`None` for a combination of
-    /// several): each entity such an index answers is alive and has that component, so a
-    /// count over tables that hold every entity with it need not locate them.
-    fn component(&self) -> Option<ComponentId> {
-        None
-    }
-}
-
-/// An access path through secondary indexes: one index's answer, or several combined.
-#[derive(Clone)]
-pub struct IndexScan {
-    /// The indexes used, by name.
-    pub indexes: Vec<String>,
-    /// What EXPLAIN shows after `USING`: `INDEX name (kind) FOR predicate`, or `INDEXES …`
-    /// joined by `AND` / `OR`.
-    pub description: String,
-    /// The estimate of the rows it returns.
-    pub estimated_rows: usize,
-    /// The spans of the WHERE conjuncts its answer decides exactly (an index of a kind that
-    /// answers exactly, intersected with the others): when the answer is used, the scan
-    /// does not test them again on its rows.
-    pub exact_conjuncts: Vec<Span>,
-    /// The lookup.
-    pub lookup: Arc<dyn IndexLookup>,
-}
-
-impl std::fmt::Debug for IndexScan {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "IndexScan(USING {})", self.description)
-    }
-}
 
 /// How the rows of the matched tables are reached.
 #[derive(Clone, Debug)]
@@ -233,7 +154,6 @@ pub struct PhysicalSlot {
 /// The physical plan of a row source.
 #[derive(Clone, Debug)]
 pub struct ScanPlan {
-    world_id: u64,
     /// The components, by slot.
     pub slots: Vec<PhysicalSlot>,
     required: Vec<ComponentId>,
@@ -317,7 +237,6 @@ impl ScanPlan {
             }
         }
         let mut plan = ScanPlan {
-            world_id: world.id(),
             slots,
             required,
             forbidden,
@@ -370,11 +289,6 @@ impl ScanPlan {
         let every_holder_passes = world.components().info(c).storage() == StorageKind::Table
             && world.tables().iter().filter(|t| t.has(c)).all(|t| self.table_can_pass(t.id()));
         Some(if every_holder_passes { IndexCount::AnswerSize } else { IndexCount::MatchedTables })
-    }
-
-    /// Whether the plan was made for this world.
-    pub fn is_for(&self, world: &World) -> bool {
-        self.world_id == world.id()
     }
 
     /// Readies the plan for a run; called once at the start of every run. Matches the tables

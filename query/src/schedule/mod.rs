@@ -29,16 +29,19 @@ use std::time::Duration;
 
 use ecsdb_engine::{ScheduleRecord, SystemBody, SystemRecord};
 
-use crate::Prepared;
+use ecsdb_engine::World;
+
 use crate::error::{Error, ErrorKind, Span};
+use crate::execute::mutate;
+use crate::params::Params;
 use crate::parse::ast;
 
 pub use access::Access;
 pub use phase::Phase;
 pub use run::TickFailure;
 pub(crate) use run::render;
-pub use rust::{RustSystemFn, SystemBuilder, SystemContext};
-pub use show::SHOW_SYSTEMS_COLUMNS;
+pub(crate) use rust::RustPlacement;
+pub use rust::{RustSystemFn, SystemContext};
 
 /// The most FixedUpdate runs in one tick; time beyond them is dropped.
 pub const MAX_FIXED_RUNS: u32 = 8;
@@ -57,10 +60,28 @@ pub(crate) struct System {
     pub(crate) stats: Stats,
 }
 
+/// A statement a text system runs every tick: the database prepares it from the system's
+/// text; the schedule only asks it to run against a world.
+pub(crate) trait SystemStatement: Send + Sync {
+    /// Runs it against `world` without writing: a read gives its row count, a write its
+    /// change, checked and staged for the schedule to apply. With `in_place`, an UPDATE that
+    /// can be rewritten in place is left to be rewritten when it is applied: only for a
+    /// caller that applies it to this world before anything else writes what it reads.
+    fn stage(&mut self, world: &World, params: &Params, in_place: bool) -> Result<Step, Error>;
+}
+
+/// What one statement of a system did: a change to apply, or rows read.
+pub(crate) enum Step {
+    /// The checked change (UPDATE, or a structural write staged to the phase's end).
+    Staged(mutate::Staged),
+    /// A read: how many rows it returned.
+    Read(usize),
+}
+
 /// What a system runs.
 pub(crate) enum Body {
     /// Statements prepared once; `text` is what the world saves.
-    Text { text: String, statements: Vec<Prepared> },
+    Text { text: String, statements: Vec<Box<dyn SystemStatement>> },
     /// A Rust system; `None` until the program registers it.
     Rust(Option<RustSystemFn>),
     /// A saved text system that no longer binds (its error is reported by every TICK).

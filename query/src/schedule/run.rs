@@ -5,8 +5,7 @@ use std::time::{Duration, Instant};
 use ecsdb_engine::{Value, World};
 use rayon::prelude::*;
 
-use super::{Body, MAX_FIXED_RUNS, Phase, Schedule, System};
-use crate::database::Step;
+use super::{Body, MAX_FIXED_RUNS, Phase, Schedule, Step, System};
 use crate::execute::mutate::Staged;
 use crate::params::Params;
 

@@ -6,8 +6,7 @@ use std::sync::Mutex;
 use ecsdb_engine::query::{QueryData, QueryFilter, QueryIter};
 use ecsdb_engine::{DisjointRuns, EngineError, QueryState, World};
 
-use super::{Access, Body, Phase, Placement, Stats, System};
-use crate::Database;
+use super::{Access, Body, Phase, Placement, Schedule, Stats, System};
 use crate::error::{Error, ErrorKind, Span};
 
 /// What a Rust system is told about the run.
@@ -97,74 +96,31 @@ impl RustSystemFn {
     }
 }
 
-/// Places a Rust system: from [`Database::add_system`].
-///
-/// ```
-/// use ecsdb_query::{Database, schedule::{Phase, SystemContext}};
-/// use ecsdb_engine::{Component, query::QueryIter};
-/// #[derive(Component)] struct Position { x: f32 }
-/// #[derive(Component)] struct Velocity { x: f32 }
-/// let mut db = Database::new();
-/// db.world_mut().spawn((Position { x: 0.0 }, Velocity { x: 2.0 }));
-/// db.add_system("physics")
-///     .in_phase(Phase::OnUpdate)
-///     .run(|q: QueryIter<(&mut Position, &Velocity), ()>, ctx: &SystemContext| {
-///         q.for_each(|(mut p, v)| p.x += v.x * ctx.dt as f32)
-///     })
-///     .unwrap();
-/// db.execute("TICK 1 DT 0.5", ()).unwrap();
-/// let x = db.query("SELECT Position.x", ()).unwrap().rows[0][0].clone();
-/// assert_eq!(x, ecsdb_engine::Value::Float(1.0));
-/// ```
-#[must_use = "a system is added by `run`"]
-pub struct SystemBuilder<'d> {
-    db: &'d mut Database,
-    name: String,
-    phase: Phase,
-    after: Vec<String>,
-    before: Vec<String>,
+/// Where a new Rust system goes: its name, phase and order.
+pub(crate) struct RustPlacement {
+    pub(crate) name: String,
+    pub(crate) phase: Phase,
+    pub(crate) after: Vec<String>,
+    pub(crate) before: Vec<String>,
 }
 
-impl<'d> SystemBuilder<'d> {
-    pub(crate) fn new(db: &'d mut Database, name: &str) -> SystemBuilder<'d> {
-        SystemBuilder { db, name: name.to_string(), phase: Phase::OnUpdate, after: Vec::new(), before: Vec::new() }
-    }
-
-    /// The phase (default [`Phase::OnUpdate`]).
-    pub fn in_phase(mut self, phase: Phase) -> Self {
-        self.phase = phase;
-        self
-    }
-
-    /// Runs after the system named `name` (of the same phase).
-    pub fn after(mut self, name: &str) -> Self {
-        self.after.push(name.to_string());
-        self
-    }
-
-    /// Runs before the system named `name` (of the same phase).
-    pub fn before(mut self, name: &str) -> Self {
-        self.before.push(name.to_string());
-        self
-    }
-
-    /// Adds the system: `f` runs once per run of its phase over the items of query `Q`
-    /// (filtered by `F`; `Changed<T>` and `Added<T>` count from the system's previous run).
-    ///
-    /// A saved world's Rust system of this name (unregistered until now) takes `f` and keeps
-    /// its saved place. Otherwise the system is new; its name must be new and its order
-    /// acyclic, as with `CREATE SYSTEM`.
-    pub fn run<Q, F>(
-        self,
+impl Schedule {
+    /// Adds the Rust system `f` over query `Q` (filtered by `F`) at `placement`: a saved
+    /// world's unregistered Rust system of that name takes `f` and keeps its saved place;
+    /// otherwise the system is new, its name must be new and its order acyclic. Returns
+    /// whether a system was added (its record is then new too).
+    pub(crate) fn add_rust_system<Q, F>(
+        &mut self,
+        world: &mut World,
+        placement: RustPlacement,
         f: impl for<'w, 's> FnMut(QueryIter<'w, 's, Q, F>, &SystemContext) + Send + 'static,
-    ) -> Result<(), Error>
+    ) -> Result<bool, Error>
     where
         Q: QueryData + 'static,
         F: QueryFilter + 'static,
         QueryState<Q, F>: Send,
     {
-        let SystemBuilder { db, name, phase, after, before } = self;
-        let (world, schedule) = db.world_and_schedule();
+        let RustPlacement { name, phase, after, before } = placement;
         let state = QueryState::<Q, F>::try_new(world)?;
         let engine_access = state.access(world);
         // A change filter reads its component's ticks: writers of it are ordered around
@@ -177,19 +133,19 @@ impl<'d> SystemBuilder<'d> {
         let alone = state.writes_sparse();
         let function =
             RustSystemFn { run: Mutex::new(Box::new(TypedSystem { state, f })), access: access.clone(), alone };
-        if let Some(i) = schedule.find(&name) {
-            let system = &mut schedule.systems[i];
+        if let Some(i) = self.find(&name) {
+            let system = &mut self.systems[i];
             if !matches!(system.body, Body::Rust(None)) {
                 return Err(Error::new(ErrorKind::Constraint, format!("a system named '{name}' already exists")));
             }
             system.body = Body::Rust(Some(function));
             system.access = access;
             system.exclusive = alone;
-            let _ = schedule.rebuild_batches();
-            return Ok(());
+            let _ = self.rebuild_batches();
+            return Ok(false);
         }
         let span = Span::new(0, 0);
-        let placement = Placement {
+        let place = Placement {
             name: &name,
             name_span: span,
             phase,
@@ -200,7 +156,7 @@ impl<'d> SystemBuilder<'d> {
             e.span = None;
             e
         };
-        schedule.check_placement(&placement).map_err(no_span)?;
+        self.check_placement(&place).map_err(no_span)?;
         let system = System {
             name: name.clone(),
             phase,
@@ -211,8 +167,7 @@ impl<'d> SystemBuilder<'d> {
             exclusive: alone,
             stats: Stats::default(),
         };
-        schedule.insert(system, span).map_err(no_span)?;
-        db.sync_schedule_record();
-        Ok(())
+        self.insert(system, span).map_err(no_span)?;
+        Ok(true)
     }
 }

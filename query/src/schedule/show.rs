@@ -3,11 +3,8 @@
 use ecsdb_engine::{Value, World};
 
 use super::{Body, Phase, Schedule};
+use crate::execute::catalog::SHOW_SYSTEMS_COLUMNS;
 use crate::result::ResultSet;
-
-/// The columns of `SHOW SYSTEMS`.
-pub const SHOW_SYSTEMS_COLUMNS: [&str; 9] =
-    ["name", "phase", "position", "reads", "writes", "runs", "rows", "total_ms", "last_error"];
 
 impl Schedule {
     /// `SHOW SYSTEMS`: every system in phase, then run order.

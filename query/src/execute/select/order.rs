@@ -370,7 +370,7 @@ pub(super) fn sorted_rows(
 /// A fixed entity set as an index answer (one prefix of an index's ordered stream).
 struct FixedEntities(roaring::RoaringBitmap);
 
-impl crate::plan::physical::IndexLookup for FixedEntities {
+impl crate::plan::index_lookup::IndexLookup for FixedEntities {
     fn lookup(&self, _: &World, _: &[Value], _: usize, visit: &mut dyn FnMut(&[u32])) -> Result<bool, Error> {
         ecsdb_engine::index::visit_in_batches(self.0.iter(), visit);
         Ok(true)
@@ -379,10 +379,10 @@ impl crate::plan::physical::IndexLookup for FixedEntities {
 
 /// The physical plan restricted to a fixed set of entities (the scan's filters unchanged).
 fn restricted(phys: &PhysicalSelect, ids: roaring::RoaringBitmap, what: &str) -> PhysicalSelect {
-    use crate::plan::physical::{Access, IndexScan};
+    use crate::plan::index_lookup::IndexScan;
+    use crate::plan::physical::Access;
     let mut scan = phys.scan.clone();
     scan.access = Access::Index(IndexScan {
-        indexes: Vec::new(),
         description: what.to_string(),
         estimated_rows: ids.len() as usize,
         exact_conjuncts: Vec::new(),

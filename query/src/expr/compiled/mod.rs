@@ -92,12 +92,6 @@ impl Chunk<'_> {
         }
     }
 
-    /// Whether the chunk has no row.
-    #[inline]
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-
     /// The mask with a bit for each row of the chunk.
     #[inline]
     pub fn all(&self) -> u64 {
@@ -358,6 +352,7 @@ impl<'w> Program<'w> {
         Ok(())
     }
 
+    #[cfg(test)]
     /// Whether its value, narrowed to f32, is computed in f32 with the same result (see
     /// [`FloatNode::exact_in_f32`]).
     pub fn exact_in_f32(&self) -> bool {

@@ -102,6 +102,7 @@ impl FloatNode<'_> {
         }
     }
 
+    #[cfg(test)]
     /// Whether its value, narrowed to f32, can be computed in f32 arithmetic with the same
     /// result: what an f32 field's new value needs. Two fields: see
     /// [`FieldPair::exact_in_f32`]. One f32 field: alone, negated, or in one `+ - *` with an

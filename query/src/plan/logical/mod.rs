@@ -18,10 +18,10 @@
 
 use std::sync::Arc;
 
-use ecsdb_engine::{ComponentDef, ComponentId, Entity, ValueType};
+use ecsdb_engine::{ComponentDef, ComponentId, Entity};
 
 use crate::error::Span;
-use crate::expr::{AggregateExpr, ComponentSlot, DisplayContext, Expr, ExprKind, ParamSpec, Slot};
+use crate::expr::{AggregateExpr, ComponentSlot, Expr, ExprKind, Slot};
 
 /// How a FROM term (or the implicit-required rule) constrains one or more components.
 #[derive(Clone, Debug, PartialEq)]
@@ -168,8 +168,6 @@ pub enum LogicalPlan {
     Update {
         /// The component written.
         component: ComponentId,
-        /// Its name.
-        name: String,
         /// (field position, new value).
         assignments: Vec<(usize, Expr)>,
         /// The targets.
@@ -223,18 +221,6 @@ pub enum ScheduleOp {
 }
 
 impl LogicalPlan {
-    /// Whether running it cannot change the world.
-    pub fn is_read_only(&self) -> bool {
-        matches!(
-            self,
-            LogicalPlan::Select(_)
-                | LogicalPlan::Explain(_)
-                | LogicalPlan::Show(_)
-                | LogicalPlan::Describe(_)
-                | LogicalPlan::Schedule(ScheduleOp::ExplainSchedule)
-        )
-    }
-
     /// Calls `f` on each top-level expression of the statement: its filter, items, keys,
     /// aggregate arguments, assigned and spawned values (not on their sub-expressions; see
     /// [`Expr::walk`]).
@@ -285,58 +271,7 @@ pub fn slot_fields(world: &ecsdb_engine::World, slots: &[ComponentSlot]) -> Vec<
     slots.iter().map(|s| world.components().info(s.id).fields().iter().map(|f| f.name.clone()).collect()).collect()
 }
 
-impl SelectPlan {
-    /// Renders the logical plan as an indented tree (one line per step).
-    pub fn render(&self, world: &ecsdb_engine::World, params: &[ParamSpec]) -> Vec<String> {
-        let fields = slot_fields(world, &self.source.slots);
-        let ctx = DisplayContext {
-            slots: &self.source.slots,
-            fields: &fields,
-            group_by: &self.group_by,
-            aggregates: &self.aggregates,
-            params,
-        };
-        let mut lines = Vec::new();
-        let join = |es: &mut dyn Iterator<Item = String>| es.collect::<Vec<_>>().join(", ");
-        if self.limit.is_some() || self.offset.is_some() {
-            let mut s = String::from("Limit");
-            if let Some(l) = &self.limit {
-                s.push_str(&format!(" {}", l.display(&ctx)));
-            }
-            if let Some(o) = &self.offset {
-                s.push_str(&format!(" offset {}", o.display(&ctx)));
-            }
-            lines.push(s);
-        }
-        if !self.order_by.is_empty() {
-            lines.push(format!(
-                "Sort {}",
-                join(&mut self.order_by.iter().map(|k| format!(
-                    "{}{}",
-                    k.expr.display(&ctx),
-                    if k.descending { " DESC" } else { "" }
-                )))
-            ));
-        }
-        lines.push(format!(
-            "Project {}",
-            join(&mut self.items.iter().map(|i| format!("{} AS {}", i.expr.display(&ctx), i.name)))
-        ));
-        if self.aggregated {
-            let aggs = join(&mut (0..self.aggregates.len()).map(|n| {
-                let e = Expr { kind: ExprKind::Aggregate(n), ty: ValueType::Any, span: Span::default() };
-                e.display(&ctx).to_string()
-            }));
-            let keys = join(&mut self.group_by.iter().map(|k| k.display(&ctx).to_string()));
-            lines.push(format!("Aggregate [{aggs}] group by [{keys}]"));
-        }
-        if let Some(f) = &self.source.filter {
-            lines.push(format!("Filter {}", f.display(&ctx)));
-        }
-        lines.push(format!("Scan {}", render_terms(&self.source)));
-        lines.iter().enumerate().map(|(i, l)| format!("{}{}", "  ".repeat(i), l)).collect()
-    }
-}
+impl SelectPlan {}
 
 /// The terms as the language writes them (`Position, !Frozen, ?Velocity, A | B`).
 pub fn render_terms(source: &Source) -> String {
