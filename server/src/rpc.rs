@@ -133,6 +133,46 @@ pub fn parse_call(v: Json) -> Result<Call, Box<(Json, RpcError)>> {
     Ok(Call { id, method, params })
 }
 
+/// Answers a JSON-RPC message (a request or a batch), running `call` for each request's
+/// method (`None` from it: no such method); `None` when nothing is to be answered (only
+/// notifications).
+pub fn answer_message(
+    bytes: &[u8],
+    mut call: impl FnMut(&str, &Map<String, Json>) -> Option<Result<Json, RpcError>>,
+) -> Option<Json> {
+    let Ok(v) = serde_json::from_slice::<Json>(bytes) else {
+        return Some(response(&Json::Null, Err(RpcError::parse())));
+    };
+    let mut one = |v: Json| -> Option<Json> {
+        match parse_call(v) {
+            Err(bad) => {
+                let (id, e) = *bad;
+                Some(response(&id, Err(e)))
+            }
+            Ok(c) => {
+                let result = call(&c.method, &c.params)
+                    .unwrap_or_else(|| Err(RpcError::new(-32601, format!("method not found: '{}'", c.method))));
+                c.id.map(|id| response(&id, result))
+            }
+        }
+    };
+    match v {
+        Json::Array(items) if items.is_empty() => {
+            Some(response(&Json::Null, Err(RpcError::invalid_request("empty batch"))))
+        }
+        Json::Array(items) => {
+            let out: Vec<Json> = items.into_iter().filter_map(&mut one).collect();
+            (!out.is_empty()).then_some(Json::Array(out))
+        }
+        v => one(v),
+    }
+}
+
+/// A request: `{"jsonrpc":"2.0","id":ID,"method":M,"params":P}` (the client's).
+pub fn request(id: impl Into<Json>, method: &str, params: Json) -> Json {
+    json!({ "jsonrpc": "2.0", "id": id.into(), "method": method, "params": params })
+}
+
 /// A required string param.
 pub fn str_param<'a>(p: &'a Map<String, Json>, field: &str) -> Result<&'a str, RpcError> {
     match p.get(field) {
