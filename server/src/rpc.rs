@@ -4,8 +4,9 @@
 use std::str::FromStr;
 
 use ecsdb_engine::{Entity, StorageKind, Value};
+use ecsdb_query::lex::KEYWORDS;
 use ecsdb_query::live::Reader;
-use ecsdb_query::{Error, ErrorKind, Params, ResultSet, value_to_json};
+use ecsdb_query::{BUILTIN_FUNCTIONS, Error, ErrorKind, FunctionKind, Params, ResultSet, value_to_json};
 use serde_json::{Map, Value as Json, json};
 
 /// The default row limit of `query`.
@@ -271,6 +272,35 @@ fn schedule(db: &ecsdb_query::Database) -> Vec<Json> {
         .collect()
 }
 
+/// The language's keywords, as the query crate's table has them: `{word, reserved,
+/// starts_statement}` (the inspector highlights and completes with them).
+fn keywords_json() -> Vec<Json> {
+    KEYWORDS
+        .iter()
+        .map(|k| json!({ "word": k.word, "reserved": k.reserved, "starts_statement": k.starts_statement }))
+        .collect()
+}
+
+/// The language's built-in functions, as the query crate lists them: `{name, kind, signature}`.
+fn functions_json() -> Vec<Json> {
+    BUILTIN_FUNCTIONS
+        .iter()
+        .map(|f| json!({ "name": f.name, "kind": function_kind_name(f.kind), "signature": f.signature }))
+        .collect()
+}
+
+/// A function kind's name in the protocol.
+fn function_kind_name(kind: FunctionKind) -> &'static str {
+    match kind {
+        FunctionKind::Scalar => "scalar",
+        FunctionKind::Aggregate => "aggregate",
+        FunctionKind::Component => "component",
+        FunctionKind::Hierarchy => "hierarchy",
+        // A kind newer than this server: still a function a client can complete.
+        _ => "function",
+    }
+}
+
 fn result_json(rs: &ResultSet) -> Json {
     json!({ "columns": rs.columns, "rows": rows_json(&rs.rows) })
 }
@@ -331,7 +361,7 @@ impl Methods {
     fn explain(&self, p: &Map<String, Json>) -> Result<Json, RpcError> {
         let text = str_param(p, "text")?;
         let full = format!("EXPLAIN {text}");
-        // Errors point into the client's text: shift spans back by the prefix.
+        // Errors' positions refer to `EXPLAIN <text>` (docs/protocol.md).
         let (tick, rs) = self.reader.query(&full, ()).map_err(|e| RpcError::statement(&e, &full))?;
         let plan: Vec<Json> = rs
             .rows
@@ -394,6 +424,8 @@ impl Methods {
                     "tables": tables,
                     "systems": schedule(&s.db),
                     "writable": self.allow_writes,
+                    "keywords": keywords_json(),
+                    "functions": functions_json(),
                 })
             })
             .map_err(|e| RpcError::statement(&e, ""))

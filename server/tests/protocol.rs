@@ -8,6 +8,8 @@ use std::net::TcpStream;
 use std::time::Duration;
 
 use common::{Served, WORLD};
+use ecsdb_query::BUILTIN_FUNCTIONS;
+use ecsdb_query::lex::KEYWORDS;
 use ecsdb_server::client::ClientError;
 use serde_json::{Value as Json, json};
 
@@ -63,6 +65,36 @@ fn every_read_method() {
     assert_eq!((st["entities"].clone(), st["tables"].is_u64()), (json!(3), true));
     assert_eq!(st["tick_ms"], json!({"last": null, "p50": null, "p99": null}));
     assert!(st["memory_bytes"].as_u64().unwrap() > 0);
+}
+
+/// `schema` carries the language's keywords and functions as the query crate defines them, so
+/// that a client (the inspector) highlights and completes what the server's parser reads.
+#[test]
+fn schema_lists_the_languages_keywords_and_functions() {
+    let s = Served::new(WORLD, false, None);
+    let schema = s.http().call("schema", json!({})).unwrap();
+    let keywords = schema["keywords"].as_array().expect("keywords");
+    let words: Vec<&str> = keywords.iter().map(|k| k["word"].as_str().unwrap()).collect();
+    assert_eq!(words, KEYWORDS.iter().map(|k| k.word).collect::<Vec<_>>());
+    for (sent, k) in keywords.iter().zip(KEYWORDS) {
+        assert_eq!(sent, &json!({"word": k.word, "reserved": k.reserved, "starts_statement": k.starts_statement}));
+    }
+    let select = keywords.iter().find(|k| k["word"] == "SELECT").unwrap();
+    assert_eq!(select, &json!({"word": "SELECT", "reserved": true, "starts_statement": true}));
+    let phase = keywords.iter().find(|k| k["word"] == "PHASE").unwrap();
+    assert_eq!(phase["reserved"], json!(false), "contextual keywords say so");
+
+    let functions = schema["functions"].as_array().expect("functions");
+    let names: Vec<&str> = functions.iter().map(|f| f["name"].as_str().unwrap()).collect();
+    assert_eq!(names, BUILTIN_FUNCTIONS.iter().map(|f| f.name).collect::<Vec<_>>());
+    for (sent, f) in functions.iter().zip(BUILTIN_FUNCTIONS) {
+        assert_eq!((sent["signature"].as_str(), sent["kind"].is_string()), (Some(f.signature), true));
+    }
+    let kind = |name: &str| functions.iter().find(|f| f["name"] == name).unwrap()["kind"].clone();
+    assert_eq!(
+        [kind("sum"), kind("abs"), kind("has"), kind("depth")],
+        [json!("aggregate"), json!("scalar"), json!("component"), json!("hierarchy")]
+    );
 }
 
 #[test]
