@@ -9,7 +9,9 @@ use std::time::{Duration, Instant};
 use serde_json::{Value as Json, json};
 use tungstenite::{Message, WebSocket};
 
-use crate::rpc::RpcError;
+/// The error object of a JSON-RPC error answer ([`ClientError::Rpc`]).
+pub use crate::rpc::RpcError;
+use crate::rpc::request;
 
 /// Why a call failed.
 #[derive(Debug, thiserror::Error)]
@@ -84,7 +86,7 @@ impl HttpClient {
     pub fn call(&mut self, method: &str, params: Json) -> Result<Json, ClientError> {
         let id = self.next_id;
         self.next_id += 1;
-        let body = crate::request(id, method, params).to_string();
+        let body = request(id, method, params).to_string();
         let auth = format!("Bearer {}", self.endpoint.token);
         let (status, body) = self.post(&[("Authorization", &auth)], body.as_bytes())?;
         let v: Json = serde_json::from_slice(&body).map_err(|_| match status {
@@ -203,7 +205,7 @@ impl WsClient {
     pub fn call(&mut self, method: &str, params: Json) -> Result<Json, ClientError> {
         let id = self.next_id;
         self.next_id += 1;
-        self.send_text(&crate::request(id, method, params).to_string())?;
+        self.send_text(&request(id, method, params).to_string())?;
         loop {
             let v = self.next_message(None)?.ok_or_else(|| ClientError::Protocol("no answer".into()))?;
             if v.get("id") == Some(&json!(id)) {

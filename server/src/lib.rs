@@ -21,13 +21,19 @@
 //!     # break;
 //! }
 //! ```
+//!
+//! The public surface is [`serve`] and its [`ServeOptions`], [`ServeError`] and
+//! [`LiveServer`], and the [`client`] module (the CLI's `--connect`, tests, benchmarks); the
+//! transport, the methods and the subscription hub are private.
+
+#![forbid(unsafe_code)]
 
 mod assets;
 pub mod client;
-pub mod http;
-pub mod rpc;
-pub mod security;
-pub mod subscribe;
+mod http;
+mod rpc;
+mod security;
+mod subscribe;
 mod ws;
 
 use std::io;
@@ -38,10 +44,10 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use ecsdb_query::live::Reader;
-use serde_json::{Value as Json, json};
+use serde_json::Value as Json;
 
 use crate::http::{ReadError, Request, read_request, write_response};
-use crate::rpc::{Methods, RpcError, parse_call, response};
+use crate::rpc::{Methods, RpcError, answer_message, response};
 use crate::subscribe::Hub;
 
 /// The most connections served at once; more are answered 503 and closed.
@@ -264,7 +270,7 @@ fn rpc_over_http(req: &Request, ctx: &Ctx) -> (u16, Vec<u8>) {
     if !security::bearer_ok(req.header("authorization"), &ctx.token) {
         return (401, error_body(&RpcError::unauthorized()));
     }
-    match handle_text(&req.body, |method, p| {
+    match answer_message(&req.body, |method, p| {
         if matches!(method, "subscribe" | "unsubscribe") {
             return Some(Err(RpcError::new(-32601, format!("method '{method}' needs the WebSocket (GET /ws)"))));
         }
@@ -273,43 +279,4 @@ fn rpc_over_http(req: &Request, ctx: &Ctx) -> (u16, Vec<u8>) {
         Some(v) => (200, v.to_string().into_bytes()),
         None => (204, Vec::new()),
     }
-}
-
-/// Runs a JSON-RPC message (a request or a batch) with `call` for the methods; `None` when
-/// nothing is to be answered (only notifications).
-fn handle_text(
-    bytes: &[u8],
-    mut call: impl FnMut(&str, &serde_json::Map<String, Json>) -> Option<Result<Json, RpcError>>,
-) -> Option<Json> {
-    let Ok(v) = serde_json::from_slice::<Json>(bytes) else {
-        return Some(response(&Json::Null, Err(RpcError::parse())));
-    };
-    let mut one = |v: Json| -> Option<Json> {
-        match parse_call(v) {
-            Err(bad) => {
-                let (id, e) = *bad;
-                Some(response(&id, Err(e)))
-            }
-            Ok(c) => {
-                let result = call(&c.method, &c.params)
-                    .unwrap_or_else(|| Err(RpcError::new(-32601, format!("method not found: '{}'", c.method))));
-                c.id.map(|id| response(&id, result))
-            }
-        }
-    };
-    match v {
-        Json::Array(items) if items.is_empty() => {
-            Some(response(&Json::Null, Err(RpcError::invalid_request("empty batch"))))
-        }
-        Json::Array(items) => {
-            let out: Vec<Json> = items.into_iter().filter_map(&mut one).collect();
-            (!out.is_empty()).then_some(Json::Array(out))
-        }
-        v => one(v),
-    }
-}
-
-/// `{"jsonrpc":"2.0","id":ID,"method":M,"params":P}`.
-pub fn request(id: impl Into<Json>, method: &str, params: Json) -> Json {
-    json!({ "jsonrpc": "2.0", "id": id.into(), "method": method, "params": params })
 }

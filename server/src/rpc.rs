@@ -4,8 +4,9 @@
 use std::str::FromStr;
 
 use ecsdb_engine::{Entity, StorageKind, Value};
+use ecsdb_query::lex::KEYWORDS;
 use ecsdb_query::live::Reader;
-use ecsdb_query::{Error, ErrorKind, Params, ResultSet, value_to_json};
+use ecsdb_query::{BUILTIN_FUNCTIONS, Error, ErrorKind, FunctionKind, Params, ResultSet, value_to_json};
 use serde_json::{Map, Value as Json, json};
 
 /// The default row limit of `query`.
@@ -133,6 +134,46 @@ pub fn parse_call(v: Json) -> Result<Call, Box<(Json, RpcError)>> {
     Ok(Call { id, method, params })
 }
 
+/// Answers a JSON-RPC message (a request or a batch), running `call` for each request's
+/// method (`None` from it: no such method); `None` when nothing is to be answered (only
+/// notifications).
+pub fn answer_message(
+    bytes: &[u8],
+    mut call: impl FnMut(&str, &Map<String, Json>) -> Option<Result<Json, RpcError>>,
+) -> Option<Json> {
+    let Ok(v) = serde_json::from_slice::<Json>(bytes) else {
+        return Some(response(&Json::Null, Err(RpcError::parse())));
+    };
+    let mut one = |v: Json| -> Option<Json> {
+        match parse_call(v) {
+            Err(bad) => {
+                let (id, e) = *bad;
+                Some(response(&id, Err(e)))
+            }
+            Ok(c) => {
+                let result = call(&c.method, &c.params)
+                    .unwrap_or_else(|| Err(RpcError::new(-32601, format!("method not found: '{}'", c.method))));
+                c.id.map(|id| response(&id, result))
+            }
+        }
+    };
+    match v {
+        Json::Array(items) if items.is_empty() => {
+            Some(response(&Json::Null, Err(RpcError::invalid_request("empty batch"))))
+        }
+        Json::Array(items) => {
+            let out: Vec<Json> = items.into_iter().filter_map(&mut one).collect();
+            (!out.is_empty()).then_some(Json::Array(out))
+        }
+        v => one(v),
+    }
+}
+
+/// A request: `{"jsonrpc":"2.0","id":ID,"method":M,"params":P}` (the client's).
+pub fn request(id: impl Into<Json>, method: &str, params: Json) -> Json {
+    json!({ "jsonrpc": "2.0", "id": id.into(), "method": method, "params": params })
+}
+
 /// A required string param.
 pub fn str_param<'a>(p: &'a Map<String, Json>, field: &str) -> Result<&'a str, RpcError> {
     match p.get(field) {
@@ -231,6 +272,35 @@ fn schedule(db: &ecsdb_query::Database) -> Vec<Json> {
         .collect()
 }
 
+/// The language's keywords, as the query crate's table has them: `{word, reserved,
+/// starts_statement}` (the inspector highlights and completes with them).
+fn keywords_json() -> Vec<Json> {
+    KEYWORDS
+        .iter()
+        .map(|k| json!({ "word": k.word, "reserved": k.reserved, "starts_statement": k.starts_statement }))
+        .collect()
+}
+
+/// The language's built-in functions, as the query crate lists them: `{name, kind, signature}`.
+fn functions_json() -> Vec<Json> {
+    BUILTIN_FUNCTIONS
+        .iter()
+        .map(|f| json!({ "name": f.name, "kind": function_kind_name(f.kind), "signature": f.signature }))
+        .collect()
+}
+
+/// A function kind's name in the protocol.
+fn function_kind_name(kind: FunctionKind) -> &'static str {
+    match kind {
+        FunctionKind::Scalar => "scalar",
+        FunctionKind::Aggregate => "aggregate",
+        FunctionKind::Component => "component",
+        FunctionKind::Hierarchy => "hierarchy",
+        // A kind newer than this server: still a function a client can complete.
+        _ => "function",
+    }
+}
+
 fn result_json(rs: &ResultSet) -> Json {
     json!({ "columns": rs.columns, "rows": rows_json(&rs.rows) })
 }
@@ -291,7 +361,7 @@ impl Methods {
     fn explain(&self, p: &Map<String, Json>) -> Result<Json, RpcError> {
         let text = str_param(p, "text")?;
         let full = format!("EXPLAIN {text}");
-        // Errors point into the client's text: shift spans back by the prefix.
+        // Errors' positions refer to `EXPLAIN <text>` (docs/protocol.md).
         let (tick, rs) = self.reader.query(&full, ()).map_err(|e| RpcError::statement(&e, &full))?;
         let plan: Vec<Json> = rs
             .rows
@@ -354,6 +424,8 @@ impl Methods {
                     "tables": tables,
                     "systems": schedule(&s.db),
                     "writable": self.allow_writes,
+                    "keywords": keywords_json(),
+                    "functions": functions_json(),
                 })
             })
             .map_err(|e| RpcError::statement(&e, ""))

@@ -13,9 +13,9 @@ use tungstenite::protocol::{CloseFrame, Role, WebSocketConfig};
 use tungstenite::{Message, WebSocket};
 
 use crate::http::{MAX_BODY_BYTES, REQUEST_TIMEOUT, Request, write_response};
-use crate::rpc::{RpcError, response, str_param};
+use crate::rpc::{RpcError, answer_message, response, statement_params, str_param};
 use crate::subscribe::{MAX_SUBSCRIPTIONS_PER_CONNECTION, Outbox};
-use crate::{Ctx, handle_text, security};
+use crate::{Ctx, security};
 
 /// How long the connection thread sleeps when neither the client nor the hub has anything.
 const POLL: Duration = Duration::from_millis(2);
@@ -140,12 +140,12 @@ impl Session<'_> {
         let ctx = self.ctx;
         let mut subs = std::mem::take(&mut self.subs);
         let outbox = Arc::clone(&self.outbox);
-        let answer = handle_text(bytes, |method, p| match method {
+        let answer = answer_message(bytes, |method, p| match method {
             "auth" => Some(Ok(json!({}))),
             "subscribe" => Some((|| {
                 let id = str_param(p, "id")?;
                 let text = str_param(p, "text")?;
-                let params = crate::rpc::statement_params(p)?;
+                let params = statement_params(p)?;
                 if subs.contains(id) {
                     return Err(RpcError::params("id", "a subscription with this id is open"));
                 }

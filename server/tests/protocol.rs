@@ -5,9 +5,12 @@ mod common;
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
+use std::sync::mpsc;
 use std::time::Duration;
 
-use common::{Served, WORLD};
+use common::{Served, WORLD, eventually};
+use ecsdb_query::BUILTIN_FUNCTIONS;
+use ecsdb_query::lex::KEYWORDS;
 use ecsdb_server::client::ClientError;
 use serde_json::{Value as Json, json};
 
@@ -63,6 +66,36 @@ fn every_read_method() {
     assert_eq!((st["entities"].clone(), st["tables"].is_u64()), (json!(3), true));
     assert_eq!(st["tick_ms"], json!({"last": null, "p50": null, "p99": null}));
     assert!(st["memory_bytes"].as_u64().unwrap() > 0);
+}
+
+/// `schema` carries the language's keywords and functions as the query crate defines them, so
+/// that a client (the inspector) highlights and completes what the server's parser reads.
+#[test]
+fn schema_lists_the_languages_keywords_and_functions() {
+    let s = Served::new(WORLD, false, None);
+    let schema = s.http().call("schema", json!({})).unwrap();
+    let keywords = schema["keywords"].as_array().expect("keywords");
+    let words: Vec<&str> = keywords.iter().map(|k| k["word"].as_str().unwrap()).collect();
+    assert_eq!(words, KEYWORDS.iter().map(|k| k.word).collect::<Vec<_>>());
+    for (sent, k) in keywords.iter().zip(KEYWORDS) {
+        assert_eq!(sent, &json!({"word": k.word, "reserved": k.reserved, "starts_statement": k.starts_statement}));
+    }
+    let select = keywords.iter().find(|k| k["word"] == "SELECT").unwrap();
+    assert_eq!(select, &json!({"word": "SELECT", "reserved": true, "starts_statement": true}));
+    let phase = keywords.iter().find(|k| k["word"] == "PHASE").unwrap();
+    assert_eq!(phase["reserved"], json!(false), "contextual keywords say so");
+
+    let functions = schema["functions"].as_array().expect("functions");
+    let names: Vec<&str> = functions.iter().map(|f| f["name"].as_str().unwrap()).collect();
+    assert_eq!(names, BUILTIN_FUNCTIONS.iter().map(|f| f.name).collect::<Vec<_>>());
+    for (sent, f) in functions.iter().zip(BUILTIN_FUNCTIONS) {
+        assert_eq!((sent["signature"].as_str(), sent["kind"].is_string()), (Some(f.signature), true));
+    }
+    let kind = |name: &str| functions.iter().find(|f| f["name"] == name).unwrap()["kind"].clone();
+    assert_eq!(
+        [kind("sum"), kind("abs"), kind("has"), kind("depth")],
+        [json!("aggregate"), json!("scalar"), json!("component"), json!("hierarchy")]
+    );
 }
 
 #[test]
@@ -166,18 +199,21 @@ fn limits_host_origin_and_paths() {
     assert!(raw(&s, b"GET /nope HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n").starts_with("HTTP/1.1 404"));
     assert!(raw(&s, b"garbage\x00\r\n\r\n").starts_with("HTTP/1.1 400"));
     // A half-sent request is answered 408 after the 10 s limit; others are served meanwhile.
+    let (sent, half_sent) = mpsc::channel();
     let slow = std::thread::spawn({
         let addr = s.server().addr();
         move || {
             let mut t = TcpStream::connect(addr).unwrap();
             t.write_all(b"POST /rpc HTTP/1.1\r\nHost: localhost\r\n").unwrap();
+            sent.send(()).unwrap();
             let mut out = String::new();
             let _ = t.read_to_string(&mut out);
             out
         }
     });
-    std::thread::sleep(Duration::from_millis(100));
+    half_sent.recv_timeout(Duration::from_secs(10)).unwrap();
     assert!(s.http().call("stats", json!({})).is_ok());
+    assert!(!slow.is_finished(), "another request was served while the half-sent one waited");
     assert!(slow.join().unwrap().starts_with("HTTP/1.1 408"));
 }
 
@@ -185,12 +221,15 @@ fn limits_host_origin_and_paths() {
 fn connection_limit() {
     let s = Served::new(WORLD, false, None);
     let held: Vec<TcpStream> = (0..64).map(|_| TcpStream::connect(s.server().addr()).unwrap()).collect();
-    std::thread::sleep(Duration::from_millis(200));
-    let over = raw(&s, b"GET / HTTP/1.1\r\nHost: localhost\r\n\r\n");
-    assert!(over.starts_with("HTTP/1.1 503") && over.contains("-32004"), "{over}");
+    // The server accepts in connection order, so once it has taken the 64 held ones a 65th is
+    // refused; until then a probe is served, and closed at once.
+    let over = eventually("the 65th connection refused", Duration::from_secs(10), || {
+        let answer = raw(&s, b"GET / HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n");
+        answer.starts_with("HTTP/1.1 503").then_some(answer)
+    });
+    assert!(over.contains("-32004"), "{over}");
     drop(held);
-    std::thread::sleep(Duration::from_millis(300));
-    assert!(s.http().call("stats", json!({})).is_ok());
+    eventually("a connection served again", Duration::from_secs(10), || s.http().call("stats", json!({})).ok());
 }
 
 #[test]
@@ -204,13 +243,10 @@ fn exec_applies_all_or_nothing_and_reports_its_tick() {
     let tick = ok["tick"].as_u64().unwrap();
     assert!(tick > before["tick"].as_u64().unwrap());
     assert_eq!(ok["results"][1]["rows"], json!([[4]]));
-    let after = loop {
+    let after = eventually("a state of the exec's tick", Duration::from_secs(10), || {
         let a = c.call("query", json!({"text": "SELECT count(*)"})).unwrap();
-        if a["tick"].as_u64().unwrap() >= tick {
-            break a;
-        }
-        std::thread::sleep(Duration::from_millis(5));
-    };
+        (a["tick"].as_u64().unwrap() >= tick).then_some(a)
+    });
     assert_eq!(after["rows"], json!([[4]]));
 }
 
@@ -332,14 +368,10 @@ fn schema_and_stats_show_the_systems_and_whether_writes_are_allowed() {
         json!([{"name": "heal", "phase": "OnUpdate", "position": 0, "reads": ["Health"], "writes": ["Health"]}])
     );
     // The writer's counters reach `stats` once it has ticked with a reader attached.
-    let mut systems = json!(null);
-    for _ in 0..400 {
-        systems = c.call("stats", json!({})).unwrap()["systems"].clone();
-        if systems[0]["runs"].as_u64().is_some_and(|r| r >= 2) {
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(5));
-    }
+    let systems = eventually("two runs of heal in stats", Duration::from_secs(10), || {
+        let systems = c.call("stats", json!({})).unwrap()["systems"].clone();
+        systems[0]["runs"].as_u64().is_some_and(|r| r >= 2).then_some(systems)
+    });
     let heal = &systems[0];
     assert_eq!((heal["name"].clone(), heal["phase"].clone()), (json!("heal"), json!("OnUpdate")), "{systems}");
     assert!(heal["runs"].as_u64().unwrap() >= 2 && heal["rows"].as_u64().unwrap() >= 4, "{systems}");

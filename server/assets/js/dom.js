@@ -24,9 +24,10 @@ function append(el, children) {
 
 export const $ = (id) => document.getElementById(id);
 
-/** Groups digits of an integer for people: 1234567 -> "1,234,567". */
+/** Groups digits of an integer for people: 1234567 -> "1,234,567" (a BigInt keeps every digit). */
 export function formatCount(n) {
-  return n === null || n === undefined ? '–' : Number(n).toLocaleString('en-US');
+  if (n === null || n === undefined) return '–';
+  return (typeof n === 'bigint' ? n : Number(n)).toLocaleString('en-US');
 }
 
 /** Bytes as KiB/MiB/GiB. */

@@ -1,8 +1,9 @@
 // The statement editor: a textarea under a highlighted copy of its text, completion of
-// component and field names from the schema (and keywords), and the statement history.
+// component and field names from the schema (and the keywords and functions the schema answer
+// lists), and the statement history.
 
 import { $, h } from './dom.js';
-import { tokenize, classify, KEYWORDS, FUNCTIONS } from './lexer.js';
+import { tokenize, classify, NO_LANGUAGE } from './lexer.js';
 
 const HISTORY_KEY = 'ecsdb.inspector.history';
 const HISTORY_MAX = 100;
@@ -70,7 +71,7 @@ export class Editor {
   render() {
     const text = this.input.value;
     const schema = this.getSchema();
-    const tokens = classify(tokenize(text), schema ? schema.fieldsOf : new Map());
+    const tokens = classify(tokenize(text), schema ? schema.fieldsOf : new Map(), schema?.language ?? NO_LANGUAGE);
     const nodes = [];
     for (const token of tokens) {
       const cls = token.type === 'ws' || token.type === 'op' || token.type === 'other' || token.type === 'ident' ? '' : `t-${token.type}`;
@@ -160,11 +161,14 @@ export class Editor {
       for (const c of schema?.components || []) {
         if (c.name.toLowerCase().startsWith(lower)) items.push({ text: c.name, kind: 'component' });
       }
-      for (const k of KEYWORDS) {
+      const { keywords, functions } = schema?.language ?? NO_LANGUAGE;
+      for (const k of keywords) {
+        // A word that is both (`COUNT`) is offered once, as the function.
+        if (functions.has(k.toLowerCase())) continue;
         if (word && k.toLowerCase().startsWith(lower) && k.length > word.length) items.push({ text: k, kind: 'keyword' });
       }
-      for (const f of FUNCTIONS) {
-        if (word && f.startsWith(lower) && f.length > word.length) items.push({ text: f, kind: 'function', call: true });
+      for (const [f, { kind, signature }] of functions) {
+        if (word && f.startsWith(lower) && f.length > word.length) items.push({ text: f, kind, title: signature, call: true });
       }
     }
     const exact = items.length === 1 && items[0].text === word;
@@ -191,6 +195,7 @@ export class Editor {
             e.preventDefault();
             this.accept(item);
           },
+          title: item.title || null,
         }, h('span', {}, item.text), h('span', { class: 'kind' }, item.kind))),
     );
     this.popup.hidden = false;

@@ -1,64 +1,26 @@
-// The entity browser: a paged list filtered by terms or a WHERE clause, a hierarchy tree when
-// the schema has a `REFERENCES … ACYCLIC` relation, and the entity view with in-place edits.
+// The entity browser: a list filtered by terms or a WHERE clause, paged in entity order
+// (entity-queries.js), a hierarchy tree when the schema has a `REFERENCES … ACYCLIC` relation,
+// and the entity view with in-place edits (literals.js checks what is typed).
 
-import { $, h, toast, confirmDialog } from './dom.js';
+import { $, h, toast, confirmDialog, formatCount } from './dom.js';
 import { RpcError, CODES } from './rpc.js';
-import { tokenize } from './lexer.js';
-import { valueText, isEntityId } from './values.js';
+import { valueText } from './values.js';
+import { sameJson } from './json.js';
+import { parseFieldInput } from './literals.js';
+import { entityPageQuery, entityCountQuery } from './entity-queries.js';
 import { errorNodes } from './query.js';
 
 const PAGE_SIZE = 50;
 const TREE_PAGE = 100;
 const VIEW_REFRESH_MS = 1000;
 
-/** Splits a filter into its term list and its `WHERE …` part (at the top-level WHERE). */
-export function splitFilter(filter) {
-  let depth = 0;
-  for (const token of tokenize(filter)) {
-    if (token.text === '(' || token.text === '[') depth += 1;
-    else if (token.text === ')' || token.text === ']') depth -= 1;
-    else if (depth === 0 && token.type === 'ident' && token.text.toUpperCase() === 'WHERE') {
-      return { terms: filter.slice(0, token.start).trim().replace(/,$/, ''), where: filter.slice(token.start).trim() };
-    }
-  }
-  return { terms: filter.trim(), where: '' };
-}
-
-/** Turns the text typed into a field back into a parameter value of the field's type. */
-export function parseFieldInput(text, type) {
-  const t = String(type || '').toLowerCase().split(/\s+/)[0];
-  const raw = text.trim();
-  if (raw.toLowerCase() === 'null') return null;
-  if (/^[iu](8|16|32|64)$/.test(t)) {
-    if (!/^-?\d+$/.test(raw)) throw new Error(`'${raw}' is not an integer`);
-    return Number(raw);
-  }
-  if (/^f(32|64)$/.test(t)) {
-    const n = Number(raw);
-    if (raw === '' || !Number.isFinite(n)) throw new Error(`'${raw}' is not a number`);
-    return n;
-  }
-  if (t === 'bool') {
-    if (!/^(true|false)$/i.test(raw)) throw new Error('type true or false');
-    return raw.toLowerCase() === 'true';
-  }
-  if (t === 'entity') {
-    if (!isEntityId(raw)) throw new Error(`'${raw}' is not an entity id like 12v0`);
-    return { entity: raw };
-  }
-  if (t === 'vec2' || t === 'vec3') {
-    const parts = raw.replace(/^\[|\]$/g, '').split(',').map((x) => Number(x.trim()));
-    const size = t === 'vec2' ? 2 : 3;
-    if (parts.length !== size || parts.some((n) => !Number.isFinite(n))) throw new Error(`type ${size} numbers, like [1, 2${size === 3 ? ', 3' : ''}]`);
-    return parts;
-  }
-  return text; // string: exactly as typed
-}
-
 export class EntityBrowser {
   constructor(app) {
     this.app = app;
-    this.page = 0;
+    this.listPage = 0;
+    /** For each page of the list reached so far, the id it starts after (null: the first). */
+    this.pageStarts = [null];
+    this.treePage = 0;
     this.filter = '';
     this.selected = null;
     this.viewData = null;
@@ -68,10 +30,11 @@ export class EntityBrowser {
     $('entity-filter-form').addEventListener('submit', (e) => {
       e.preventDefault();
       this.filter = $('entity-filter').value;
+      this.pageStarts = [null];
       this.load(0);
     });
-    $('entity-prev').addEventListener('click', () => this.load(this.page - 1));
-    $('entity-next').addEventListener('click', () => this.load(this.page + 1));
+    $('entity-prev').addEventListener('click', () => this.turnPage(-1));
+    $('entity-next').addEventListener('click', () => this.turnPage(1));
     $('mode-list').addEventListener('click', () => this.setMode('list'));
     $('mode-tree').addEventListener('click', () => this.setMode('tree'));
     $('entity-list').addEventListener('keydown', (e) => listKeys(e, '#entity-list button'));
@@ -107,8 +70,15 @@ export class EntityBrowser {
   browse(component) {
     $('entity-filter').value = component;
     this.filter = component;
+    this.pageStarts = [null];
+    this.listPage = 0;
     this.setMode('list');
-    this.load(0);
+  }
+
+  /** The next (`step` 1) or previous (-1) page of the list or the tree. */
+  turnPage(step) {
+    if (this.mode === 'tree') this.loadTree(this.treePage + step);
+    else this.load(this.listPage + step);
   }
 
   /** The schema changed: show the tree toggle when there is an acyclic relation. */
@@ -127,44 +97,45 @@ export class EntityBrowser {
     $('entity-list').hidden = mode !== 'list';
     $('entity-tree').hidden = mode !== 'tree';
     if (mode === 'tree') this.loadTree(0);
-    else this.load(this.page);
+    else this.load(this.listPage);
   }
 
-  listQuery(withLabel) {
-    const { terms, where } = splitFilter(this.filter);
-    const label = withLabel ? this.app.schema?.labelField() : null;
-    const from = [terms, label ? `?${label.split('.')[0]}` : ''].filter(Boolean).join(', ');
-    const items = label ? `entity, ${label}` : 'entity';
-    return {
-      select: `SELECT ${items}${from ? ` FROM ${from}` : ''}${where ? ` ${where}` : ''}`,
-      count: `SELECT count(*)${terms ? ` FROM ${terms}` : ''}${where ? ` ${where}` : ''}`,
-    };
-  }
-
-  /** Loads page `page` of the list: only that page's rows cross the wire. */
+  /**
+   * Loads page `page` of the list: only that page's ids cross the wire. A page starts after the
+   * last id of the page before (pageStarts), so pages can only be reached in order from the
+   * first; going back takes a start already known. (In tree mode: the tree's page again.)
+   */
   async load(page) {
-    if (page < 0) return;
     this.loadedOnce = true;
-    if (this.mode === 'tree') return this.loadTree(page);
+    if (this.mode === 'tree') return this.loadTree(this.treePage);
+    const after = this.pageStarts[page];
+    if (after === undefined) return;
     $('entity-filter-error').hidden = true;
     const conn = this.app.conn;
-    const paging = `\nLIMIT ${PAGE_SIZE + 1} OFFSET ${page * PAGE_SIZE}`;
+    const label = this.app.schema?.labelField() ?? null;
+    const ask = (withLabel) => {
+      const { text, params } = entityPageQuery(this.filter, { after, label: withLabel ? label : null, pageSize: PAGE_SIZE });
+      return conn.call('query', { text, params, limit: PAGE_SIZE + 1 });
+    };
     let result;
     try {
       try {
-        result = await conn.call('query', { text: this.listQuery(true).select + paging, limit: PAGE_SIZE + 1 });
+        result = await ask(label !== null);
       } catch (error) {
         // The label join can clash with the filter's own terms; the ids alone still list.
-        if (!(error instanceof RpcError) || error.code !== CODES.statement) throw error;
-        result = await conn.call('query', { text: this.listQuery(false).select + paging, limit: PAGE_SIZE + 1 });
+        if (!label || !(error instanceof RpcError) || error.code !== CODES.statement) throw error;
+        result = await ask(false);
       }
     } catch (error) {
       this.showFilterError(error);
       return;
     }
-    this.page = page;
+    this.listPage = page;
     const rows = result.rows.slice(0, PAGE_SIZE);
     const hasMore = result.rows.length > PAGE_SIZE;
+    // The pages past this one start after its last id (as it is now).
+    this.pageStarts.length = page + 1;
+    if (hasMore) this.pageStarts.push(rows[rows.length - 1][0]);
     const list = $('entity-list');
     list.replaceChildren(
       ...rows.map(([id, label]) => h('li', {}, h('button', {
@@ -180,9 +151,9 @@ export class EntityBrowser {
     const first = page * PAGE_SIZE + 1;
     $('entity-range').textContent = rows.length ? `${first}–${first + rows.length - 1}` : '';
     // The total, counted by the server (one number, whatever the size of the world).
-    conn.call('query', { text: this.listQuery(false).count, limit: 1 })
+    conn.call('query', { ...entityCountQuery(this.filter), limit: 1 })
       .then((r) => {
-        if (this.page === page && rows.length) $('entity-range').textContent = `${first}–${first + rows.length - 1} of ${Number(r.rows[0][0]).toLocaleString('en-US')}`;
+        if (this.listPage === page && rows.length) $('entity-range').textContent = `${first}–${first + rows.length - 1} of ${formatCount(r.rows[0][0])}`;
       })
       .catch(() => {});
   }
@@ -195,12 +166,12 @@ export class EntityBrowser {
 
   /** The tree's top level: the root of every chain with the number of entities under it. */
   async loadTree(page) {
-    if (!this.relation) return;
+    if (!this.relation || page < 0) return;
     const { component: c, field: f } = this.relation;
     const text = `SELECT root(${c}.${f}) AS root, count(*) AS members FROM ${c} GROUP BY root(${c}.${f})\nLIMIT ${TREE_PAGE + 1} OFFSET ${page * TREE_PAGE}`;
     try {
       const result = await this.app.conn.call('query', { text, limit: TREE_PAGE + 1 });
-      this.page = page;
+      this.treePage = page;
       const rows = result.rows.slice(0, TREE_PAGE);
       const labels = await this.labels(rows.map((r) => r[0]));
       $('entity-tree').replaceChildren(h('ul', { role: 'group' }, rows.map(([id, members]) => this.treeNode(id, labels.get(id), `${members} below`))));
@@ -326,7 +297,7 @@ export class EntityBrowser {
           ? h('table', {}, h('tbody', {}, fields.map(([field, v]) => {
             const type = schema?.fieldType(name, field) || '';
             const before = previous?.entity === id ? previous.components?.[name]?.[field] : undefined;
-            const changed = previous?.entity === id && JSON.stringify(before) !== JSON.stringify(v);
+            const changed = previous?.entity === id && !sameJson(before, v);
             const key = `${name}.${field}`;
             return h('tr', { class: changed ? 'flash' : null, dataset: { field: key } },
               h('td', { class: 'fname' }, field),
@@ -441,7 +412,7 @@ export class EntityBrowser {
     if (!ok) return;
     if (await this.write(`DESPAWN ${id}`, {}, `${id} despawned`)) {
       await this.refreshView(true);
-      this.load(this.page);
+      this.load(this.listPage);
     }
   }
 

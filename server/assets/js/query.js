@@ -4,12 +4,14 @@
 
 import { $, h, toast } from './dom.js';
 import { RpcError, CODES } from './rpc.js';
-import { leadingKeyword, hasTopLevelLimit, isScript, stripTrailingSemicolon } from './lexer.js';
+import { leadingKeyword, hasTopLevelLimit, isScript, stripTrailingSemicolon, withoutLeadingWord, NO_LANGUAGE } from './lexer.js';
 import { valueCell, toCsv, download } from './values.js';
+import { stringifyJson } from './json.js';
 
 const PAGE_SIZE = 100;
 /** The most rows a download asks for (it is an explicit request for more than a page). */
 const DOWNLOAD_LIMIT = 100000;
+/** Statements that only read, by their first keyword ('': a bare term list); `query` runs them. */
 const READ_ONLY = new Set(['SELECT', 'EXPLAIN', 'SHOW', 'DESCRIBE', '']);
 
 export class QueryView {
@@ -33,7 +35,7 @@ export class QueryView {
     this.editor.remember(text);
     this.clearError();
     $('explain-view').hidden = true;
-    const keyword = leadingKeyword(text);
+    const keyword = leadingKeyword(text, this.app.schema?.language ?? NO_LANGUAGE);
     if (isScript(text) || !READ_ONLY.has(keyword)) {
       await this.exec(text);
       return;
@@ -141,7 +143,7 @@ export class QueryView {
     this.clearError();
     const view = $('explain-view');
     try {
-      const result = await this.app.conn.call('explain', { text: text.replace(/^\s*EXPLAIN\s+/i, '') });
+      const result = await this.app.conn.call('explain', { text: withoutLeadingWord(text, 'EXPLAIN') });
       view.replaceChildren(h('h3', {}, `Plan at tick ${result.tick}`), planTree(result.plan || []));
       view.hidden = false;
     } catch (error) {
@@ -155,7 +157,7 @@ export class QueryView {
       const result = await this.app.conn.call('query', { text: this.last.text, limit: DOWNLOAD_LIMIT });
       const name = `ecsdb-result-tick${result.tick}.${format}`;
       if (format === 'json') {
-        download(name, JSON.stringify({ columns: result.columns, rows: result.rows }), 'application/json');
+        download(name, stringifyJson({ columns: result.columns, rows: result.rows }), 'application/json');
       } else {
         download(name, toCsv(result.columns, result.rows), 'text/csv');
       }

@@ -5,6 +5,11 @@
 //
 // Messages from the page (`op`): start, token, call, subscribe, unsubscribe, viewport, ack,
 // drop, simulate. Messages to the page: state, open, reply, frame.
+//
+// Messages are read and written by json.js, so integers beyond 2^53 reach the page as BigInt
+// (structured clone carries them) and the page's BigInt parameters go out with every digit.
+
+import { parseJson, stringifyJson, sameJson } from './json.js';
 
 const REQUEST_TIMEOUT_MS = 30000;
 const MAX_BACKOFF_MS = 5000;
@@ -48,7 +53,7 @@ function open() {
     if (typeof event.data !== 'string') return;
     let message;
     try {
-      message = JSON.parse(event.data);
+      message = parseJson(event.data);
     } catch {
       return;
     }
@@ -94,7 +99,7 @@ function scheduleReconnect() {
 /** Sends a request now when authenticated, otherwise when the connection comes back. */
 function request(method, params, target) {
   const id = nextId++;
-  const entry = { ...target, method, text: JSON.stringify({ jsonrpc: '2.0', id, method, params }), sent: false };
+  const entry = { ...target, method, text: stringifyJson({ jsonrpc: '2.0', id, method, params }), sent: false };
   requests.set(id, entry);
   if (authed && socket?.readyState === WebSocket.OPEN) transmit(id, entry);
 }
@@ -203,7 +208,7 @@ class Subscription {
       params.rows.forEach((row, i) => {
         const key = this.keyed ? row[0] : i;
         const before = old.get(key);
-        if (before && JSON.stringify(before.row) === JSON.stringify(row)) {
+        if (before && sameJson(before.row, row)) {
           this.keys.push(key);
           this.rows.set(key, before);
         } else {
@@ -262,7 +267,7 @@ function simulate({ id, result, messages, hz }) {
   let n = 0;
   simulation = setInterval(() => {
     const t0 = performance.now();
-    receive(JSON.parse(messages[n++ % messages.length]));
+    receive(parseJson(messages[n++ % messages.length]));
     sub.work += performance.now() - t0;
   }, 1000 / hz);
 }

@@ -1,7 +1,9 @@
 // The schema sidebar: components (fields, types, storage, entity counts), archetype tables,
-// indexes and systems, from the `schema` method, refreshed while connected.
+// indexes and systems, from the `schema` method, refreshed while connected; and the language's
+// keywords and functions from the same answer, for the editor.
 
 import { $, h, formatCount, formatBytes, formatMs } from './dom.js';
+import { languageOf } from './lexer.js';
 
 const MAX_TABLES_LISTED = 200;
 
@@ -17,6 +19,8 @@ export class SchemaModel {
     this.fieldsOf = new Map(this.components.map((c) => [c.name, (c.fields || []).map((f) => f.name)]));
     /** name -> component */
     this.byName = new Map(this.components.map((c) => [c.name, c]));
+    /** The language's keywords and functions, as the server's parser knows them. */
+    this.language = languageOf(result);
   }
 
   /** The type of `C.f`, or undefined. */

@@ -1,14 +1,21 @@
 // How result values look on the page and in downloads. Values arrive as the language's JSON
-// (docs/query-language.md, "Results as JSON"): entities are "12v0" strings, vectors arrays,
-// components objects.
+// (docs/query-language.md, "Results as JSON"), read by json.js: entities are "12v0" strings,
+// vectors arrays, components objects, and integers outside the double's safe range BigInts,
+// shown with every digit.
 
 import { h } from './dom.js';
+import { stringifyJson } from './json.js';
 
 const ENTITY_RE = /^\d+v\d+$/;
 
 /** True for the text form of an entity id. */
 export function isEntityId(value) {
   return typeof value === 'string' && ENTITY_RE.test(value);
+}
+
+/** True for a number as results carry it: a Number, or a BigInt for an integer beyond 2^53. */
+export function isNumeric(value) {
+  return typeof value === 'number' || typeof value === 'bigint';
 }
 
 /** True when a column or field type (see SchemaModel.columnType) holds entity ids. */
@@ -53,7 +60,7 @@ export function valueText(value, type) {
  */
 export function valueCell(value, type, openEntity) {
   if (value === null || value === undefined) return h('td', {}, h('span', { class: 'null' }, 'null'));
-  if (typeof value === 'number') return h('td', { class: 'n' }, valueText(value, type));
+  if (isNumeric(value)) return h('td', { class: 'n' }, valueText(value, type));
   if (typeof value === 'boolean') return h('td', {}, h('span', { class: 'bool' }, String(value)));
   if (isEntityType(type) && isEntityId(value) && openEntity) {
     return h('td', {}, h('button', { class: 'ent-link', type: 'button', onclick: () => openEntity(value), title: `Open ${value}` }, value));
@@ -70,7 +77,7 @@ export function valueCell(value, type, openEntity) {
 export function setCell(td, value, type) {
   const text = valueText(value, type);
   const link = isEntityType(type) && isEntityId(value);
-  const kind = link ? 'link' : value === null || value === undefined ? 'null' : typeof value === 'number' ? 'n'
+  const kind = link ? 'link' : value === null || value === undefined ? 'null' : isNumeric(value) ? 'n'
     : typeof value === 'boolean' ? 'bool' : typeof value === 'object' ? 'obj' : 'str';
   if (td.shown === text && td.kind === kind) return;
   td.shown = text;
@@ -83,7 +90,7 @@ export function setCell(td, value, type) {
 /** RFC 4180 CSV of a result (values as JSON gives them, so nothing is rounded). */
 export function toCsv(columns, rows) {
   const cell = (v) => {
-    const text = v === null || v === undefined ? '' : typeof v === 'object' && !Array.isArray(v) && !('entity' in v) ? JSON.stringify(v) : valueText(v);
+    const text = v === null || v === undefined ? '' : typeof v === 'object' && !Array.isArray(v) && !('entity' in v) ? stringifyJson(v) : valueText(v);
     return /[",\n\r]/.test(text) ? `"${text.replace(/"/g, '""')}"` : text;
   };
   return [columns, ...rows].map((row) => row.map(cell).join(',')).join('\r\n') + '\r\n';

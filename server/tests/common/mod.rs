@@ -6,7 +6,7 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use ecsdb_query::Database;
 use ecsdb_query::live::Publisher;
@@ -72,6 +72,19 @@ impl Drop for Served {
         if let Some(w) = self.writer.take() {
             let _ = w.join();
         }
+    }
+}
+
+/// Polls `probe` every few milliseconds until it gives a value; panics saying `what` was
+/// awaited when `limit` passes first. (Tests wait for a condition, never for a fixed time.)
+pub fn eventually<T>(what: &str, limit: Duration, mut probe: impl FnMut() -> Option<T>) -> T {
+    let deadline = Instant::now() + limit;
+    loop {
+        if let Some(value) = probe() {
+            return value;
+        }
+        assert!(Instant::now() < deadline, "{what}: not within {limit:?}");
+        std::thread::sleep(Duration::from_millis(5));
     }
 }
 
