@@ -6,7 +6,7 @@ use std::str::FromStr;
 use ecsdb_engine::{Entity, StorageKind, Value};
 use ecsdb_query::lex::KEYWORDS;
 use ecsdb_query::live::Reader;
-use ecsdb_query::{BUILTIN_FUNCTIONS, Error, ErrorKind, FunctionKind, Params, ResultSet, value_to_json};
+use ecsdb_query::{BUILTIN_FUNCTIONS, Error, ErrorKind, Params, ResultSet, value_to_json};
 use serde_json::{Map, Value as Json, json};
 
 /// The default row limit of `query`.
@@ -285,20 +285,8 @@ fn keywords_json() -> Vec<Json> {
 fn functions_json() -> Vec<Json> {
     BUILTIN_FUNCTIONS
         .iter()
-        .map(|f| json!({ "name": f.name, "kind": function_kind_name(f.kind), "signature": f.signature }))
+        .map(|f| json!({ "name": f.name, "kind": f.kind.name(), "signature": f.signature }))
         .collect()
-}
-
-/// A function kind's name in the protocol.
-fn function_kind_name(kind: FunctionKind) -> &'static str {
-    match kind {
-        FunctionKind::Scalar => "scalar",
-        FunctionKind::Aggregate => "aggregate",
-        FunctionKind::Component => "component",
-        FunctionKind::Hierarchy => "hierarchy",
-        // A kind newer than this server: still a function a client can complete.
-        _ => "function",
-    }
 }
 
 fn result_json(rs: &ResultSet) -> Json {

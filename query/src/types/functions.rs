@@ -225,6 +225,18 @@ pub enum FunctionKind {
     Hierarchy,
 }
 
+impl FunctionKind {
+    /// Its name, as tools show it (and the `schema` RPC sends it).
+    pub fn name(self) -> &'static str {
+        match self {
+            FunctionKind::Scalar => "scalar",
+            FunctionKind::Aggregate => "aggregate",
+            FunctionKind::Component => "component",
+            FunctionKind::Hierarchy => "hierarchy",
+        }
+    }
+}
+
 /// A built-in function: its name and how it is called.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct FunctionInfo {
