@@ -1,7 +1,8 @@
 //! `ON DELETE` against a model: random graphs of entities whose references carry every
 //! policy (CASCADE, SET NULL, REMOVE, RESTRICT, NO ACTION, cycles allowed), one DESPAWN, and
 //! the world compared with what the model says: the cascade's closure gone, survivors'
-//! SET NULL fields null and REMOVE components removed; or, when a surviving RESTRICT
+//! SET NULL fields null, REMOVE components removed, NO ACTION handles dangling (reading as
+//! null); or, when a surviving RESTRICT
 //! referrer blocks it (anywhere in the cascade, however deep), a `constraint` error and the
 //! world exactly as before. With and without relation indexes on every reference.
 
@@ -63,6 +64,10 @@ fn model(nodes: &[Node], victim: usize) -> Outcome {
             }
             if n.refs[2].is_some_and(|t| gone.contains(&t)) {
                 n.refs[2] = None;
+            }
+            // NO ACTION leaves the handle in place, and a dangling handle reads as null.
+            if n.refs[4].is_some_and(|t| gone.contains(&t)) {
+                n.refs[4] = Some(usize::MAX);
             }
             (i, n)
         })

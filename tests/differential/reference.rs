@@ -31,7 +31,7 @@ use ecsdb::query::parse::{
 };
 use ecsdb::{Entity, Value};
 
-use super::model::{Fields, Model};
+use super::model::{CompDef, Fields, Model};
 use super::relations::{self, is_hierarchy_function};
 
 /// Why the reference has no answer.
@@ -609,7 +609,16 @@ impl<'m> Reference<'m> {
             let xs: Vec<f64> = fields.iter().map(|(_, v)| v.as_f64().expect("numeric field")).collect();
             return Ok(if n == 2 { Value::Vec2([xs[0], xs[1]]) } else { Value::Vec3([xs[0], xs[1], xs[2]]) });
         }
-        Ok(Value::Object(fields.clone()))
+        Ok(Value::Object(fields.iter().map(|(f, v)| (f.clone(), self.as_read(def, f, v))).collect()))
+    }
+
+    /// A stored value as a statement reads it: a reference whose target is not alive (a
+    /// dangling `NO ACTION` handle) reads as null.
+    fn as_read(&self, def: &CompDef, field: &str, v: &Value) -> Value {
+        match v {
+            Value::Entity(e) if def.reference(field).is_some() && !self.model.is_alive(*e) => Value::Null,
+            other => other.clone(),
+        }
     }
 
     fn field_value(&self, row: Row, comp: &str, field: &str) -> R {
@@ -618,7 +627,10 @@ impl<'m> Reference<'m> {
             return Err(RefError::Unknown("field", format!("{comp}.{field}")));
         }
         Ok(match row.comps.get(comp) {
-            Some(fields) => fields.iter().find(|(f, _)| f == field).map(|(_, v)| v.clone()).expect("field stored"),
+            Some(fields) => {
+                let v = fields.iter().find(|(f, _)| f == field).map(|(_, v)| v).expect("field stored");
+                self.as_read(def, field, v)
+            }
             None => Value::Null,
         })
     }

@@ -10,8 +10,8 @@
 //!   just before an entity met already (the entity itself included): on such a loop `depth`
 //!   and `root` are null, and `descendant_of` is true only for an entity met before the loop
 //!   closed; an entity is never its own descendant;
-//! - a dangling `NO ACTION` handle keeps reading as the handle it holds (the departure
-//!   `docs/query-language.md` lists), so the model keeps it.
+//! - a dangling `NO ACTION` handle reads as null everywhere (the model keeps the handle, as
+//!   the world does, and reads it as null: `Reference::as_read`).
 
 use std::collections::BTreeSet;
 

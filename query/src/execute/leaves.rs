@@ -65,9 +65,41 @@ pub fn gather_field<'w>(reader: &FieldView<'w>, rows: &[u32]) -> Result<Vector<'
     })
 }
 
+/// A reference field's values with every handle to an entity no longer alive made null: a
+/// dangling reference (left by `ON DELETE NO ACTION`) reads as null, in every expression.
+fn dangling_as_null<'w>(world: &World, values: Vector<'w>) -> Vector<'w> {
+    match values {
+        Vector::Entity(mut p) => {
+            if p.values.iter().any(|e| !e.is_null() && !world.is_alive(*e)) {
+                let valid = p.valid.get_or_insert_with(|| vec![true; p.values.len()]);
+                for (ok, e) in valid.iter_mut().zip(&p.values) {
+                    *ok &= !e.is_null() && world.is_alive(*e);
+                }
+            }
+            Vector::Entity(p)
+        }
+        Vector::Values(values) => Vector::from_values(
+            values
+                .into_iter()
+                .map(|v| match v {
+                    Value::Entity(e) if !world.is_alive(e) => Value::Null,
+                    other => other,
+                })
+                .collect(),
+        ),
+        other => other,
+    }
+}
+
 impl<'w> TableCtx<'w> {
     /// Values of field `field` of slot `slot` over `rows`.
     fn field_leaf(&self, e: &Expr, slot: usize, field: usize, rows: &[u32]) -> Result<Vector<'w>, Error> {
+        let values = self.stored_field(e, slot, field, rows)?;
+        Ok(if self.is_reference(slot, field) { dangling_as_null(self.world, values) } else { values })
+    }
+
+    /// Values of field `field` of slot `slot` over `rows`, as stored.
+    fn stored_field(&self, e: &Expr, slot: usize, field: usize, rows: &[u32]) -> Result<Vector<'w>, Error> {
         let oor = |v| out_of_range(e, self.meta, slot, field, v);
         match self.slots.get(slot) {
             Some(SlotReader::Dense(readers)) => match readers.get(field) {
@@ -173,7 +205,11 @@ impl<'w> TableCtx<'w> {
             };
             let mut fields = Vec::with_capacity(readers.len());
             for (i, reader) in readers.iter().enumerate() {
-                let v = reader.value(sr).map_err(|v| out_of_range(e, self.meta, slot, i, v))?;
+                let v = match reader.value(sr).map_err(|v| out_of_range(e, self.meta, slot, i, v))? {
+                    // A dangling reference reads as null in an object too.
+                    Value::Entity(t) if !self.world.is_alive(t) && self.is_reference(slot, i) => Value::Null,
+                    v => v,
+                };
                 let name = meta.and_then(|m| m.fields.get(i)).map_or_else(String::new, |f| f.name.clone());
                 fields.push((name, v));
             }

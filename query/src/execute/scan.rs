@@ -64,6 +64,14 @@ pub struct TableCtx<'w> {
     pub(crate) compiled: CompiledCache<'w>,
 }
 
+impl TableCtx<'_> {
+    /// Whether field `field` of slot `slot` is a declared reference: its handles to despawned
+    /// entities (left by `ON DELETE NO ACTION`) read as null.
+    pub(crate) fn is_reference(&self, slot: usize, field: usize) -> bool {
+        self.meta.get(slot).is_some_and(|m| self.world.reference(m.id, field).is_some())
+    }
+}
+
 /// The compiled programs of a table's expressions (see [`crate::expr::compiled`]).
 pub(crate) type CompiledCache<'w> = RefCell<Vec<(usize, Option<Rc<Program<'w>>>)>>;
 
@@ -282,6 +290,11 @@ fn apply_step(step: &FilterStep, ctx: &TableCtx<'_>, sel: &mut Selection, params
             if *ty == FieldType::String && select_compiled(expr, ctx, sel, params) {
                 return Ok(());
             }
+            // A reference's dangling handles read as null, which the kernel cannot see: the
+            // evaluator reads them through the leaves, which do.
+            if *ty == FieldType::Entity && ctx.is_reference(*slot, *field) {
+                return filter_by_expr(expr, ctx, sel, params);
+            }
             let rhs = rhs.resolve(params);
             let reader = match ctx.slots.get(*slot) {
                 Some(SlotReader::Dense(readers)) => readers.get(*field).copied().unwrap_or(FieldView::Missing),
@@ -293,28 +306,33 @@ fn apply_step(step: &FilterStep, ctx: &TableCtx<'_>, sel: &mut Selection, params
             if select_compiled(expr, ctx, sel, params) {
                 return Ok(());
             }
-            let ev = Evaluator::new(ctx, params);
-            let rows = std::mem::replace(sel, Selection::Rows(Vec::new()));
-            let mut kept = Vec::with_capacity(rows.len());
-            match rows {
-                Selection::All(n) => {
-                    let mut buf = Vec::with_capacity(BATCH.min(n));
-                    for start in (0..n).step_by(BATCH) {
-                        buf.clear();
-                        buf.extend(start as u32..(start + BATCH).min(n) as u32);
-                        kept.extend(ev.filter(expr, &buf)?);
-                    }
-                }
-                Selection::Rows(rows) => {
-                    for chunk in rows.chunks(BATCH) {
-                        kept.extend(ev.filter(expr, chunk)?);
-                    }
-                }
-            }
-            *sel = Selection::Rows(kept);
-            Ok(())
+            filter_by_expr(expr, ctx, sel, params)
         }
     }
+}
+
+/// Narrows `sel` to the rows where `expr` holds, with the batch evaluator.
+fn filter_by_expr(expr: &Expr, ctx: &TableCtx<'_>, sel: &mut Selection, params: &[Value]) -> Result<(), Error> {
+    let ev = Evaluator::new(ctx, params);
+    let rows = std::mem::replace(sel, Selection::Rows(Vec::new()));
+    let mut kept = Vec::with_capacity(rows.len());
+    match rows {
+        Selection::All(n) => {
+            let mut buf = Vec::with_capacity(BATCH.min(n));
+            for start in (0..n).step_by(BATCH) {
+                buf.clear();
+                buf.extend(start as u32..(start + BATCH).min(n) as u32);
+                kept.extend(ev.filter(expr, &buf)?);
+            }
+        }
+        Selection::Rows(rows) => {
+            for chunk in rows.chunks(BATCH) {
+                kept.extend(ev.filter(expr, chunk)?);
+            }
+        }
+    }
+    *sel = Selection::Rows(kept);
+    Ok(())
 }
 
 /// Narrows `sel` to the rows where `expr` holds with its compiled program; `false` (and `sel`

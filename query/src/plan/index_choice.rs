@@ -297,9 +297,30 @@ struct IndexLeaf {
     note: Option<String>,
     /// The WHERE conjunct it answers, when it answers one whole and exactly.
     conjunct: Option<Span>,
+    /// Whether the index is over a reference field, whose handles to despawned entities read
+    /// as null: such a handle never equals a value (see [`IndexLeaf::live_predicate`]).
+    over_reference: bool,
 }
 
 impl IndexLeaf {
+    /// `pred` as this index must be asked it on `world`: over a reference field, a despawned
+    /// entity among its values matches nothing (the index still lists the rows whose handle
+    /// dangles, which read as null); `None`: the answer is empty.
+    fn live_predicate(&self, world: &World, pred: IndexPredicate) -> Option<IndexPredicate> {
+        if !self.over_reference {
+            return Some(pred);
+        }
+        let live = |v: &Value| !matches!(v, Value::Entity(e) if !world.is_alive(*e));
+        match pred {
+            IndexPredicate::Eq(v) => live(&v).then_some(IndexPredicate::Eq(v)),
+            IndexPredicate::In(vs) => Some(IndexPredicate::In(vs.into_iter().filter(live).collect())),
+            IndexPredicate::DescendantOf { ancestor, max_depth } => {
+                live(&ancestor).then_some(IndexPredicate::DescendantOf { ancestor, max_depth })
+            }
+            other => Some(other),
+        }
+    }
+
     fn index_ref(&self) -> IndexRef<'_> {
         IndexRef::found(&self.index, self.id)
     }
@@ -318,11 +339,14 @@ enum IndexTree {
 impl IndexTree {
     /// The entities (by index) that may satisfy the condition; `None` means every entity (an
     /// index dropped since planning, or declining the bound values).
-    fn answer(&self, r: &IndexReader<'_>, params: &[Value]) -> Option<RoaringBitmap> {
+    fn answer(&self, world: &World, r: &IndexReader<'_>, params: &[Value]) -> Option<RoaringBitmap> {
         match self {
-            IndexTree::Leaf(leaf) => Some(r.answer(leaf.index_ref(), &leaf.shape.resolve(params)?)?.into_set(None)),
+            IndexTree::Leaf(leaf) => match leaf.live_predicate(world, leaf.shape.resolve(params)?) {
+                Some(pred) => Some(r.answer(leaf.index_ref(), &pred)?.into_set(None)),
+                None => Some(RoaringBitmap::new()),
+            },
             IndexTree::And(children) => {
-                let mut sets: Vec<RoaringBitmap> = children.iter().filter_map(|c| c.answer(r, params)).collect();
+                let mut sets: Vec<RoaringBitmap> = children.iter().filter_map(|c| c.answer(world, r, params)).collect();
                 sets.sort_by_key(|s| s.len());
                 let mut it = sets.into_iter();
                 let mut acc = it.next()?;
@@ -334,7 +358,7 @@ impl IndexTree {
             IndexTree::Or(children) => {
                 let mut acc = RoaringBitmap::new();
                 for c in children {
-                    acc |= c.answer(r, params)?;
+                    acc |= c.answer(world, r, params)?;
                 }
                 Some(acc)
             }
@@ -441,6 +465,13 @@ impl Chooser<'_, '_> {
             {
                 continue;
             }
+            let over_reference = ix.fields.len() == 1
+                && info.field_index(&ix.fields[0]).is_some_and(|f| self.world.reference(slot.id, f).is_some());
+            // Over a reference, a dangling handle reads as null: `!=` and ranges would have to
+            // leave out rows the index keys by their stale handle; the scan reads them right.
+            if over_reference && matches!(cand.shape, Shape::NotEq(_) | Shape::Range(..)) {
+                continue;
+            }
             let (rows, cost, note) = match cand.shape.resolve(&[]) {
                 Some(pred) if !cand.shape.has_param() => match self.reader.estimate(&ix.name, &pred) {
                     Some(e) => (e.rows as f64, e.cost, self.reader.explain(&ix.name, &pred)),
@@ -465,6 +496,7 @@ impl Chooser<'_, '_> {
                     predicate,
                     note,
                     conjunct: None,
+                    over_reference,
                 };
                 best = Some(Planned { tree: IndexTree::Leaf(leaf), rows, cost });
             }
@@ -579,6 +611,7 @@ impl IndexLookup for EngineLookup {
                     None => return Ok(false),
                 },
             };
+            let Some(pred) = leaf.live_predicate(world, pred) else { return Ok(true) };
             if leaf.shape.has_param() {
                 let accept = |e: &Estimate| cheaper((e.rows as f64, e.cost));
                 return Ok(reader.answer_each_if(leaf.index_ref(), &pred, accept, visit) == Some(true));
@@ -589,7 +622,7 @@ impl IndexLookup for EngineLookup {
         if self.tree.has_param() && !self.tree.estimate(&reader, params).is_some_and(cheaper) {
             return Ok(false);
         }
-        let Some(set) = self.tree.answer(&reader, params) else { return Ok(false) };
+        let Some(set) = self.tree.answer(world, &reader, params) else { return Ok(false) };
         ecsdb_engine::index::visit_in_batches(set.iter(), visit);
         Ok(true)
     }
