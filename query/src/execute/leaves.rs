@@ -95,7 +95,8 @@ impl<'w> TableCtx<'w> {
     /// Values of field `field` of slot `slot` over `rows`.
     fn field_leaf(&self, e: &Expr, slot: usize, field: usize, rows: &[u32]) -> Result<Vector<'w>, Error> {
         let values = self.stored_field(e, slot, field, rows)?;
-        Ok(if self.is_reference(slot, field) { dangling_as_null(self.world, values) } else { values })
+        let entities = matches!(values, Vector::Entity(_) | Vector::Values(_));
+        Ok(if entities && self.is_reference(slot, field) { dangling_as_null(self.world, values) } else { values })
     }
 
     /// Values of field `field` of slot `slot` over `rows`, as stored.

@@ -70,6 +70,12 @@ impl TableCtx<'_> {
     pub(crate) fn is_reference(&self, slot: usize, field: usize) -> bool {
         self.meta.get(slot).is_some_and(|m| self.world.reference(m.id, field).is_some())
     }
+
+    /// Whether `reader` (of field `field` of slot `slot`) reads a reference, whose values
+    /// must go through the leaves to read dangling handles as null.
+    pub(crate) fn reads_reference(&self, reader: &FieldView<'_>, slot: usize, field: usize) -> bool {
+        matches!(reader, FieldView::Entity(_)) && self.is_reference(slot, field)
+    }
 }
 
 /// The compiled programs of a table's expressions (see [`crate::expr::compiled`]).

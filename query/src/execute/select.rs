@@ -239,7 +239,7 @@ fn project_into(
         // A column of the table: straight from the column into the rows (but a reference,
         // whose dangling handles read as null: the leaves make them so).
         if let ExprKind::Field { slot, field } = item.expr.kind
-            && let Some(reader) = ctx.dense_reader(slot, field).filter(|_| !ctx.is_reference(slot, field))
+            && let Some(reader) = ctx.dense_reader(slot, field).filter(|r| !ctx.reads_reference(r, slot, field))
         {
             let dest = &mut out[first..];
             reader
@@ -268,7 +268,7 @@ fn project_columns(
     for (item, col) in plan.items.iter().zip(cols.iter_mut()) {
         col.clear();
         if let ExprKind::Field { slot, field } = item.expr.kind
-            && let Some(reader) = ctx.dense_reader(slot, field).filter(|_| !ctx.is_reference(slot, field))
+            && let Some(reader) = ctx.dense_reader(slot, field).filter(|r| !ctx.reads_reference(r, slot, field))
         {
             reader
                 .for_each_value(rows, |_, v| col.push(v))
