@@ -34,6 +34,7 @@
 //! std::fs::remove_dir_all(&dir).unwrap();
 //! ```
 #![warn(missing_docs)]
+#![forbid(unsafe_code)]
 
 mod error;
 mod export;
