@@ -9,6 +9,7 @@
 
 mod common;
 
+use common::db::rows;
 use common::rng::Rng;
 use ecsdb::query::{Database, PlanOptions};
 use ecsdb::{Entity, Value};
@@ -104,5 +105,5 @@ fn the_query_of_the_issue() {
     assert_eq!(rs.to_json_string(), r#"{"columns":["L.who","L.who IS NULL"],"rows":[[null,true]]}"#);
     // A plain entity field (no REFERENCES) keeps the handle it holds: only references dangle.
     db.execute_script("CREATE COMPONENT P (e entity); SPAWN P {e: 1v0}; DESPAWN 1v0;").unwrap();
-    assert_eq!(db.query("SELECT P.e FROM P", ()).unwrap().rows, [[Value::Entity(Entity::from_parts(1, 0))]]);
+    assert_eq!(rows(&db, "SELECT P.e FROM P"), [[Value::Entity(Entity::from_parts(1, 0))]]);
 }

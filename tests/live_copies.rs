@@ -5,6 +5,10 @@
 //! layout (components, indexes, references, systems) stays, and rebuilt from a snapshot
 //! otherwise; both paths, and their mix, must agree with the reference.
 
+mod common;
+
+use common::db::rows;
+
 use std::time::Duration;
 
 use ecsdb::query::live::{Publisher, Reader, WAIT_LIMIT};
@@ -250,8 +254,7 @@ struct Secret(#[allow(dead_code)] Vec<u8>);
 #[test]
 fn tables_that_differ_only_in_an_opaque_component_are_copied_whole() {
     let mut db = world();
-    let some: Vec<_> =
-        db.query("SELECT entity FROM Pos WHERE Pos.x < 100", ()).unwrap().rows.iter().map(|r| r[0].clone()).collect();
+    let some: Vec<_> = rows(&db, "SELECT entity FROM Pos WHERE Pos.x < 100").iter().map(|r| r[0].clone()).collect();
     for e in some {
         let ecsdb::Value::Entity(e) = e else { panic!("an entity") };
         db.world_mut().insert(e, (Secret(vec![1, 2, 3]),)).unwrap();

@@ -6,6 +6,10 @@
 //! referrer blocks it (anywhere in the cascade, however deep), a `constraint` error and the
 //! world exactly as before. With and without relation indexes on every reference.
 
+mod common;
+
+use common::db::{rows, run};
+
 use std::collections::BTreeSet;
 
 use ecsdb::query::{Database, ErrorKind};
@@ -86,7 +90,7 @@ fn build(nodes: &[Node], index: bool) -> (Database, Vec<Entity>) {
     }
     let ids: Vec<Entity> = nodes
         .iter()
-        .map(|_| match db.execute("SPAWN Node", ()).unwrap().rows[0][0] {
+        .map(|_| match run(&mut db, "SPAWN Node")[0][0] {
             Value::Entity(e) => e,
             ref other => panic!("SPAWN gave {other:?}"),
         })
@@ -116,7 +120,7 @@ fn dump(db: &Database, ids: &[Entity]) -> Vec<(usize, [Option<usize>; 5])> {
         }
         let mut refs = [None; 5];
         for (k, (c, f, _)) in POLICIES.iter().enumerate() {
-            let rows = db.query(&format!("SELECT {c}.{f} FROM {c} WHERE entity = {e}"), ()).unwrap().rows;
+            let rows = rows(db, &format!("SELECT {c}.{f} FROM {c} WHERE entity = {e}"));
             refs[k] = rows.first().map(|r| index_of(&r[0]));
         }
         out.push((i, refs));

@@ -1,6 +1,10 @@
 //! The Rust API: parameters, prepared statements, scripts, registered functions, typed
 //! selection, JSON.
 
+mod common;
+
+use common::db::rows;
+
 use ecsdb::query::{Database, ErrorKind, Params, ResultSet, is_read_only};
 use ecsdb::{Component, Entity, Value};
 
@@ -198,7 +202,7 @@ fn registered_functions() {
     assert!(db.try_register_function("sqrt", |_| Ok(Value::Null)).is_err());
     assert!(db.try_register_function("2bad", |_| Ok(Value::Null)).is_err());
     db.register_function("sqrt", |_| Ok(Value::Int(0)));
-    assert_eq!(db.query("SELECT sqrt(16) FROM Frozen", ()).unwrap().rows, [[Value::Float(4.0)]]);
+    assert_eq!(rows(&db, "SELECT sqrt(16) FROM Frozen"), [[Value::Float(4.0)]]);
     // A function's result has no static type: it may feed anything it fits.
     db.register_function("double", |args| match args {
         [Value::Float(x)] => Ok(Value::Float(x * 2.0)),
@@ -206,11 +210,11 @@ fn registered_functions() {
         _ => Err("one argument".into()),
     });
     assert_eq!(
-        db.query("SELECT sum(double(Health.hp)) + 1", ()).unwrap().rows,
+        rows(&db, "SELECT sum(double(Health.hp)) + 1"),
         [[Value::Float(2.0 * (10.0 + 80.0 + 30.0 + 1.0) + 1.0)]]
     );
     db.execute("UPDATE Health SET hp = double(Health.hp) WHERE Health.hp < 5", ()).unwrap();
-    assert_eq!(db.query("SELECT Health.hp WHERE has(Name)", ()).unwrap().rows, [[Value::Float(2.0)]]);
+    assert_eq!(rows(&db, "SELECT Health.hp WHERE has(Name)"), [[Value::Float(2.0)]]);
 }
 
 #[test]

@@ -2,6 +2,10 @@
 //! changed or added since its own previous run, exactly as typed `Changed<C>` / `Added<C>`
 //! do; a one-off statement counts every row.
 
+mod common;
+
+use common::db::rows;
+
 use ecsdb::query::{Database, Params};
 use ecsdb::{Added, Changed, Component, Entity, QueryState, Value, World};
 use proptest::prelude::*;
@@ -51,10 +55,10 @@ fn a_prepared_statement_counts_rows_changed_since_its_previous_run() {
     assert_eq!(count(&mut db, &mut changed), 2, "the update and the new row");
     assert_eq!(count(&mut db, &mut added), 1, "only the new row was added");
     // A one-off statement counts every row; a row without the component never counts.
-    assert_eq!(db.query("SELECT count(*) WHERE changed(Hp)", ()).unwrap().rows[0][0], Value::Int(3));
-    assert_eq!(db.query("SELECT count(*) FROM ?Hp WHERE NOT changed(Hp)", ()).unwrap().rows[0][0], Value::Int(1));
+    assert_eq!(rows(&db, "SELECT count(*) WHERE changed(Hp)")[0][0], Value::Int(3));
+    assert_eq!(rows(&db, "SELECT count(*) FROM ?Hp WHERE NOT changed(Hp)")[0][0], Value::Int(1));
     // It reads in projections, and EXPLAIN shows it.
-    let rows = db.query("SELECT changed(Hp), added(Tag) FROM Tag ORDER BY Tag.n", ()).unwrap().rows;
+    let rows = rows(&db, "SELECT changed(Hp), added(Tag) FROM Tag ORDER BY Tag.n");
     assert_eq!(rows, [[Value::Bool(true), Value::Bool(true)], [Value::Bool(false), Value::Bool(true)]]);
     let plan = db.query("EXPLAIN SELECT entity WHERE changed(Hp)", ()).unwrap();
     assert!(format!("{:?}", plan.rows).contains("changed(Hp)"), "{:?}", plan.rows);
@@ -87,7 +91,7 @@ fn a_system_sees_the_changes_since_its_own_previous_run() {
     .unwrap();
     db.execute("TICK", ()).unwrap();
     db.execute("TICK", ()).unwrap();
-    let seen = |db: &Database| db.query("SELECT Seen.n FROM Seen, Hp ORDER BY Hp.v", ()).unwrap().rows;
+    let seen = |db: &Database| rows(db, "SELECT Seen.n FROM Seen, Hp ORDER BY Hp.v");
     assert_eq!(seen(&db), [[Value::Int(1)], [Value::Int(1)]], "first run: every row; second: none");
     db.execute("UPDATE Hp SET v = 3 WHERE Hp.v = 2", ()).unwrap();
     db.execute("TICK 2", ()).unwrap();

@@ -1,6 +1,10 @@
 //! Golden tests of error messages as a person sees them: kind, line, column, the quoted line,
 //! the caret under the offending text, and the "did you mean" hint.
 
+mod common;
+
+use common::db::run;
+
 use ecsdb::Value;
 use ecsdb::query::{Database, ErrorKind, Params};
 
@@ -190,7 +194,7 @@ fn index_statements() {
     let e = db.execute("DROP INDEX Health_hp_btre", ()).unwrap_err();
     assert_eq!((e.kind, e.suggestion.as_deref()), (ErrorKind::UnknownIndex, Some("Health_hp_btree")));
     db.execute("DROP INDEX Health_hp_btree", ()).unwrap();
-    assert!(db.execute("SHOW INDEXES", ()).unwrap().rows.is_empty());
+    assert!(run(&mut db, "SHOW INDEXES").is_empty());
 }
 
 #[test]

@@ -3,6 +3,10 @@
 //! answered by walking an index's ordered stream. Every answer is checked against the same
 //! query without indexes; EXPLAIN is checked to show the path under test.
 
+mod common;
+
+use common::db::{explain, rows, sorted};
+
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -49,20 +53,6 @@ fn world() -> Database {
     let mut db = world_of(3000);
     db.set_plan_options(PlanOptions { prefer_indexes: true });
     db
-}
-
-fn rows(db: &Database, q: &str) -> Vec<Vec<Value>> {
-    db.query(q, ()).unwrap_or_else(|e| panic!("{q}: {}", e.render(q))).rows
-}
-
-fn sorted(db: &Database, q: &str) -> Vec<Vec<Value>> {
-    let mut r = rows(db, q);
-    r.sort_by_key(|row| format!("{row:?}"));
-    r
-}
-
-fn explain(db: &Database, q: &str) -> String {
-    rows(db, &format!("EXPLAIN {q}")).iter().map(|r| r[0].to_string()).collect::<Vec<_>>().join("\n")
 }
 
 fn east_of(x: f64) -> impl Fn(&Value) -> bool + Send + Sync + 'static {

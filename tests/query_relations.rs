@@ -2,23 +2,12 @@
 //! paths, depth/root/descendant_of, and the relation index — every answer the same with and
 //! without the index.
 
+mod common;
+
+use common::db::{run, spawned};
+
 use ecsdb::query::{Database, ErrorKind};
 use ecsdb::{Entity, Value};
-
-fn ent(v: &Value) -> Entity {
-    match v {
-        Value::Entity(e) => *e,
-        other => panic!("not an entity: {other:?}"),
-    }
-}
-
-fn run(db: &mut Database, text: &str) -> Vec<Vec<Value>> {
-    db.execute(text, ()).unwrap_or_else(|e| panic!("{}", e.render(text))).rows
-}
-
-fn spawn(db: &mut Database, text: &str) -> Entity {
-    ent(&run(db, text)[0][0])
-}
 
 /// A small scene: root ← a ← b, root ← c; `Owner` (SET NULL) and `Docked` (REMOVE) on others.
 struct Scene {
@@ -44,10 +33,10 @@ fn scene(index: bool) -> Scene {
     if index {
         run(&mut db, "CREATE INDEX ON ChildOf (parent) USING relation");
     }
-    let root = spawn(&mut db, "SPAWN Name {value: 'root'}, Health {hp: 100}");
-    let a = spawn(&mut db, &format!("SPAWN Name {{value: 'a'}}, Health {{hp: 5}}, ChildOf {{parent: {root}}}"));
-    let b = spawn(&mut db, &format!("SPAWN Name {{value: 'b'}}, Health {{hp: 50}}, ChildOf {{parent: {a}}}"));
-    let c = spawn(&mut db, &format!("SPAWN Name {{value: 'c'}}, Health {{hp: 1}}, ChildOf {{parent: {root}}}"));
+    let root = spawned(&mut db, "SPAWN Name {value: 'root'}, Health {hp: 100}");
+    let a = spawned(&mut db, &format!("SPAWN Name {{value: 'a'}}, Health {{hp: 5}}, ChildOf {{parent: {root}}}"));
+    let b = spawned(&mut db, &format!("SPAWN Name {{value: 'b'}}, Health {{hp: 50}}, ChildOf {{parent: {a}}}"));
+    let c = spawned(&mut db, &format!("SPAWN Name {{value: 'c'}}, Health {{hp: 1}}, ChildOf {{parent: {root}}}"));
     Scene { db, root, a, b, c }
 }
 
@@ -101,13 +90,13 @@ fn hierarchy_functions() {
 fn on_delete_policies_and_counts() {
     for index in [false, true] {
         let Scene { mut db, root, a, b, c } = scene(index);
-        let owned = spawn(&mut db, &format!("SPAWN Owner {{who: {a}}}, DockedTo {{port: {b}}}, Note {{about: {b}}}"));
+        let owned = spawned(&mut db, &format!("SPAWN Owner {{who: {a}}}, DockedTo {{port: {b}}}, Note {{about: {b}}}"));
         // Despawning a takes b with it (CASCADE): the count includes the cascade.
         assert_eq!(run(&mut db, &format!("DESPAWN {a}")), [vec![Value::Int(2)]]);
         let rows = run(&mut db, &format!("SELECT Owner.who, has(DockedTo) WHERE entity = {owned}"));
         assert_eq!(rows, [vec![Value::Null, Value::Bool(false)]]);
         // RESTRICT refuses, and nothing changes.
-        let guard = spawn(&mut db, &format!("SPAWN Target {{of: {c}}}"));
+        let guard = spawned(&mut db, &format!("SPAWN Target {{of: {c}}}"));
         let err = db.execute(&format!("DESPAWN {root}"), ()).unwrap_err();
         assert_eq!(err.kind, ErrorKind::Constraint);
         assert_eq!(run(&mut db, "SELECT count(*)"), [vec![Value::Int(4)]]);
@@ -119,7 +108,7 @@ fn on_delete_policies_and_counts() {
 #[test]
 fn writes_refuse_stale_targets_and_cycles_on_every_statement() {
     let Scene { mut db, root, a, b, .. } = scene(true);
-    let gone = spawn(&mut db, "SPAWN Name {value: 'gone'}");
+    let gone = spawned(&mut db, "SPAWN Name {value: 'gone'}");
     run(&mut db, &format!("DESPAWN {gone}"));
     let before = run(&mut db, "SELECT entity, ChildOf.parent ORDER BY entity");
     let stale = [
@@ -160,7 +149,7 @@ fn references_are_checked_when_declared() {
 fn the_relation_index_answers_children_and_explain_shows_it() {
     let Scene { mut db, root, .. } = scene(true);
     // Enough unrelated children that reaching two of them through the index beats a scan.
-    let other = spawn(&mut db, "SPAWN Name {value: 'other'}");
+    let other = spawned(&mut db, "SPAWN Name {value: 'other'}");
     db.execute_script(&format!("SPAWN ChildOf {{parent: {other}}};").repeat(2000)).unwrap();
     let plan = run(&mut db, &format!("EXPLAIN SELECT entity WHERE ChildOf.parent = {root}"));
     let text: Vec<String> = plan.iter().map(|r| r[0].to_string()).collect();
@@ -178,7 +167,7 @@ fn the_relation_index_answers_children_and_explain_shows_it() {
 #[test]
 fn descendant_of_is_answered_by_walking_down_the_relation_index() {
     let Scene { mut db, root, a, b, c } = scene(true);
-    let other = spawn(&mut db, "SPAWN Name {value: 'other'}");
+    let other = spawned(&mut db, "SPAWN Name {value: 'other'}");
     db.execute_script(&format!("SPAWN ChildOf {{parent: {other}}};").repeat(2000)).unwrap();
     let text = format!("SELECT entity WHERE descendant_of(ChildOf.parent, {root}) ORDER BY entity");
     let plan = run(&mut db, &format!("EXPLAIN {text}"));
@@ -192,6 +181,7 @@ fn descendant_of_is_answered_by_walking_down_the_relation_index() {
 }
 
 mod typed {
+    use super::common::db::{rows, run};
     use ecsdb::query::{Database, ErrorKind};
     use ecsdb::{Component, Entity, OnDelete, Value};
 
@@ -235,10 +225,10 @@ mod typed {
         // Text follows the declaration: a cycle is refused, paths and policies work.
         let err = db.execute(&format!("ADD Parent {{of: {grandkid}}} TO {root}"), ()).unwrap_err();
         assert_eq!(err.kind, ErrorKind::Constraint);
-        let rows = db.query(&format!("SELECT Parent.of.Node.name WHERE entity = {grandkid}"), ()).unwrap().rows;
-        assert_eq!(rows, [vec![Value::Str("kid".into())]]);
-        assert_eq!(db.execute(&format!("DESPAWN {kid}"), ()).unwrap().rows, [vec![Value::Int(2)]]);
-        let rows = db.query(&format!("SELECT Owner.who, Owner.note WHERE entity = {owner}"), ()).unwrap().rows;
-        assert_eq!(rows, [vec![Value::Null, Value::Entity(root)]]);
+        let names = rows(&db, &format!("SELECT Parent.of.Node.name WHERE entity = {grandkid}"));
+        assert_eq!(names, [vec![Value::Str("kid".into())]]);
+        assert_eq!(run(&mut db, &format!("DESPAWN {kid}")), [vec![Value::Int(2)]]);
+        let owners = rows(&db, &format!("SELECT Owner.who, Owner.note WHERE entity = {owner}"));
+        assert_eq!(owners, [vec![Value::Null, Value::Entity(root)]]);
     }
 }

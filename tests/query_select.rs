@@ -5,6 +5,7 @@ use ecsdb::query::{Database, ErrorKind, Params, ResultSet};
 use ecsdb::{ComponentDef, FieldType, Value};
 
 mod common;
+use common::db::run;
 use common::values::{NULL, e, f, i, s};
 
 /// 0: red, hp 10, Position (1,2,0), Velocity, Player, Level 3
@@ -359,7 +360,7 @@ fn sparse_components_join_by_entity() {
     assert_eq!(q(&db, "SELECT sum(Buff.power)").rows, [[i(3)]]);
     db.execute("UPDATE Buff SET power = Buff.power * 10", ()).unwrap();
     assert_eq!(q(&db, "SELECT sum(Buff.power)").rows, [[i(30)]]);
-    assert_eq!(db.execute("REMOVE Buff WHERE Buff.power < 0", ()).unwrap().rows, [[i(1)]]);
+    assert_eq!(run(&mut db, "REMOVE Buff WHERE Buff.power < 0"), [[i(1)]]);
     assert_eq!(q(&db, "SELECT count(*) FROM Buff").rows, [[i(1)]]);
 }
 
@@ -494,14 +495,12 @@ fn indexes_are_chosen_and_never_change_answers() {
     db.set_plan_options(ecsdb::query::PlanOptions { prefer_indexes: true });
     for (q, expected) in queries.iter().zip(&before) {
         assert_eq!(&sorted(&mut db, q), expected, "{q}");
-        let plan: Vec<String> =
-            db.execute(&format!("EXPLAIN {q}"), ()).unwrap().rows.iter().map(|r| r[0].to_string()).collect();
+        let plan: Vec<String> = run(&mut db, &format!("EXPLAIN {q}")).iter().map(|r| r[0].to_string()).collect();
         assert!(plan.iter().any(|l| l.contains("USING INDEX")), "{q}: {plan:?}");
     }
     for (q, expected) in nearest.iter().zip(&nearest_before) {
         assert_eq!(&db.execute(q, ()).unwrap().rows, expected, "{q}");
-        let plan: Vec<String> =
-            db.execute(&format!("EXPLAIN {q}"), ()).unwrap().rows.iter().map(|r| r[0].to_string()).collect();
+        let plan: Vec<String> = run(&mut db, &format!("EXPLAIN {q}")).iter().map(|r| r[0].to_string()).collect();
         assert!(plan.iter().any(|l| l.contains("nearest-neighbour walk")), "{q}: {plan:?}");
     }
     // Moving entities and changing values through text keeps the indexes exact.

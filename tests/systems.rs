@@ -1,26 +1,13 @@
 //! Systems: CREATE/DROP SYSTEM, ordering, staging, failures, FixedUpdate, TICK, parallel
 //! batches against a one-by-one model.
 
+mod common;
+
+use common::db::{db_with, int, rows};
+
 use ecsdb::query::{Database, ErrorKind};
 use ecsdb_engine::Value;
 use proptest::prelude::*;
-
-fn db_with(script: &str) -> Database {
-    let mut db = Database::new();
-    db.execute_script(script).unwrap();
-    db
-}
-
-fn rows(db: &Database, q: &str) -> Vec<Vec<Value>> {
-    db.query(q, ()).unwrap().rows
-}
-
-fn int(db: &Database, q: &str) -> i64 {
-    match rows(db, q)[0][0] {
-        Value::Int(i) => i,
-        ref v => panic!("{q}: {v:?}"),
-    }
-}
 
 #[test]
 fn movement_and_staged_death() {

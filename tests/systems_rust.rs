@@ -2,6 +2,10 @@
 //! overlap, alone when they write a sparse component, mixed with text systems; the result is
 //! the same on 1, 2 and 4 threads, change ticks and all.
 
+mod common;
+
+use common::db::rows;
+
 use ecsdb::query::Database;
 use ecsdb::query::schedule::{Phase, SystemContext};
 use ecsdb_engine::query::QueryIter;
@@ -106,7 +110,7 @@ fn text(kind: u8, c: usize, d: usize, k: i64) -> String {
 }
 
 fn dump(db: &Database) -> Vec<Vec<Value>> {
-    db.query("SELECT entity, C0.v, C1.v, C2.v, C3.v, S.v FROM ?C0, ?C1, ?C2, ?C3, ?S ORDER BY entity", ()).unwrap().rows
+    rows(db, "SELECT entity, C0.v, C1.v, C2.v, C3.v, S.v FROM ?C0, ?C1, ?C2, ?C3, ?S ORDER BY entity")
 }
 
 #[derive(Clone, Debug)]
@@ -169,15 +173,11 @@ fn independent_rust_systems_share_a_batch_and_sparse_writers_run_alone() {
     add::<C1, C0>(&mut db, "d", Phase::OnUpdate, 1, 1);
     // `c` writes the sparse S: alone.
     add::<C3, C0>(&mut db, "c", Phase::OnUpdate, 2, 1);
-    let plan: Vec<String> =
-        db.query("EXPLAIN SCHEDULE", ()).unwrap().rows.into_iter().map(|r| format!("{:?}", r[0])).collect();
+    let plan: Vec<String> = rows(&db, "EXPLAIN SCHEDULE").into_iter().map(|r| format!("{:?}", r[0])).collect();
     assert!(plan.iter().any(|l| l.contains("together: a (Rust), b (Rust)")), "{plan:?}");
     assert!(plan.iter().any(|l| l.contains("d (Rust) -- waits on a")), "{plan:?}");
     assert!(plan.iter().any(|l| l.contains("c (Rust) -- waits on everything before it (c runs alone)")), "{plan:?}");
-    let sum = |db: &Database, c: &str| match &db.query(&format!("SELECT sum({c}.v)"), ()).unwrap().rows[0][0] {
-        Value::Int(v) => *v,
-        v => panic!("{v:?}"),
-    };
+    let sum = |db: &Database, c: &str| common::db::int(db, &format!("SELECT sum({c}.v)"));
     let before: Vec<i64> = ["C0", "C1", "C2", "C3", "S"].iter().map(|c| sum(&db, c)).collect();
     let pool = rayon::ThreadPoolBuilder::new().num_threads(2).build().unwrap();
     pool.install(|| db.execute("TICK 1", ()).unwrap());
@@ -192,7 +192,7 @@ fn independent_rust_systems_share_a_batch_and_sparse_writers_run_alone() {
     assert_eq!(after[4] - before[4], (1 + 1) + (3 + 1));
     // SHOW SYSTEMS counts the rows of the tables each visited (before row filters): `c`
     // reads C0 in both tables that hold it, its sparse S on a third of their rows.
-    let stats = db.query("SHOW SYSTEMS", ()).unwrap().rows;
+    let stats = rows(&db, "SHOW SYSTEMS");
     let rows: Vec<(String, Value, Value)> =
         stats.into_iter().map(|r| (format!("{}", r[0]), r[5].clone(), r[6].clone())).collect();
     let want = [("a", 3), ("b", 3), ("d", 3), ("c", 6)].map(|(n, k)| (n.to_string(), Value::Int(1), Value::Int(k)));

@@ -3,6 +3,10 @@
 //! Each answer through indexes is compared with the same query on a twin world without
 //! indexes, changed the same way.
 
+mod common;
+
+use common::db::rows;
+
 use ecsdb::query::{Database, Params, PlanOptions};
 use ecsdb::{ComponentDef, Value};
 
@@ -52,7 +56,7 @@ fn db(indexed: bool) -> Database {
 }
 
 fn answers(db: &Database, indexed: bool) -> Vec<Value> {
-    let count = |q: &str| db.query(q, ()).unwrap_or_else(|e| panic!("{q}: {}", e.render(q))).rows[0][0].clone();
+    let count = |q: &str| rows(db, q)[0][0].clone();
     let mut out: Vec<Value> = QUERIES[..4].iter().map(|q| count(q)).collect();
     out.push(count(if indexed { QUERIES[4] } else { LOW_PLAIN }));
     out

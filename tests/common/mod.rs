@@ -1,8 +1,9 @@
 //! Helpers shared by the facade's integration tests (`mod common;` in each test file): one
-//! seeded random number generator and the shorthands for expected values.
+//! seeded random number generator, statement helpers and the shorthands for expected values.
 
 #![allow(dead_code)] // each test file uses its own subset
 
+pub mod db;
 pub mod rng;
 
 /// Shorthands for the [`Value`]s that expected rows are written with.
