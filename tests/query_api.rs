@@ -138,8 +138,8 @@ fn scripts() {
     // execute_script_each reports every statement and can go on after errors.
     let text = "SPAWN Hp {v: 5}; SELECT Nope.v; SELECT count(*) WHERE Hp.v > $1";
     let mut seen = Vec::new();
-    db.execute_script_each(text, Params::positional([0]), |i, span, r| {
-        seen.push((i, span.text(text).to_string(), r.as_ref().map(|rs| rs.rows.clone()).map_err(|e| e.kind)));
+    db.execute_script_each(text, Params::positional([0]), |s, r| {
+        seen.push((s.index, s.span.text(text).to_string(), r.as_ref().map(|rs| rs.rows.clone()).map_err(|e| e.kind)));
         true
     })
     .unwrap();
@@ -147,8 +147,16 @@ fn scripts() {
     assert_eq!(seen[0].1, "SPAWN Hp {v: 5}");
     assert_eq!(seen[1].2, Err(ErrorKind::UnknownComponent));
     assert_eq!(seen[2].2, Ok(vec![vec![Value::Int(4)]]));
+    // Each statement says whether it could change the world, from its syntax tree.
+    let mut read_only = Vec::new();
+    db.execute_script_each("SELECT count(*); TICK; SET fixed_hz = 50; EXPLAIN SELECT Hp.v", (), |s, _| {
+        read_only.push(s.read_only);
+        true
+    })
+    .unwrap();
+    assert_eq!(read_only, [true, false, false, true]);
     let mut n = 0;
-    db.execute_script_each("SELECT Nope.v; SPAWN Hp {v: 6}", Params::new(), |_, _, _| {
+    db.execute_script_each("SELECT Nope.v; SPAWN Hp {v: 6}", Params::new(), |_, _| {
         n += 1;
         false
     })
@@ -157,7 +165,7 @@ fn scripts() {
     assert_eq!(ints(&db.query("SELECT count(*)", ()).unwrap()), [4]);
     // A script that does not parse runs nothing.
     assert_eq!(
-        db.execute_script_each("SPAWN Hp; SELEC 1", Params::new(), |_, _, _| true).unwrap_err().kind,
+        db.execute_script_each("SPAWN Hp; SELEC 1", Params::new(), |_, _| true).unwrap_err().kind,
         ErrorKind::Syntax
     );
     assert_eq!(ints(&db.query("SELECT count(*)", ()).unwrap()), [4]);

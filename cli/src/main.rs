@@ -28,9 +28,11 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 mod demo;
 mod exec;
 mod format;
+mod params;
 mod query_cmd;
 mod remote;
 mod run;
+mod script;
 mod serve;
 mod shell;
 mod transfer_cmd;
@@ -43,7 +45,7 @@ use std::time::Duration;
 use clap::{Args, Parser, Subcommand};
 
 use crate::format::Format;
-use crate::query_cmd::Param;
+use crate::params::Param;
 
 /// ecsdb: an in-memory entity database, queried by text.
 #[derive(Parser, Debug)]
@@ -112,9 +114,9 @@ pub struct ExecArgs {
     /// How to print results.
     #[arg(long, value_enum, default_value_t = Format::Table)]
     pub format: Format,
-    /// Binds a parameter: `name=VALUE` for `$name`, `1=VALUE` for `$1`. VALUE is a literal of
-    /// the language (42, 2.5, 'text' or bare text, true, false, null, 12v0, [1, 2]).
-    #[arg(long = "param", value_name = "NAME=VALUE", value_parser = query_cmd::parse_param)]
+    /// Binds a parameter: `name=VALUE` for `$name`, `1=VALUE` for `$1`. VALUE is a value of
+    /// the language (42, .5, 'text', true, null, 12v0, [1, 2], 2 * 3); a bare word is a string.
+    #[arg(long = "param", value_name = "NAME=VALUE", value_parser = params::parse_param)]
     pub params: Vec<Param>,
     /// How long to wait for another process writing WORLD (seconds, or e.g. 250ms).
     #[arg(long, value_name = "T", default_value = "5", value_parser = world_file::parse_timeout)]
@@ -156,9 +158,9 @@ pub struct QueryArgs {
     /// How to print the result.
     #[arg(long, value_enum, default_value_t = Format::Table)]
     pub format: Format,
-    /// Binds a parameter: `name=VALUE` for `$name`, `1=VALUE` for `$1`. VALUE is a literal of
-    /// the language (42, 2.5, 'text' or bare text, true, false, null, 12v0, [1, 2]).
-    #[arg(long = "param", value_name = "NAME=VALUE", value_parser = query_cmd::parse_param)]
+    /// Binds a parameter: `name=VALUE` for `$name`, `1=VALUE` for `$1`. VALUE is a value of
+    /// the language (42, .5, 'text', true, null, 12v0, [1, 2], 2 * 3); a bare word is a string.
+    #[arg(long = "param", value_name = "NAME=VALUE", value_parser = params::parse_param)]
     pub params: Vec<Param>,
 }
 
@@ -224,7 +226,7 @@ pub struct WatchArgs {
     #[arg(long, value_enum, default_value_t = Format::Table)]
     pub format: Format,
     /// Binds a parameter (as for `query`).
-    #[arg(long = "param", value_name = "NAME=VALUE", value_parser = query_cmd::parse_param)]
+    #[arg(long = "param", value_name = "NAME=VALUE", value_parser = params::parse_param)]
     pub params: Vec<Param>,
 }
 

@@ -11,7 +11,7 @@ use serde_json::{Value as Json, json};
 
 use crate::Failure;
 use crate::format::{self, Format};
-use crate::query_cmd::Param;
+use crate::params::Param;
 
 /// The server's URL and token: the token from `--token`, else `ECSDB_TOKEN`, else the URL's
 /// fragment.
@@ -24,10 +24,7 @@ pub fn endpoint(url: &str, token: Option<&str>) -> Result<Endpoint, Failure> {
 pub fn params_json(params: &[Param]) -> Json {
     let mut o = serde_json::Map::new();
     for p in params {
-        let key = match &p.name {
-            crate::query_cmd::ParamName::Position(n) => n.to_string(),
-            crate::query_cmd::ParamName::Named(s) => s.clone(),
-        };
+        let key = p.name.key();
         let v = match &p.value {
             Value::Entity(e) => json!({ "entity": e.to_string() }),
             v => ecsdb::query::value_to_json(v),
@@ -165,8 +162,8 @@ pub fn shell(url: &str, token: Option<&str>, fmt: Format) -> Result<(), Failure>
     let names = schema_names(&mut c).map_err(|e| Failure::usage(format!("cannot reach {url}: {e}")))?;
     let mut failed = false;
     let mut run = |c: &mut HttpClient, text: &str| {
-        for range in crate::shell::split_statements(text) {
-            let stmt = text[range].trim();
+        for range in ecsdb::query::lex::split_statements(text) {
+            let stmt = range.text(text).trim();
             if stmt.is_empty() {
                 continue;
             }

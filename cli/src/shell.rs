@@ -19,8 +19,11 @@ use std::io::{self, BufRead, IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use ecsdb::query::{Database, Params};
-use ecsdb::{FileStamp, World};
+// Keywords, functions and types to complete come from the language's own tables, and
+// statements end where its lexer says: nothing here can drift from the grammar.
+use ecsdb::query::lex::{KEYWORDS, StatementState, statement_state};
+use ecsdb::query::{BUILTIN_FUNCTIONS, Database, Params};
+use ecsdb::{FieldType, FileStamp, World};
 use rustyline::completion::{Completer, Pair};
 use rustyline::error::ReadlineError;
 use rustyline::highlight::Highlighter;
@@ -29,8 +32,8 @@ use rustyline::history::DefaultHistory;
 use rustyline::validate::{ValidationContext, ValidationResult, Validator};
 use rustyline::{CompletionType, Config, Context, Editor, Helper};
 
-use crate::exec::{RunOptions, run_script};
 use crate::format::{self, Format};
+use crate::script::{RunOptions, run_script};
 use crate::{Failure, ShellArgs, world_file};
 
 const HELP: &str = "\
@@ -47,17 +50,6 @@ Dot-commands (one line, no ';'):
   .format table|json|csv   how results are printed
   .quit                    leave (also .exit or Ctrl-D); asks before dropping unsaved changes
 Tab completes keywords, functions and component and field names (Health.hp).";
-
-// Keywords to complete: the parser's own list, so completion never drifts from the grammar.
-use ecsdb::query::lex::KEYWORDS;
-
-const FUNCTIONS: &[&str] = &[
-    "count", "sum", "avg", "min", "max", "abs", "sqrt", "floor", "ceil", "round", "len", "lower", "upper", "has",
-    "distance", "within", "inside",
-];
-
-const TYPES: &[&str] =
-    &["bool", "i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64", "f32", "f64", "string", "vec2", "vec3"];
 
 const DOT_COMMANDS: &[&str] = &[".help", ".tables", ".indexes", ".save", ".timing", ".format", ".quit", ".exit"];
 
@@ -211,6 +203,9 @@ impl Shell {
             let _ = editor.save_history(h);
         }
         if self.dirty {
+            // The questions below take one-line answers: no completion, and no waiting for a
+            // `;` that an answer like `n` would never have.
+            editor.set_helper(None);
             if self.autosave && self.path.is_some() {
                 match self.save(None) {
                     // Another process saved the file: ask where to save instead.
@@ -394,95 +389,6 @@ fn history_path() -> Option<PathBuf> {
     std::env::var_os("HOME").filter(|h| !h.is_empty()).map(|h| PathBuf::from(h).join(".ecsdb_history"))
 }
 
-/// Whether a buffer of input holds a finished statement.
-#[derive(Debug, PartialEq, Eq, Clone, Copy)]
-pub enum StatementState {
-    /// Only whitespace and comments.
-    Empty,
-    /// Text whose last token is not `;`, or an open string.
-    Incomplete,
-    /// The last token (outside strings and comments) is `;`.
-    Complete,
-}
-
-/// Scans a buffer with the language's lexical rules for strings (`'…'`, `"…"`, backslash
-/// escapes) and `--` comments.
-pub fn statement_state(buf: &str) -> StatementState {
-    let mut last: Option<char> = None;
-    let mut chars = buf.chars().peekable();
-    while let Some(c) = chars.next() {
-        match c {
-            '\'' | '"' => {
-                let quote = c;
-                let mut closed = false;
-                while let Some(d) = chars.next() {
-                    if d == '\\' {
-                        chars.next();
-                    } else if d == quote {
-                        closed = true;
-                        break;
-                    }
-                }
-                if !closed {
-                    return StatementState::Incomplete;
-                }
-                last = Some(quote);
-            }
-            '-' if chars.peek() == Some(&'-') => {
-                for d in chars.by_ref() {
-                    if d == '\n' {
-                        break;
-                    }
-                }
-            }
-            c if c.is_whitespace() => {}
-            c => last = Some(c),
-        }
-    }
-    match last {
-        None => StatementState::Empty,
-        Some(';') => StatementState::Complete,
-        Some(_) => StatementState::Incomplete,
-    }
-}
-
-/// Splits a script at the `;`s that end statements (outside strings and `--` comments),
-/// returning the byte ranges of the pieces that hold a statement (each with its `;`).
-/// Pieces with only whitespace and comments are left out.
-pub fn split_statements(script: &str) -> Vec<std::ops::Range<usize>> {
-    let mut pieces = Vec::new();
-    let mut start = 0;
-    let mut chars = script.char_indices().peekable();
-    while let Some((i, c)) = chars.next() {
-        match c {
-            '\'' | '"' => {
-                while let Some((_, d)) = chars.next() {
-                    if d == '\\' {
-                        chars.next();
-                    } else if d == c {
-                        break;
-                    }
-                }
-            }
-            '-' if chars.peek().map(|&(_, d)| d) == Some('-') => {
-                for (_, d) in chars.by_ref() {
-                    if d == '\n' {
-                        break;
-                    }
-                }
-            }
-            ';' => {
-                pieces.push(start..i + 1);
-                start = i + 1;
-            }
-            _ => {}
-        }
-    }
-    pieces.push(start..script.len());
-    pieces.retain(|r| statement_state(&script[r.clone()]) != StatementState::Empty);
-    pieces
-}
-
 /// Completion, multi-line validation and (default) hinting and highlighting for the editor.
 pub(crate) struct ShellHelper {
     components: Vec<String>,
@@ -556,7 +462,8 @@ impl ShellHelper {
                 out.push(if lowercase_typed { k.to_ascii_lowercase() } else { k.to_string() });
             }
         }
-        for f in FUNCTIONS.iter().chain(TYPES) {
+        let functions = BUILTIN_FUNCTIONS.iter().map(|f| f.name);
+        for f in functions.chain(FieldType::ALL.iter().map(|t| t.name())) {
             if f.starts_with(&lower) {
                 out.push(f.to_string());
             }
@@ -626,28 +533,6 @@ mod tests {
     use super::*;
 
     #[test]
-    fn statement_ends() {
-        assert_eq!(statement_state(""), StatementState::Empty);
-        assert_eq!(statement_state("  -- just a comment\n"), StatementState::Empty);
-        assert_eq!(statement_state("SELECT 1"), StatementState::Incomplete);
-        assert_eq!(statement_state("SELECT 1;"), StatementState::Complete);
-        assert_eq!(statement_state("SELECT 1; -- done\n"), StatementState::Complete);
-        assert_eq!(statement_state("SELECT 'a;"), StatementState::Incomplete);
-        assert_eq!(statement_state("SELECT 'a;' "), StatementState::Incomplete);
-        assert_eq!(statement_state("SELECT 'it\\'s';"), StatementState::Complete);
-        assert_eq!(statement_state("SELECT 1 -- ;\n"), StatementState::Incomplete);
-        assert_eq!(statement_state("SELECT 1 - -2;"), StatementState::Complete);
-    }
-
-    #[test]
-    fn splits_scripts() {
-        let s = "SELECT 1; -- one;\nSELECT ';' ;\n\nbroken {;\n-- trailing\nlast";
-        let pieces: Vec<&str> = split_statements(s).into_iter().map(|r| &s[r]).collect();
-        assert_eq!(pieces, ["SELECT 1;", " -- one;\nSELECT ';' ;", "\n\nbroken {;", "\n-- trailing\nlast"]);
-        assert!(split_statements("  -- nothing\n").is_empty());
-    }
-
-    #[test]
     fn completes_names() {
         let mut w = World::new();
         w.define_component(&ecsdb::ComponentDef::new("Health", &[("hp", ecsdb::FieldType::F32)])).unwrap();
@@ -657,5 +542,8 @@ mod tests {
         assert!(h.candidates("sel", false).contains(&"select".to_string()));
         assert!(h.candidates("SEL", false).contains(&"SELECT".to_string()));
         assert_eq!(h.candidates(".ta", true), vec![".tables".to_string()]);
+        // Functions and types from the language's tables, not a copy of them.
+        assert!(h.candidates("dep", false).contains(&"depth".to_string()));
+        assert!(h.candidates("vec", false).contains(&"vec3".to_string()));
     }
 }

@@ -1,62 +1,15 @@
 //! `ecsdb serve` as a real process, and the CLI's `--connect` clients against it.
 
-use std::io::{BufRead, BufReader};
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::path::Path;
+use std::process::Output;
+use std::time::Duration;
 
-const BIN: &str = env!("CARGO_BIN_EXE_ecsdb");
+mod common;
 
-fn temp_dir(test: &str) -> PathBuf {
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("cli-serve-{test}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
+use common::{Server, eventually, temp_dir};
 
 fn run(dir: &Path, args: &[&str], stdin: &[u8]) -> Output {
-    use std::io::Write;
-    let mut child = Command::new(BIN)
-        .args(args)
-        .current_dir(dir)
-        .env_remove("ECSDB_TOKEN")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child.stdin.take().unwrap().write_all(stdin).unwrap();
-    child.wait_with_output().unwrap()
-}
-
-/// Starts `ecsdb serve` and returns it with the URL line.
-fn serve(dir: &Path, extra: &[&str]) -> (Child, String) {
-    let mut args = vec!["serve", "w.ecsdb"];
-    args.extend_from_slice(extra);
-    let mut child = Command::new(BIN)
-        .args(&args)
-        .current_dir(dir)
-        .env_remove("ECSDB_TOKEN")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
-    (child, line.trim().to_string())
-}
-
-#[cfg(unix)]
-fn terminate(child: &mut Child) -> std::process::ExitStatus {
-    let _ = Command::new("kill").args(["-TERM", &child.id().to_string()]).status();
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        if let Some(s) = child.try_wait().unwrap() {
-            return s;
-        }
-        assert!(Instant::now() < deadline, "serve did not stop on SIGTERM");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    common::run_in(dir, args, Some(stdin))
 }
 
 #[cfg(unix)]
@@ -65,7 +18,8 @@ fn serve_query_shell_and_autosave() {
     let dir = temp_dir("autosave");
     let made = run(&dir, &["exec", "w.ecsdb", "-"], b"CREATE COMPONENT Health (hp i32); SPAWN Health {hp: 1};");
     assert!(made.status.success(), "{}", String::from_utf8_lossy(&made.stderr));
-    let (mut child, url) = serve(&dir, &["--allow-writes", "--hz", "20", "--autosave"]);
+    let mut server = Server::start(&dir, "w.ecsdb", &["--allow-writes", "--hz", "20", "--autosave"]);
+    let url = server.url.clone();
     assert!(url.starts_with("http://127.0.0.1:") && url.contains("/#token="), "{url}");
 
     let q = run(&dir, &["query", "--connect", &url, "SELECT count(*)", "--format", "json"], b"");
@@ -80,7 +34,7 @@ fn serve_query_shell_and_autosave() {
     assert!(sh.status.success(), "{}", String::from_utf8_lossy(&sh.stderr));
     assert!(String::from_utf8_lossy(&sh.stdout).contains(r#"{"columns":["count(*)"],"rows":[[2]]}"#));
 
-    assert!(terminate(&mut child).success());
+    assert!(server.terminate().success());
     let after = run(&dir, &["query", "w.ecsdb", "SELECT count(*)", "--format", "json"], b"");
     assert_eq!(String::from_utf8_lossy(&after.stdout).trim(), r#"{"columns":["count(*)"],"rows":[[2]]}"#);
 }
@@ -97,7 +51,8 @@ fn serve_runs_the_world_systems() {
           CREATE SYSTEM count IN PHASE OnUpdate AS UPDATE Counter SET n = Counter.n + 1;",
     );
     assert!(made.status.success(), "{}", String::from_utf8_lossy(&made.stderr));
-    let (mut child, url) = serve(&dir, &["--hz", "50", "--autosave"]);
+    let mut server = Server::start(&dir, "w.ecsdb", &["--hz", "50", "--autosave"]);
+    let url = server.url.clone();
     let count = || {
         let q = run(&dir, &["query", "--connect", &url, "SELECT Counter.n", "--format", "json"], b"");
         let out = String::from_utf8_lossy(&q.stdout).to_string();
@@ -105,12 +60,8 @@ fn serve_runs_the_world_systems() {
         n.unwrap_or_else(|| panic!("no count in {out}"))
     };
     let first = count();
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while count() <= first + 5 {
-        assert!(Instant::now() < deadline, "the system did not run: the counter stayed near {first}");
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    assert!(terminate(&mut child).success());
+    eventually(Duration::from_secs(30), "the system to run (the counter to pass first + 5)", || count() > first + 5);
+    assert!(server.terminate().success());
     let after = run(&dir, &["query", "w.ecsdb", "SELECT Counter.n", "--format", "json"], b"");
     let saved = String::from_utf8_lossy(&after.stdout).to_string();
     assert!(!saved.contains("[[0]]"), "the ticks were saved: {saved}");

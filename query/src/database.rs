@@ -80,6 +80,18 @@ pub fn is_read_only(text: &str) -> Result<bool, Error> {
     Ok(statement_is_read_only(&parse::parse_statement(text)?))
 }
 
+/// One statement of a script, as [`Database::execute_script_each`] reports it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ScriptStatement {
+    /// Its position in the script, from 0.
+    pub index: usize,
+    /// Where it is in the script's text (without the `;`).
+    pub span: Span,
+    /// Whether it cannot change the world ([`is_read_only`]: decided from its syntax tree).
+    pub read_only: bool,
+}
+
 fn statement_is_read_only(s: &ast::Statement) -> bool {
     matches!(
         s,
@@ -508,21 +520,35 @@ impl Database {
         Ok(())
     }
 
-    /// Runs each statement of a script, calling `on_result(index, statement_span, &result)`
-    /// after each; returning `false` stops the script (return `true` to go on, after an error
-    /// too). Each statement is atomic on its own. Returns `Err` only when the script does not
-    /// parse (then nothing runs).
+    /// Runs each statement of a script, calling `on_result(&statement, &result)` after each;
+    /// returning `false` stops the script (return `true` to go on, after an error too). Each
+    /// statement is atomic on its own. Returns `Err` only when the script does not parse
+    /// (then nothing runs).
+    ///
+    /// ```
+    /// use ecsdb_query::Database;
+    /// let mut db = Database::new();
+    /// let mut changed = false;
+    /// db.execute_script_each("CREATE COMPONENT Hp (v i32); SELECT count(*); TICK;", (), |s, result| {
+    ///     assert!(result.is_ok());
+    ///     changed |= !s.read_only;
+    ///     true
+    /// })
+    /// .unwrap();
+    /// assert!(changed);
+    /// ```
     pub fn execute_script_each(
         &mut self,
         text: &str,
         params: impl Into<Params>,
-        mut on_result: impl FnMut(usize, Span, &Result<ResultSet, Error>) -> bool,
+        mut on_result: impl FnMut(&ScriptStatement, &Result<ResultSet, Error>) -> bool,
     ) -> Result<(), Error> {
         let params = params.into();
         let statements = parse::parse_script(text)?;
-        for (i, stmt) in statements.iter().enumerate() {
+        for (index, stmt) in statements.iter().enumerate() {
             let result = self.prepare_statement(stmt).and_then(|mut p| p.run(self, &params));
-            if !on_result(i, stmt.span(), &result) {
+            let statement = ScriptStatement { index, span: stmt.span(), read_only: statement_is_read_only(stmt) };
+            if !on_result(&statement, &result) {
                 break;
             }
         }

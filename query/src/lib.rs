@@ -95,7 +95,7 @@ mod test_rng;
 mod types;
 
 pub use bind::parse_value;
-pub use database::{CachedStatement, Database, Prepared, Selected, SystemBuilder, is_read_only};
+pub use database::{CachedStatement, Database, Prepared, ScriptStatement, Selected, SystemBuilder, is_read_only};
 pub use error::{Error, ErrorKind, Span};
 pub use params::Params;
 pub use plan::PlanOptions;
