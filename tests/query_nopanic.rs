@@ -96,10 +96,11 @@ const LITERALS: &[&str] = &[
     "$x",
 ];
 const BINARY: &[&str] = &["+", "-", "*", "/", "%", "||", "=", "!=", "<", "<=", ">", ">=", "AND", "OR"];
-const FUNCTIONS: &[&str] = &[
-    "abs", "sqrt", "floor", "ceil", "round", "min", "max", "len", "lower", "upper", "distance", "within", "inside",
-    "count", "sum", "avg", "has", "nope",
-];
+/// Every built-in function (the language's own table, so a new one is fuzzed as soon as it
+/// exists) and one that does not exist.
+fn functions() -> Vec<&'static str> {
+    ecsdb::query::BUILTIN_FUNCTIONS.iter().map(|f| f.name).chain(["nope"]).collect()
+}
 
 fn expr() -> impl Strategy<Value = String> {
     let leaf = prop_oneof![
@@ -119,7 +120,7 @@ fn expr() -> impl Strategy<Value = String> {
             (inner.clone(), proptest::collection::vec(inner.clone(), 0..3))
                 .prop_map(|(a, l)| format!("({a}) NOT IN ({})", l.join(", "))),
             (inner.clone(), inner.clone()).prop_map(|(a, b)| format!("({a}) LIKE ({b})")),
-            (proptest::sample::select(FUNCTIONS), proptest::collection::vec(inner.clone(), 0..4))
+            (proptest::sample::select(functions()), proptest::collection::vec(inner.clone(), 0..4))
                 .prop_map(|(f, args)| format!("{f}({})", args.join(", "))),
         ]
     })
@@ -217,7 +218,7 @@ proptest! {
             proptest::sample::select(FIELDS).prop_map(str::to_string),
             proptest::sample::select(LITERALS).prop_map(str::to_string),
             proptest::sample::select(BINARY).prop_map(str::to_string),
-            proptest::sample::select(FUNCTIONS).prop_map(str::to_string),
+            proptest::sample::select(functions()).prop_map(str::to_string),
             proptest::sample::select(&["SELECT", "FROM", "WHERE", "GROUP BY", "ORDER BY", "LIMIT", "(", ")", ",", "*", "!", "?", "|", "{", "}", ":", "SPAWN", "UPDATE", "SET", "TO", "ADD", "DESPAWN", ";"][..]).prop_map(str::to_string),
         ],
         0..14,
