@@ -50,6 +50,9 @@ mod world;
 /// thousands of times slower) the smaller `miri`, picked so that the test keeps its shapes
 /// and reaches the same paths.
 #[cfg(test)]
+mod test_rng;
+
+#[cfg(test)]
 fn test_size<T>(normal: T, miri: T) -> T {
     if cfg!(miri) { miri } else { normal }
 }

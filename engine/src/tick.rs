@@ -298,16 +298,9 @@ mod tests {
 
     #[test]
     fn for_each_changed_visits_exactly_the_new_rows_in_order() {
-        let mut x = 0x9e37_79b9_u32;
+        let mut rng = crate::test_rng::Rng::new(1);
         for len in [0usize, 1, 63, 64, 65, 200, 1000] {
-            let ticks: Vec<Tick> = (0..len)
-                .map(|_| {
-                    x ^= x << 13;
-                    x ^= x >> 17;
-                    x ^= x << 5;
-                    x % 40
-                })
-                .collect();
+            let ticks: Vec<Tick> = (0..len).map(|_| rng.below(40) as Tick).collect();
             let (this, age) = (30, 7);
             let mut seen = Vec::new();
             for_each_changed(&ticks, this, age, |r| seen.push(r));

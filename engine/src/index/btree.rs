@@ -732,12 +732,10 @@ mod tests {
         let mut b = BtreeIndex::<i64>::default();
         b.flush(); // leave bulk mode: every update below goes through block inserts
         let mut model = std::collections::BTreeMap::new();
-        let mut x = 99u64;
+        let mut rng = crate::test_rng::Rng::new(99);
         let entities = crate::test_size(3000, 60);
         for step in 0..crate::test_size(20_000u32, 200) {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
+            let x = rng.next_u64();
             let e = (x % entities) as u32;
             if step % 5 == 0 {
                 b.remove(e);

@@ -905,13 +905,8 @@ mod tests {
 
     #[test]
     fn bitmaps_from_ids() {
-        let mut x = 12345u64;
-        let mut next = move || {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x
-        };
+        let mut rng = crate::test_rng::Rng::new(12345);
+        let mut next = move || rng.next_u64();
         // Past 4096 ids a container is a bitmap: `many` and `dense` make one, but under Miri,
         // too slow for that many, only arrays are made.
         let (some, many, spread, dense) = (

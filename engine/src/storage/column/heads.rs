@@ -263,13 +263,8 @@ mod tests {
             m.push(&format!("n{i}"), 1);
         }
         assert_eq!(m.refresh(), m.expected());
-        let mut x = 0x2545_f491_u32;
-        let mut rand = move |n: usize| {
-            x ^= x << 13;
-            x ^= x >> 17;
-            x ^= x << 5;
-            x as usize % n
-        };
+        let mut rng = crate::test_rng::Rng::new(2);
+        let mut rand = move |n: usize| rng.below(n as u64) as usize;
         for round in 0..300 {
             match rand(4) {
                 0 => {

@@ -199,13 +199,8 @@ mod tests {
     /// starts empty, whatever the column's length did in between.
     #[test]
     fn notes_come_back_sorted_and_distinct_at_any_density() {
-        let mut x = 0x9e37_79b9_u64;
-        let mut next = move |n: u64| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x % n
-        };
+        let mut rng = crate::test_rng::Rng::new(3);
+        let mut next = move |n: u64| rng.below(n);
         let mut log = WriteLog::armed();
         // (Smaller under Miri, which runs this a thousand times slower; the same shapes: few
         // rows, many, past the limit, a short column, a longer one after it.)
