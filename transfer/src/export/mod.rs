@@ -62,6 +62,13 @@ impl<'w> ComponentPlan<'w> {
         FieldView::new(world, place, self.id(), field)
     }
 
+    /// Field `field`'s handle `e` as exported: a dangling reference (a declared reference
+    /// whose target is gone, left by `ON DELETE NO ACTION`) is written as the null entity,
+    /// as the engine and queries read it.
+    pub fn entity_out(&self, world: &World, field: usize, e: Entity) -> Entity {
+        if !e.is_null() && !world.is_alive(e) && world.reference(self.id(), field).is_some() { Entity::NULL } else { e }
+    }
+
     /// Bytes of component data: every value's size plus the text of its strings.
     fn component_bytes(&self, world: &'w World) -> u64 {
         let mut bytes = (self.rows * self.info.layout().size()) as u64;
