@@ -297,7 +297,7 @@ pub struct TypedReference {
     /// The field's name.
     pub field: &'static str,
     /// What despawning the target does.
-    pub on_delete: crate::reference::OnDelete,
+    pub on_delete: crate::on_delete::OnDelete,
     /// Whether following the field may never lead an entity back to itself.
     pub acyclic: bool,
 }

@@ -1,7 +1,7 @@
 //! The engine's error type.
 
 use crate::entity::Entity;
-use crate::value::ValueType;
+use crate::value_type::ValueType;
 
 /// Everything that can go wrong in the storage engine. Every failing operation leaves the
 /// world as it was.

@@ -31,53 +31,14 @@
 //! `index/relation.rs`), otherwise by one scan of the component per despawn call.
 
 use std::collections::{HashMap, HashSet};
-use std::fmt;
 
 use crate::component::{ComponentId, FieldType, StorageKind};
 use crate::entity::Entity;
 use crate::error::{EngineError, Result};
 use crate::index::Wanted;
+pub use crate::on_delete::OnDelete;
 use crate::value::Value;
 use crate::world::World;
-
-/// What despawning a reference's target does to the entities that refer to it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default, serde::Serialize, serde::Deserialize)]
-pub enum OnDelete {
-    /// Leave the handle; it then reads as null (the default).
-    #[default]
-    NoAction,
-    /// Despawn the referrer too (recursively).
-    Cascade,
-    /// Set the field to the null entity.
-    SetNull,
-    /// Remove the component holding the reference.
-    Remove,
-    /// Refuse the despawn (unless the referrer is despawned by the same call).
-    Restrict,
-}
-
-impl OnDelete {
-    /// Every policy.
-    pub const ALL: [OnDelete; 5] =
-        [OnDelete::NoAction, OnDelete::Cascade, OnDelete::SetNull, OnDelete::Remove, OnDelete::Restrict];
-
-    /// The words of the language (`CASCADE`, `SET NULL`, …).
-    pub fn name(self) -> &'static str {
-        match self {
-            OnDelete::NoAction => "NO ACTION",
-            OnDelete::Cascade => "CASCADE",
-            OnDelete::SetNull => "SET NULL",
-            OnDelete::Remove => "REMOVE",
-            OnDelete::Restrict => "RESTRICT",
-        }
-    }
-}
-
-impl fmt::Display for OnDelete {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
 
 /// A reference declaration by names: what `CREATE COMPONENT … REFERENCES …` says, what
 /// snapshots save.

@@ -176,6 +176,17 @@ pub use index_ref::{IndexId, IndexRef};
 pub(crate) use registry::IndexRegistry;
 pub use registry::{IndexFunction, IndexReader, Wanted};
 
+/// When a load or import builds the indexes its data defines.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum IndexBuild {
+    /// Before it returns.
+    #[default]
+    Now,
+    /// At the next read of the indexes (see [`World::create_index_deferred`](crate::World::create_index_deferred)): for a world
+    /// that is saved right away, whose file keeps only the definitions.
+    Deferred,
+}
+
 /// A secondary index: the plug-in point. Each kind (rtree, bitmap, btree, function)
 /// implements it; the registry drives it.
 ///

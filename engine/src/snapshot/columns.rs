@@ -12,13 +12,14 @@ use std::collections::HashMap;
 
 use crate::component::{ComponentDef, FieldType, StorageKind};
 use crate::entity::Entity;
+use crate::index::IndexBuild;
 use crate::snapshot::format::{
     AllocatorRecord, Body, Bytes, ColumnData, ColumnRecord, ComponentRecord, FieldRecord, FieldRun, IndexRecord,
     IndexSection, SparseRecord, TableRecord, Text, entities_le, field_type_code, storage_code, u32s_le, wire_size,
 };
 use crate::snapshot::load::load_into;
 use crate::snapshot::placement::{RowRuns, Tables, TextStarts, claim, row_runs, tables};
-use crate::snapshot::{IndexBuild, IndexDefinition, LoadOptions, LoadStats, SnapshotError};
+use crate::snapshot::{IndexDefinition, LoadOptions, LoadStats, SnapshotError};
 use crate::world::World;
 
 /// One field's values for every row of a [`ComponentColumns`].

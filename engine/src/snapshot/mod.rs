@@ -112,6 +112,7 @@ use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
+pub use crate::index::IndexBuild;
 pub use columns::{ColumnarWorld, ComponentColumns, DeadIndices, FieldValues};
 pub use format::{FORMAT_VERSION, HEADER_LEN, MAGIC};
 pub use json::JsonOptions;
@@ -146,17 +147,6 @@ pub struct SaveOptions {
     /// assert!(empty.component_id("Hp").is_ok());
     /// ```
     pub schema_only: bool,
-}
-
-/// When a load or import builds the indexes its data defines.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum IndexBuild {
-    /// Before it returns.
-    #[default]
-    Now,
-    /// At the next read of the indexes (see [`World::create_index_deferred`]): for a world
-    /// that is saved right away, whose file keeps only the definitions.
-    Deferred,
 }
 
 /// What to do while loading.

@@ -10,6 +10,7 @@ use super::{IndexFunction, IndexReader, Slot, Source, TypedFn, Wanted, function_
 use crate::component::{Component, ComponentId, ComponentInfo, FieldType, is_identifier};
 use crate::entity::Entity;
 use crate::error::{EngineError, Result};
+use crate::index::IndexBuild;
 use crate::index::bitmap::{BitmapIndex, PresenceIndex};
 use crate::index::btree::BtreeIndex;
 use crate::index::function::FunctionIndex;
@@ -21,7 +22,6 @@ use crate::index::skip::SkipIndex;
 use crate::index::{
     Estimate, IndexAnswer, IndexDef, IndexInfo, IndexKind, IndexPredicate, RtreeUpdate, SecondaryIndex,
 };
-use crate::snapshot::IndexBuild;
 use crate::value::Value;
 use crate::world::World;
 
