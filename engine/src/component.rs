@@ -173,6 +173,9 @@ impl fmt::Display for FieldType {
     }
 }
 
+pub(crate) mod opaque_serde;
+pub(crate) use opaque_serde::{OpaqueSerde, OpaqueSerdes};
+
 mod sealed {
     pub trait Sealed {}
 }

@@ -139,13 +139,13 @@ pub struct World {
     /// Secondary indexes (`crate::index`): kept in step through change ticks and `note_removed`.
     pub(crate) indexes: crate::index::IndexRegistry,
     /// Serde functions of opaque components, for snapshots.
-    pub(crate) opaque_serde: crate::snapshot::OpaqueSerdes,
+    pub(crate) opaque_serde: crate::component::OpaqueSerdes,
     /// Declared references (`crate::reference`): checked on writes, applied on despawns.
     pub(crate) references: crate::reference::References,
     /// The systems and schedule clock, as plain records (snapshots save them).
     pub(crate) schedule: crate::ScheduleRecord,
     /// States of the one-shot queries run on this world (see `query::one_shot`).
-    pub(crate) query_cache: crate::query::QueryCache,
+    pub(crate) query_cache: query_cache::QueryCache,
     /// What a [`World::mirror_from`] stopped while moving rows had done, for the next call
     /// to finish.
     mirror_pending: Option<Box<mirror::MirrorPending>>,
@@ -767,6 +767,8 @@ fn sparse_mut<'a>(
 mod columnar;
 mod dynamic;
 mod mirror;
+mod opaque;
+mod query_cache;
 mod rewrite;
 pub use rewrite::{RowByRow, RowRewrite};
 mod ticks;

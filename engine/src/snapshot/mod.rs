@@ -94,12 +94,12 @@
 //! assert_eq!(typed.spawn(Position { x: 0.0, y: 0.0 }), world.spawn(Position { x: 0.0, y: 0.0 }));
 //! ```
 
+mod columnar;
 mod columns;
 mod format;
 mod json;
 mod load;
 mod lock;
-mod opaque;
 mod placement;
 mod read;
 mod save;
@@ -113,11 +113,10 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 pub use crate::index::IndexBuild;
-pub use columns::{ColumnarWorld, ComponentColumns, DeadIndices, FieldValues};
+pub use columnar::{ColumnarWorld, ComponentColumns, DeadIndices, FieldValues};
 pub use format::{FORMAT_VERSION, HEADER_LEN, MAGIC};
 pub use json::JsonOptions;
 pub use lock::{DEFAULT_BUSY_TIMEOUT, FileStamp, WorldLock};
-pub(crate) use opaque::OpaqueSerdes;
 
 use crate::world::World;
 

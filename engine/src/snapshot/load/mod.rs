@@ -20,6 +20,7 @@ mod catalog;
 use std::collections::{BTreeSet, HashSet};
 
 use crate::component::{ComponentDef, ComponentId, ComponentInfo, Components, FieldType, StorageKind, is_identifier};
+use crate::component::{OpaqueSerde, OpaqueSerdes};
 use crate::entity::{Entities, Entity, Misplaced};
 use crate::par;
 use crate::snapshot::format::{
@@ -27,7 +28,6 @@ use crate::snapshot::format::{
     INDEX_SECTION_VERSION, INDEX_SECTION_VERSION_REFERENCES, KNOWN_FLAGS, MAGIC, OLDEST_FORMAT_VERSION,
     SCHEDULE_SECTION_VERSION, TickRecord, field_type_from_code, storage_from_code, u32_at, u64_at, wire_size,
 };
-use crate::snapshot::opaque::{OpaqueSerde, OpaqueSerdes};
 use crate::snapshot::read::{CrcCheck, Input, Parser, Sums};
 use crate::snapshot::{IndexDefinition, LoadOptions, LoadStats, SIZE_DIVISOR, SnapshotError};
 use crate::storage::{Column, SparseSet};
