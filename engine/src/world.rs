@@ -769,6 +769,7 @@ mod dynamic;
 mod mirror;
 mod opaque;
 mod query_cache;
+mod references;
 mod rewrite;
 pub use rewrite::{RowByRow, RowRewrite};
 mod ticks;

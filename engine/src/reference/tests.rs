@@ -1,5 +1,8 @@
 use super::*;
+use crate::World;
+use crate::error::EngineError;
 use crate::index::{IndexDef, IndexKind};
+use crate::value::Value;
 use crate::{ComponentDef, FieldType};
 
 fn world_with(policy: OnDelete, acyclic: bool, indexed: bool) -> World {
