@@ -766,6 +766,7 @@ fn sparse_mut<'a>(
 
 mod columnar;
 mod dynamic;
+mod fields;
 mod mirror;
 mod opaque;
 mod query_cache;
@@ -774,7 +775,8 @@ mod rewrite;
 pub use rewrite::{RowByRow, RowRewrite};
 mod ticks;
 mod writers;
-pub use columnar::{FieldRows, TypedFieldValues};
+pub use crate::storage::TypedFieldValues;
+pub use columnar::FieldRows;
 pub(crate) use dynamic::OwnedValue;
 pub use mirror::Mirrored;
 pub use writers::ComponentWriter;
