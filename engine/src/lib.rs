@@ -80,7 +80,10 @@ pub use tick::{ChangeWindow, Mut, Tick, is_newer};
 pub use value::{
     ComponentValues, FieldValue, FromValueError, Value, ValueType, convert_value, read_field, read_object,
 };
-pub use world::{ComponentWriter, FieldRows, MemoryUsage, Mirrored, RowByRow, RowRewrite, TypedFieldValues, World};
+pub use world::{
+    ComponentWriter, FieldRows, IndexFunction, IndexReader, MemoryUsage, Mirrored, RowByRow, RowRewrite,
+    TypedFieldValues, World,
+};
 
 #[doc(hidden)]
 pub mod __private {

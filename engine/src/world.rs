@@ -137,7 +137,7 @@ pub struct World {
     /// refresh, which can then skip scanning change ticks.
     written: AtomicBool,
     /// Secondary indexes (`crate::index`): kept in step through change ticks and `note_removed`.
-    pub(crate) indexes: crate::index::IndexRegistry,
+    pub(crate) indexes: indexes::IndexRegistry,
     /// Serde functions of opaque components, for snapshots.
     pub(crate) opaque_serde: crate::component::OpaqueSerdes,
     /// Declared references (`crate::reference`): checked on writes, applied on despawns.
@@ -767,6 +767,8 @@ fn sparse_mut<'a>(
 mod columnar;
 mod dynamic;
 mod fields;
+mod indexes;
+pub use indexes::{IndexFunction, IndexReader};
 mod mirror;
 mod opaque;
 mod query_cache;
