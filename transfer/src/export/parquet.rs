@@ -24,7 +24,8 @@ use parquet::schema::types::ColumnPath;
 
 use ecsdb_engine::storage::FieldView;
 
-use super::{ComponentPlan, push_entity_text};
+use super::ComponentPlan;
+use crate::entity_text::push_entity_text;
 use crate::error::{DataProblem, Place, TransferError};
 
 /// Field metadata key naming the ecsdb type of a column (so `entity` and `string` columns,

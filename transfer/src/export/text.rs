@@ -13,7 +13,8 @@ use ecsdb_engine::{Entity, World};
 
 use ecsdb_engine::storage::FieldView;
 
-use super::{ComponentPlan, push_entity_text};
+use super::ComponentPlan;
+use crate::entity_text::push_entity_text;
 use crate::error::TransferError;
 
 /// Which text format.
