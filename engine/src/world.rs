@@ -771,6 +771,8 @@ mod indexes;
 pub use indexes::{IndexFunction, IndexReader};
 mod mirror;
 mod opaque;
+mod parts;
+pub(crate) use parts::{RefusedParts, WorldParts};
 mod query_cache;
 mod references;
 mod rewrite;
