@@ -25,7 +25,7 @@ pub enum ValueType {
     /// a component object
     Object,
     /// Not known before a statement runs: a parameter's, or a registered function's result
-    /// (the query language's binder infers types; no [`Value`] has this type).
+    /// (the query language's binder infers types; no [`Value`](crate::Value) has this type).
     Any,
 }
 

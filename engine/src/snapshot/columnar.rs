@@ -41,7 +41,7 @@ pub struct ColumnarWorld {
     /// Every component, with its rows.
     pub components: Vec<ComponentColumns>,
     /// Indexes to build once the data is in place (function indexes are returned in
-    /// [`LoadStats::index_definitions`] for the program to register again).
+    /// [`LoadStats::index_definitions`](crate::LoadStats::index_definitions) for the program to register again).
     pub indexes: Vec<IndexDefinition>,
     /// Live entities that have no component (no component's rows list them).
     pub bare_entities: Vec<Entity>,
