@@ -173,6 +173,9 @@ impl fmt::Display for FieldType {
     }
 }
 
+pub(crate) mod opaque_serde;
+pub(crate) use opaque_serde::{OpaqueSerde, OpaqueSerdes};
+
 mod sealed {
     pub trait Sealed {}
 }
@@ -297,7 +300,7 @@ pub struct TypedReference {
     /// The field's name.
     pub field: &'static str,
     /// What despawning the target does.
-    pub on_delete: crate::reference::OnDelete,
+    pub on_delete: crate::on_delete::OnDelete,
     /// Whether following the field may never lead an entity back to itself.
     pub acyclic: bool,
 }

@@ -1,7 +1,7 @@
 //! The engine's error type.
 
 use crate::entity::Entity;
-use crate::value::ValueType;
+use crate::value_type::ValueType;
 
 /// Everything that can go wrong in the storage engine. Every failing operation leaves the
 /// world as it was.
@@ -108,6 +108,10 @@ pub enum EngineError {
     /// A write or despawn would break a reference constraint (`RESTRICT`, `ACYCLIC`).
     #[error("{0}")]
     Constraint(String),
+    /// Parts a world was to be assembled from disagree (a loader's bug or a corrupt input
+    /// that got past its checks); nothing was built.
+    #[error("inconsistent world parts: {0}")]
+    BrokenParts(String),
     /// Other invalid operations.
     #[error("{0}")]
     Invalid(String),

@@ -36,6 +36,7 @@ mod component;
 mod entity;
 mod error;
 pub mod index;
+mod on_delete;
 mod par;
 pub mod query;
 mod reference;
@@ -44,6 +45,7 @@ pub mod snapshot;
 pub mod storage;
 mod tick;
 mod value;
+mod value_type;
 mod world;
 
 /// A size for a test that loops: `normal`, or under Miri (which interprets every step, some
@@ -66,11 +68,12 @@ pub use component::{
 pub use ecsdb_derive::Component;
 pub use entity::{Entities, EntitiesState, Entity, EntityLocation, ParseEntityError};
 pub use error::{EngineError, Result};
+pub use on_delete::OnDelete;
 pub use query::{
     Added, Changed, DisjointRuns, Or, PreparedQuery, Query, QueryData, QueryFilter, QueryState, ReadOnlyQueryData,
     With, Without,
 };
-pub use reference::{Chain, OnDelete, Reference, ReferenceDef, ReferenceWrite};
+pub use reference::{Chain, Reference, ReferenceDef, ReferenceWrite};
 pub use schedule_record::{ScheduleRecord, SystemBody, SystemRecord};
 pub use snapshot::{
     DEFAULT_BUSY_TIMEOUT, FileStamp, IndexBuild, IndexDefinition, JsonOptions, LoadOptions, LoadStats, SaveOptions,
@@ -80,7 +83,10 @@ pub use tick::{ChangeWindow, Mut, Tick, is_newer};
 pub use value::{
     ComponentValues, FieldValue, FromValueError, Value, ValueType, convert_value, read_field, read_object,
 };
-pub use world::{ComponentWriter, FieldRows, MemoryUsage, Mirrored, RowByRow, RowRewrite, TypedFieldValues, World};
+pub use world::{
+    ComponentWriter, FieldRows, IndexFunction, IndexReader, MemoryUsage, Mirrored, RowByRow, RowRewrite,
+    TypedFieldValues, World,
+};
 
 #[doc(hidden)]
 pub mod __private {

@@ -13,6 +13,8 @@ pub use from_value::FromValueError;
 
 pub use component_values::ComponentValues;
 
+pub use crate::value_type::ValueType;
+
 /// A dynamically typed value.
 ///
 /// Every integer field type reads as [`Value::Int`] (i64), every float type as
@@ -40,59 +42,7 @@ pub enum Value {
     Object(Vec<(String, Value)>),
 }
 
-/// The type of a [`Value`].
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum ValueType {
-    /// null
-    Null,
-    /// bool
-    Bool,
-    /// int
-    Int,
-    /// float
-    Float,
-    /// string
-    Str,
-    /// entity
-    Entity,
-    /// vec2
-    Vec2,
-    /// vec3
-    Vec3,
-    /// a component object
-    Object,
-    /// Not known before a statement runs: a parameter's, or a registered function's result
-    /// (the query language's binder infers types; no [`Value`] has this type).
-    Any,
-}
-
 impl ValueType {
-    /// The language's name of the type.
-    pub fn name(self) -> &'static str {
-        match self {
-            ValueType::Null => "null",
-            ValueType::Bool => "bool",
-            ValueType::Int => "int",
-            ValueType::Float => "float",
-            ValueType::Str => "string",
-            ValueType::Entity => "entity",
-            ValueType::Vec2 => "vec2",
-            ValueType::Vec3 => "vec3",
-            ValueType::Object => "component",
-            ValueType::Any => "any",
-        }
-    }
-
-    /// Int or float.
-    pub fn is_numeric(self) -> bool {
-        matches!(self, ValueType::Int | ValueType::Float)
-    }
-
-    /// Vec2 or vec3.
-    pub fn is_vector(self) -> bool {
-        matches!(self, ValueType::Vec2 | ValueType::Vec3)
-    }
-
     /// The value type a field type reads as.
     pub fn of_field(ty: FieldType) -> ValueType {
         match ty {
@@ -104,12 +54,6 @@ impl ValueType {
             FieldType::Vec3 => ValueType::Vec3,
             _ => ValueType::Int,
         }
-    }
-}
-
-impl fmt::Display for ValueType {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
     }
 }
 

@@ -137,15 +137,15 @@ pub struct World {
     /// refresh, which can then skip scanning change ticks.
     written: AtomicBool,
     /// Secondary indexes (`crate::index`): kept in step through change ticks and `note_removed`.
-    pub(crate) indexes: crate::index::IndexRegistry,
+    pub(crate) indexes: indexes::IndexRegistry,
     /// Serde functions of opaque components, for snapshots.
-    pub(crate) opaque_serde: crate::snapshot::OpaqueSerdes,
+    pub(crate) opaque_serde: crate::component::OpaqueSerdes,
     /// Declared references (`crate::reference`): checked on writes, applied on despawns.
     pub(crate) references: crate::reference::References,
     /// The systems and schedule clock, as plain records (snapshots save them).
     pub(crate) schedule: crate::ScheduleRecord,
     /// States of the one-shot queries run on this world (see `query::one_shot`).
-    pub(crate) query_cache: crate::query::QueryCache,
+    pub(crate) query_cache: query_cache::QueryCache,
     /// What a [`World::mirror_from`] stopped while moving rows had done, for the next call
     /// to finish.
     mirror_pending: Option<Box<mirror::MirrorPending>>,
@@ -766,12 +766,21 @@ fn sparse_mut<'a>(
 
 mod columnar;
 mod dynamic;
+mod fields;
+mod indexes;
+pub use indexes::{IndexFunction, IndexReader};
 mod mirror;
+mod opaque;
+mod parts;
+pub(crate) use parts::{RefusedParts, WorldParts};
+mod query_cache;
+mod references;
 mod rewrite;
 pub use rewrite::{RowByRow, RowRewrite};
 mod ticks;
 mod writers;
-pub use columnar::{FieldRows, TypedFieldValues};
+pub use crate::storage::TypedFieldValues;
+pub use columnar::FieldRows;
 pub(crate) use dynamic::OwnedValue;
 pub use mirror::Mirrored;
 pub use writers::ComponentWriter;

@@ -61,7 +61,7 @@ impl fmt::Debug for Function {
 /// Rust predicate runs only for rows that changed since the index's last refresh; the
 /// predicate itself is kept for a prepared statement whose index was dropped since.
 #[derive(Clone)]
-pub struct IndexCall(pub ecsdb_engine::index::IndexFunction);
+pub struct IndexCall(pub ecsdb_engine::IndexFunction);
 
 impl IndexCall {
     /// The function index's name.

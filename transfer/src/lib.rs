@@ -36,6 +36,7 @@
 #![warn(missing_docs)]
 #![forbid(unsafe_code)]
 
+mod entity_text;
 mod error;
 mod export;
 mod import;

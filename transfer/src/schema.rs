@@ -105,7 +105,7 @@ impl EntitiesEntry {
             list.iter()
                 .enumerate()
                 .map(|(i, t)| {
-                    crate::import::parse_entity(t).ok_or_else(|| TransferError::Schema {
+                    crate::entity_text::parse_entity(t).ok_or_else(|| TransferError::Schema {
                         path: path.to_path_buf(),
                         message: format!("entities.{what}[{i}]: {t:?} is not an entity id (like 12v0)"),
                     })

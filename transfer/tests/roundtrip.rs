@@ -287,3 +287,44 @@ fn a_bad_entities_section_is_a_schema_error() {
     }
     fs::remove_dir_all(&dir).unwrap();
 }
+
+/// A dangling reference (`L.who REFERENCES ON DELETE NO ACTION`, its target despawned) is
+/// exported as null in every format, as the engine and queries read it; a live one keeps
+/// its handle.
+#[test]
+fn a_dangling_reference_exports_as_null() {
+    use ecsdb_engine::{OnDelete, ReferenceDef};
+    let mut world = World::new();
+    world.define_component(&ComponentDef::new("L", &[("who", FieldType::Entity)])).unwrap();
+    world.declare_reference(&ReferenceDef::new("L", "who", OnDelete::NoAction, false)).unwrap();
+    let gone = world.spawn_values(&[]).unwrap();
+    let kept = world.spawn_values(&[]).unwrap();
+    let a = world.spawn_values(&[("L", &[("who", Value::Entity(gone))])]).unwrap();
+    let b = world.spawn_values(&[("L", &[("who", Value::Entity(kept))])]).unwrap();
+    world.despawn(gone).unwrap();
+    let (ta, tb, tk) = (a.to_string(), b.to_string(), kept.to_string());
+    for format in Format::ALL {
+        let dir = temp_dir(&format!("dangling-{format}"));
+        export(&world, &dir, &ExportOptions { format, components: None }).unwrap();
+        match format {
+            Format::Jsonl => {
+                let text = fs::read_to_string(dir.join("L.jsonl")).unwrap();
+                assert_eq!(
+                    text,
+                    format!("{{\"entity\":\"{ta}\",\"who\":null}}\n{{\"entity\":\"{tb}\",\"who\":\"{tk}\"}}\n")
+                );
+            }
+            Format::Csv => {
+                let text = fs::read_to_string(dir.join("L.csv")).unwrap();
+                assert_eq!(text, format!("entity,who\n{ta},\n{tb},{tk}\n"));
+            }
+            _ => {}
+        }
+        let mut back = World::new();
+        import(&mut back, &dir, &ImportOptions::default()).unwrap();
+        let id = back.component_id("L").unwrap();
+        assert_eq!(back.entity_field(a, id, 0), Some(Entity::NULL), "{format}");
+        assert_eq!(back.entity_field(b, id, 0), Some(kept), "{format}");
+        fs::remove_dir_all(&dir).unwrap();
+    }
+}

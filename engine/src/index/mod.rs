@@ -17,7 +17,7 @@
 //! | [`IndexKind::Bitmap`] | roaring | one field of a low-cardinality type (bool, integers, floats, strings, entities), or no field: presence of a component/tag | [`Eq`], [`In`], [`NotEq`], [`Present`] |
 //! | [`IndexKind::Btree`] | `BTreeMap<key, entity set>` | one orderable field (as for bitmap) | [`Eq`], [`In`], [`NotEq`], [`Range`], [`Ordered`] (ordered), [`Present`] |
 //! | [`IndexKind::Function`] | roaring | a Rust predicate over one component, registered by name | [`Function`], [`Present`] |
-//! | [`IndexKind::Relation`] | roaring, as bitmap | one `entity` field: target → referrers | [`Eq`], [`In`]; hierarchy walks through [`IndexReader::descendants`] |
+//! | [`IndexKind::Relation`] | roaring, as bitmap | one `entity` field: target → referrers | [`Eq`], [`In`]; hierarchy walks through [`IndexReader::descendants`](crate::IndexReader::descendants) |
 //! | [`IndexKind::Skip`] | per block of 1024 entity ids: min/max and a Bloom filter (fastbloom) | one orderable field (as for bitmap) | [`Eq`], [`In`], [`NotEq`], [`Range`], as the blocks that may match (a superset) |
 //!
 //! [`WithinRadius`]: IndexPredicate::WithinRadius
@@ -80,18 +80,18 @@
 //!    statement. It scans the change ticks of the indexed components (cheap: about 0.15 ms per
 //!    million rows and index on the benchmark machine; no value is read for unchanged rows)
 //!    and applies what changed; when no tick went to a writer since the last refresh it
-//!    scans nothing (a 1M-entity text query through a btree went from ~390 µs to ~43 µs). The [`IndexReader`] borrows the world, so nothing can change while it lives:
+//!    scans nothing (a 1M-entity text query through a btree went from ~390 µs to ~43 µs). The [`IndexReader`](crate::IndexReader) borrows the world, so nothing can change while it lives:
 //!    its answers are never stale. A program that knows the world did not change since its
 //!    last reader (the text front door can track whether it handed out `&mut World`) may keep
 //!    using one reader for many statements.
-//! 2. Find candidates with [`IndexReader::on`] (the indexes of a component) or
-//!    [`IndexReader::list`]; a function call `name(C)` in text maps to the function index
-//!    named `name` ([`IndexReader::info`], kind [`IndexKind::Function`]).
-//! 3. Build an [`IndexPredicate`] from a conjunct and ask [`IndexReader::estimate`]: `None` =
+//! 2. Find candidates with [`IndexReader::on`](crate::IndexReader::on) (the indexes of a component) or
+//!    [`IndexReader::list`](crate::IndexReader::list); a function call `name(C)` in text maps to the function index
+//!    named `name` ([`IndexReader::info`](crate::IndexReader::info), kind [`IndexKind::Function`]).
+//! 3. Build an [`IndexPredicate`] from a conjunct and ask [`IndexReader::estimate`](crate::IndexReader::estimate): `None` =
 //!    this index cannot answer it (fall back to a scan or another index); otherwise estimated
 //!    rows and a cost in *scan-row units* (1.0 ≈ testing one row in a column scan; a full scan
 //!    of `n` rows with one predicate costs about `n`).
-//! 4. [`IndexReader::answer`] gives exactly the entities (by index: map an index to its live
+//! 4. [`IndexReader::answer`](crate::IndexReader::answer) gives exactly the entities (by index: map an index to its live
 //!    [`Entity`](crate::Entity) with [`Entities::resolve`](crate::Entities::resolve)) that have
 //!    the component and satisfy the predicate. Combine several [`IndexAnswer::Set`]s with
 //!    `&`, `|`, `-` before touching any row. An [`IndexAnswer::Ordered`] stream is lazy: pull
@@ -155,26 +155,50 @@
 //! and the hooks (`update`, `remove`, `flush`, `clear`). The registry does the rest: reading
 //! rows, ticks, removals, rebuilds and locking.
 
-mod bitmap;
-mod btree;
-mod function;
-mod index_ref;
+pub(crate) mod bitmap;
+pub(crate) mod btree;
+pub(crate) mod function;
+pub(crate) mod index_ref;
 pub mod keys;
-mod registry;
-mod relation;
-mod rtree;
-mod skip;
+pub(crate) mod relation;
+pub(crate) mod rtree;
+pub(crate) mod skip;
 
 use std::fmt;
 use std::ops::Bound;
 
 use roaring::RoaringBitmap;
 
+use crate::component::ComponentId;
 use crate::value::Value;
 
 pub use index_ref::{IndexId, IndexRef};
-pub(crate) use registry::IndexRegistry;
-pub use registry::{IndexFunction, IndexReader, Wanted};
+
+/// Which indexes a reader needs fresh: a statement refreshes only the indexes it may use,
+/// so an index nobody reads (an rtree over positions that move every tick) costs its
+/// writers nothing until it is read; the writes meanwhile fold into one catch-up.
+#[derive(Clone, Copy, Debug)]
+pub enum Wanted<'a> {
+    /// Every index.
+    All,
+    /// The index of this name.
+    One(&'a str),
+    /// The indexes of these names.
+    Named(&'a [String]),
+    /// The indexes over these components.
+    On(&'a [ComponentId]),
+}
+
+/// When a load or import builds the indexes its data defines.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum IndexBuild {
+    /// Before it returns.
+    #[default]
+    Now,
+    /// At the next read of the indexes (see [`World::create_index_deferred`](crate::World::create_index_deferred)): for a world
+    /// that is saved right away, whose file keeps only the definitions.
+    Deferred,
+}
 
 /// A secondary index: the plug-in point. Each kind (rtree, bitmap, btree, function)
 /// implements it; the registry drives it.
@@ -360,7 +384,7 @@ pub enum IndexPredicate {
     Present,
     /// `descendant_of(C.f, ancestor, max_depth)`: following the field from the entity reaches
     /// `ancestor` within `max_depth` hops (no limit when `None`). Answered by relation indexes
-    /// through [`IndexReader::descendants`] (walking down from `ancestor`).
+    /// through [`IndexReader::descendants`](crate::IndexReader::descendants) (walking down from `ancestor`).
     DescendantOf {
         /// The ancestor (an entity; anything else is declined).
         ancestor: Value,

@@ -1,9 +1,9 @@
 //! `relation` indexes: for a reference field (`ChildOf.parent`), every target's set of
 //! referrers. The map is the bitmap index's (one roaring bitmap of referrer indices per
 //! target handle), so `C.f = e` and `C.f IN (…)` are answered the same way; what the kind adds
-//! is the walk down a hierarchy ([`IndexReader::descendants`](super::IndexReader::descendants),
+//! is the walk down a hierarchy ([`IndexReader::descendants`](crate::IndexReader::descendants),
 //! the `descendant_of` predicate) and the referrer lookups of `ON DELETE`
-//! ([`IndexReader::referrers`](super::IndexReader::referrers)), in time proportional to the
+//! ([`IndexReader::referrers`](crate::IndexReader::referrers)), in time proportional to the
 //! referrers rather than to the component's rows.
 
 use std::collections::HashMap;

@@ -35,7 +35,6 @@ pub use disjoint::{DisjointRuns, PreparedQuery};
 pub use fetch::{QueryData, ReadOnlyQueryData};
 pub use filter::{Added, Changed, Or, QueryFilter, With, Without};
 pub use one_shot::Query;
-pub(crate) use one_shot::QueryCache;
 pub use state::{QueryIter, QueryState};
 
 use crate::component::ComponentId;

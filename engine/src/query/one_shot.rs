@@ -1,37 +1,20 @@
-//! One-shot queries ([`World::query`], [`World::query_mut`] and their filtered forms) and the
-//! world's cache of their states.
+//! One-shot queries ([`World::query`], [`World::query_mut`] and their filtered forms), whose
+//! states the world caches (`world::query_cache`).
 //!
 //! A one-shot query that may write keeps its resolved components and matched tables in the
 //! world between calls, as hecs does: the next `query_mut` of the same type matches only the
 //! tables created since, and allocates nothing. Read-only one-shot queries run on a shared
 //! world, which they cannot update, and match afresh each time.
 
-use std::any::{Any, TypeId};
+use std::any::TypeId;
 use std::marker::PhantomData;
 use std::ptr::NonNull;
 
-use crate::component::TypeIdMap;
-use crate::query::state::{Cursor, MatchOf, QueryMatch};
+use crate::query::state::{Cursor, MatchOf};
 use crate::query::{FetchContext, QueryData, QueryFilter, QueryState, ReadOnlyQueryData};
 use crate::storage::ArchetypeTable;
 use crate::tick::{EVERYTHING_NEW, Tick};
 use crate::world::World;
-
-/// The states of the one-shot queries a world has run, by query type (lifetimes erased).
-#[derive(Default)]
-pub(crate) struct QueryCache {
-    states: TypeIdMap<Box<dyn Any + Send + Sync>>,
-}
-
-impl QueryCache {
-    /// The cached state under `key`, to update.
-    fn get_mut<D: Send + Sync + 'static, C: Send + Sync + 'static, G: Send + Sync + 'static>(
-        &mut self,
-        key: TypeId,
-    ) -> Option<&mut QueryMatch<D, C, G>> {
-        self.states.get_mut(&key)?.downcast_mut()
-    }
-}
 
 /// A one-shot query borrowing the world, returned by [`World::query`] and friends. It is an
 /// iterator; `for_each` runs a tighter loop than `next`.
@@ -147,16 +130,14 @@ impl World {
         // field nothing below changes and no fetch touches (writers reborrow only the
         // storage): the lookup's pointer stays valid while the world is borrowed again and
         // while rows are written.
-        let found = unsafe { (*world).query_cache.get_mut::<Q::State, Q::Columns, F::State>(key) }.map(NonNull::from);
+        let found = unsafe { (*world).query_cache.get_mut::<MatchOf<Q, F>>(key) }.map(NonNull::from);
         let state = match found {
             Some(state) => state,
             None => {
                 let matched = QueryState::<Q, F>::try_match(self).unwrap_or_else(|e| panic!("{e}"));
-                self.query_cache.states.insert(key, Box::new(matched));
+                self.query_cache.insert(key, matched);
                 // SAFETY: as above.
-                NonNull::from(
-                    unsafe { (*world).query_cache.get_mut::<Q::State, Q::Columns, F::State>(key) }.expect("cached"),
-                )
+                NonNull::from(unsafe { (*world).query_cache.get_mut::<MatchOf<Q, F>>(key) }.expect("cached"))
             }
         };
         // SAFETY: as above.

@@ -1,5 +1,8 @@
 use super::*;
+use crate::World;
+use crate::error::EngineError;
 use crate::index::{IndexDef, IndexKind};
+use crate::value::Value;
 use crate::{ComponentDef, FieldType};
 
 fn world_with(policy: OnDelete, acyclic: bool, indexed: bool) -> World {
@@ -359,4 +362,24 @@ mod typed {
         w.set_reference(kid, "Parent", "of", Entity::NULL).unwrap();
         assert_eq!(w.get::<Parent>(kid).unwrap().of, Entity::NULL);
     }
+}
+
+/// `get_component_value` and `get_field` (the server's entity reads) turn a dangling
+/// `NO ACTION` reference into null, as queries do; a plain entity field keeps its handle.
+#[test]
+fn a_dangling_reference_reads_as_null_through_the_value_paths() {
+    let mut w = World::new();
+    w.define_component(&ComponentDef::new("L", &[("who", FieldType::Entity), ("raw", FieldType::Entity)])).unwrap();
+    w.declare_reference(&ReferenceDef::new("L", "who", OnDelete::NoAction, false)).unwrap();
+    let target = w.spawn_values(&[]).unwrap();
+    let l = w.spawn_values(&[("L", &[("who", Value::Entity(target)), ("raw", Value::Entity(target))])]).unwrap();
+    let id = w.component_id("L").unwrap();
+    let object = |who: Value| Value::Object(vec![("who".into(), who), ("raw".into(), Value::Entity(target))]);
+    assert_eq!(w.get_component_value(l, id).unwrap(), object(Value::Entity(target)));
+    w.despawn(target).unwrap();
+    assert_eq!(w.get_component_value(l, id).unwrap(), object(Value::Null));
+    assert_eq!(w.get_field(l, "L", "who").unwrap(), Value::Null);
+    assert_eq!(w.get_field(l, "L", "raw").unwrap(), Value::Entity(target));
+    // The handle itself is still stored (NO ACTION leaves it).
+    assert_eq!(w.entity_field(l, id, 0), Some(target));
 }

@@ -10,84 +10,19 @@
 
 use std::collections::HashMap;
 
-use crate::component::{ComponentDef, FieldType, StorageKind};
+use crate::component::{FieldType, StorageKind};
 use crate::entity::Entity;
+use crate::index::IndexBuild;
+use crate::snapshot::columnar::invalid;
+use crate::snapshot::columnar::{ColumnarWorld, ComponentColumns, FieldValues};
 use crate::snapshot::format::{
     AllocatorRecord, Body, Bytes, ColumnData, ColumnRecord, ComponentRecord, FieldRecord, FieldRun, IndexRecord,
     IndexSection, SparseRecord, TableRecord, Text, entities_le, field_type_code, storage_code, u32s_le, wire_size,
 };
 use crate::snapshot::load::load_into;
 use crate::snapshot::placement::{RowRuns, Tables, TextStarts, claim, row_runs, tables};
-use crate::snapshot::{IndexBuild, IndexDefinition, LoadOptions, LoadStats, SnapshotError};
+use crate::snapshot::{LoadOptions, LoadStats, SnapshotError};
 use crate::world::World;
-
-/// One field's values for every row of a [`ComponentColumns`].
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum FieldValues {
-    /// Fixed-size values back to back, little-endian, each of the field type's size: bool one
-    /// byte (0 or 1), integers and floats at their width, an entity as its index then its
-    /// generation (u32 each; the null entity is `u32::MAX` twice), vectors as 2 or 3 f32.
-    Plain(Vec<u8>),
-    /// Strings: the byte length of each row's string, and their UTF-8 back to back.
-    Strings {
-        /// Byte length per row.
-        lengths: Vec<u32>,
-        /// The text of every row, concatenated.
-        text: Vec<u8>,
-    },
-}
-
-/// One component's values for every entity that has it.
-#[derive(Clone, Debug, PartialEq)]
-pub struct ComponentColumns {
-    /// The component's definition (created in the world unless a component of that name, with
-    /// the same fields and storage, is already registered).
-    pub def: ComponentDef,
-    /// The entity of each row; an entity appears at most once.
-    pub entities: Vec<Entity>,
-    /// One run per field of `def`, in its order, each with one value per row.
-    pub fields: Vec<FieldValues>,
-}
-
-/// A whole world as columns: components, index definitions, and what the components cannot
-/// say about the entities.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct ColumnarWorld {
-    /// Every component, with its rows.
-    pub components: Vec<ComponentColumns>,
-    /// Indexes to build once the data is in place (function indexes are returned in
-    /// [`LoadStats::index_definitions`] for the program to register again).
-    pub indexes: Vec<IndexDefinition>,
-    /// Live entities that have no component (no component's rows list them).
-    pub bare_entities: Vec<Entity>,
-    /// The allocator's dead indices. Without it, every index no entity uses is free with
-    /// generation 0, reused lowest first.
-    pub dead: Option<DeadIndices>,
-}
-
-/// The dead part of an entity allocator, so that a rebuilt world issues the ids the original
-/// would have: an export keeps it in its `schema.json`.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct DeadIndices {
-    /// Indices ever issued: every index below it that no live entity holds is dead.
-    pub issued: u32,
-    /// The free list: each dead index with the generation it will be reissued with, in the
-    /// order of [`EntitiesState::free`](crate::EntitiesState::free) (reused last first).
-    /// Dead indices not listed are retired (their generations are used up).
-    pub free: Vec<Entity>,
-}
-
-impl DeadIndices {
-    /// The dead indices of `world`'s allocator.
-    pub fn of(world: &World) -> DeadIndices {
-        let entities = world.entities();
-        let free = entities.free_list();
-        DeadIndices {
-            issued: entities.capacity_used() as u32,
-            free: free.iter().map(|&i| Entity::from_parts(i, entities.generation_of(i))).collect(),
-        }
-    }
-}
 
 /// An import may name indices up to this many times its rows (dead indices included)...
 const INDICES_PER_ROW: usize = 64;
@@ -97,10 +32,6 @@ const MIN_INDEX_LIMIT: usize = 1 << 24;
 /// What errors about the allocator and component-less entities name in place of a component.
 const ALLOCATOR: &str = "(allocator)";
 const BARE: &str = "(entities without components)";
-
-pub(super) fn invalid(component: &str, row: Option<usize>, reason: impl Into<String>) -> SnapshotError {
-    SnapshotError::Columns { component: component.to_string(), row, reason: reason.into() }
-}
 
 /// The components whose bits are set in `set`, in order.
 fn set_members(set: &[u64]) -> impl Iterator<Item = usize> + '_ {
@@ -460,6 +391,8 @@ impl World {
 mod tests {
     use super::*;
     use crate::Value;
+    use crate::component::ComponentDef;
+    use crate::snapshot::DeadIndices;
 
     fn f32s(v: &[f32]) -> FieldValues {
         FieldValues::Plain(v.iter().flat_map(|x| x.to_le_bytes()).collect())

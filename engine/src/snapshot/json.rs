@@ -37,6 +37,7 @@ use serde::ser::{Error as _, SerializeMap, SerializeSeq};
 use serde::{Deserialize, Serialize, Serializer};
 use serde_json::Value as Json;
 
+use crate::component::OpaqueSerde;
 use crate::component::{ComponentInfo, FieldType, StorageKind};
 use crate::entity::Entity;
 use crate::snapshot::format::{
@@ -44,7 +45,6 @@ use crate::snapshot::format::{
     IndexSection, SparseRecord, TableRecord, Text, field_type_code, storage_code, wire_size,
 };
 use crate::snapshot::load::load_into;
-use crate::snapshot::opaque::OpaqueSerde;
 use crate::snapshot::{LoadOptions, LoadStats, SnapshotError};
 use crate::storage::ArchetypeTable;
 use crate::world::World;

@@ -94,12 +94,12 @@
 //! assert_eq!(typed.spawn(Position { x: 0.0, y: 0.0 }), world.spawn(Position { x: 0.0, y: 0.0 }));
 //! ```
 
+mod columnar;
 mod columns;
 mod format;
 mod json;
 mod load;
 mod lock;
-mod opaque;
 mod placement;
 mod read;
 mod save;
@@ -112,11 +112,11 @@ use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
-pub use columns::{ColumnarWorld, ComponentColumns, DeadIndices, FieldValues};
+pub use crate::index::IndexBuild;
+pub use columnar::{ColumnarWorld, ComponentColumns, DeadIndices, FieldValues};
 pub use format::{FORMAT_VERSION, HEADER_LEN, MAGIC};
 pub use json::JsonOptions;
 pub use lock::{DEFAULT_BUSY_TIMEOUT, FileStamp, WorldLock};
-pub(crate) use opaque::OpaqueSerdes;
 
 use crate::world::World;
 
@@ -146,17 +146,6 @@ pub struct SaveOptions {
     /// assert!(empty.component_id("Hp").is_ok());
     /// ```
     pub schema_only: bool,
-}
-
-/// When a load or import builds the indexes its data defines.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum IndexBuild {
-    /// Before it returns.
-    #[default]
-    Now,
-    /// At the next read of the indexes (see [`World::create_index_deferred`]): for a world
-    /// that is saved right away, whose file keeps only the definitions.
-    Deferred,
 }
 
 /// What to do while loading.

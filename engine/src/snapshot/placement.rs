@@ -11,7 +11,7 @@ use std::collections::HashMap;
 
 use crate::component::StorageKind;
 use crate::entity::Entity;
-use crate::snapshot::columns::{ColumnarWorld, ComponentColumns, FieldValues};
+use crate::snapshot::columnar::{ColumnarWorld, ComponentColumns, FieldValues, invalid};
 use crate::snapshot::{SIZE_DIVISOR, SnapshotError};
 
 /// Indices per range of the second pass: a multiple of 64 (whole words of presence bits),
@@ -76,11 +76,7 @@ pub(super) fn claim(data: &ColumnarWorld, slots: usize, bare: &str) -> Result<Sl
     for (row, &e) in data.bare_entities.iter().enumerate() {
         let i = e.index() as usize;
         if s.generation[i] != u32::MAX || (0..data.components.len()).any(|k| s.has(k, i)) {
-            return Err(super::columns::invalid(
-                bare,
-                Some(row),
-                format!("entity {e} is listed twice, or also has components"),
-            ));
+            return Err(invalid(bare, Some(row), format!("entity {e} is listed twice, or also has components")));
         }
         s.generation[i] = e.generation();
     }
@@ -95,11 +91,7 @@ pub(super) fn claim(data: &ColumnarWorld, slots: usize, bare: &str) -> Result<Sl
                 *g = e.generation();
             } else if *g != e.generation() {
                 let other = Entity::from_parts(e.index(), *g);
-                return Err(super::columns::invalid(
-                    &c.def.name,
-                    Some(row),
-                    format!("entity {e} and entity {other} share an index"),
-                ));
+                return Err(invalid(&c.def.name, Some(row), format!("entity {e} and entity {other} share an index")));
             }
         }
     }

@@ -12,6 +12,7 @@ use std::borrow::Cow;
 use std::fs::File;
 use std::io::{self, Write};
 
+use crate::component::OpaqueSerde;
 use crate::component::{ComponentId, ComponentInfo, FieldType};
 use crate::entity::{Entities, Entity};
 use crate::par;
@@ -19,7 +20,6 @@ use crate::snapshot::format::{
     FLAG_TICKS, FORMAT_VERSION, HEADER_LEN, Header, INDEX_SECTION_VERSION, INDEX_SECTION_VERSION_REFERENCES,
     entities_le, field_type_code, storage_code, u32s_le, wire_size,
 };
-use crate::snapshot::opaque::OpaqueSerde;
 use crate::snapshot::{SIZE_DIVISOR, SaveOptions, SaveStats, SnapshotError};
 use crate::storage::{ArchetypeTable, Column};
 use crate::world::World;

@@ -483,12 +483,12 @@ fn opaque_blob_decoding_is_bounded() {
     // A string claiming 2^40 bytes in a 16-byte blob: refused by the limit, not allocated.
     let mut blob = (1u64 << 40).to_le_bytes().to_vec();
     blob.extend_from_slice(b"abcdefgh");
-    assert!(opaque::decode_value::<String>(&blob).is_err());
+    assert!(crate::component::opaque_serde::decode_value::<String>(&blob).is_err());
     let mut ok = Vec::new();
-    opaque::encode_value(&"hi".to_string(), &mut ok).unwrap();
-    assert_eq!(opaque::decode_value::<String>(&ok).unwrap(), "hi");
+    crate::component::opaque_serde::encode_value(&"hi".to_string(), &mut ok).unwrap();
+    assert_eq!(crate::component::opaque_serde::decode_value::<String>(&ok).unwrap(), "hi");
     ok.push(0);
-    assert!(opaque::decode_value::<String>(&ok).unwrap_err().contains("trailing"));
+    assert!(crate::component::opaque_serde::decode_value::<String>(&ok).unwrap_err().contains("trailing"));
 }
 
 #[test]

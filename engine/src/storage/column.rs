@@ -154,7 +154,11 @@ impl Column {
 
     /// The rows written since the last call, for the index refresh (see `write_log`): the
     /// first call on a column always asks for a scan of its ticks.
-    pub fn drain_written(&self) -> WrittenRows {
+    ///
+    /// Crate-private although it takes `&self`: it consumes the record the indexes rely on,
+    /// and `&World` hands out `&Column`s, so a public drain would let safe code outside make
+    /// an index miss writes.
+    pub(crate) fn drain_written(&self) -> WrittenRows {
         match self.log.get() {
             Some(log) => log.lock().unwrap_or_else(PoisonError::into_inner).drain(self.len),
             None => {

@@ -3,7 +3,7 @@
 //!
 //! A [`FieldColumn<T>`] reads the field at `data + row * size + offset` as a `T`, row by row,
 //! with no per-row virtual call and no [`Value`](crate::Value). It is obtained from the world
-//! ([`World::table_field`], [`World::sparse_field`]), which checks that the component is known
+//! ([`World::table_field`](crate::World::table_field), [`World::sparse_field`](crate::World::sparse_field)), which checks that the component is known
 //! to *this* world, that the field exists, and that its schema type is `T`'s: only then is the
 //! strided read sound, so the view itself is safe to use.
 //!
@@ -16,9 +16,7 @@
 
 use std::marker::PhantomData;
 
-use crate::component::ComponentId;
-use crate::storage::{Column, StringHeads, TableId, string_head};
-use crate::world::World;
+use crate::storage::Column;
 
 /// The Rust types a field of each [`FieldType`](crate::FieldType) holds: the engine's one sealed mapping,
 /// [`SchemaField`](crate::SchemaField), under the name the typed field views use.
@@ -50,7 +48,7 @@ impl<T> Copy for FieldColumn<'_, T> {}
 impl<'a, T: FieldScalar> FieldColumn<'a, T> {
     /// # Safety
     /// Every row of `column` must hold an initialised, aligned `T` at `offset`, for `'a`.
-    unsafe fn new(column: &'a Column, offset: usize) -> Self {
+    pub(crate) unsafe fn new(column: &'a Column, offset: usize) -> Self {
         debug_assert!(offset + std::mem::size_of::<T>() <= column.item_size());
         // SAFETY: the offset lies inside the first value (or the column is empty and the
         // pointer is never dereferenced: every read is bounds-checked against `len`).
@@ -467,99 +465,10 @@ impl<'a> FieldColumn<'a, f32> {
     }
 }
 
-impl World {
-    /// The offset of field `field` of component `id` if it exists, is readable and has type
-    /// `T`.
-    fn checked_field_offset<T: FieldScalar>(&self, id: ComponentId, field: usize) -> Option<usize> {
-        if id.index() >= self.components.len() {
-            return None;
-        }
-        let info = self.components.info(id);
-        if info.is_opaque() {
-            return None;
-        }
-        let f = info.fields().get(field)?;
-        (f.ty == T::FIELD_TYPE).then_some(f.offset)
-    }
-
-    /// Field `field` (by schema position) of component `id` in every row of table `table`,
-    /// typed. `None` when the table does not store the component, the field does not exist,
-    /// or its type is not `T`'s.
-    ///
-    /// ```
-    /// use ecsdb_engine::{Component, World};
-    /// #[derive(Component)] struct Health { hp: f32, max: f32 }
-    /// let mut world = World::new();
-    /// let e = world.spawn(Health { hp: 3.0, max: 10.0 });
-    /// let id = world.component_id("Health").unwrap();
-    /// let table = world.location(e).unwrap().table;
-    /// let hp = world.table_field::<f32>(ecsdb_engine::storage::TableId(table), id, 0).unwrap();
-    /// assert_eq!(hp.iter().copied().collect::<Vec<_>>(), [3.0]);
-    /// assert!(world.table_field::<i32>(ecsdb_engine::storage::TableId(table), id, 0).is_none());
-    /// ```
-    pub fn table_field<T: FieldScalar>(
-        &self,
-        table: TableId,
-        id: ComponentId,
-        field: usize,
-    ) -> Option<FieldColumn<'_, T>> {
-        let offset = self.checked_field_offset::<T>(id, field)?;
-        let column = self.storage.tables.get(table.index())?.column(id)?;
-        // SAFETY: the column belongs to component `id` of this world, whose schema puts an
-        // initialised `T` (checked: the field's type is `T::FIELD_TYPE`) at `offset` of every row.
-        Some(unsafe { FieldColumn::new(column, offset) })
-    }
-
-    /// The heads of string field `field` of component `id` in every row of table `table` (each
-    /// row's first seven bytes and length in one `u64`: see [`string_head`]), for scans that
-    /// test short prefixes without reading the strings. The column keeps them after the first
-    /// call and brings them up to date on each (re-reading only rows written or moved since),
-    /// at eight bytes a row. `None` where [`World::table_field::<String>`] is `None`.
-    ///
-    /// ```
-    /// use ecsdb_engine::storage::{string_head, TableId};
-    /// use ecsdb_engine::{Component, World};
-    /// #[derive(Component)] struct Name { value: String }
-    /// let mut world = World::new();
-    /// let e = world.spawn(Name { value: "zig".into() });
-    /// let (id, table) = (world.component_id("Name").unwrap(), TableId(world.location(e).unwrap().table));
-    /// assert_eq!(world.table_string_heads(table, id, 0).unwrap().as_slice(), [string_head("zig")]);
-    /// world.get_mut::<Name>(e).unwrap().value = "orc".into();
-    /// assert_eq!(world.table_string_heads(table, id, 0).unwrap().as_slice(), [string_head("orc")]);
-    /// ```
-    pub fn table_string_heads(&self, table: TableId, id: ComponentId, field: usize) -> Option<StringHeads> {
-        let strings = self.table_field::<String>(table, id, field)?;
-        let column = self.storage.tables.get(table.index())?.column(id)?;
-        let take_tick = || self.read_change_tick_wide();
-        let mut views: Vec<&str> = Vec::new();
-        let heads_of = |rows: &[u32], out: &mut [u64]| {
-            // Two passes, each of loads that do not wait on one another, so that the cache
-            // misses of scattered rows overlap: the rows' strings, then their bytes.
-            views.clear();
-            views.extend(rows.iter().map(|&r| strings.get(r as usize).map_or("", String::as_str)));
-            for (o, s) in out.iter_mut().zip(&views) {
-                *o = string_head(s);
-            }
-        };
-        Some(column.string_heads(field, take_tick, heads_of))
-    }
-
-    /// Field `field` of sparse component `id` over the dense rows of its sparse set (row `i`
-    /// belongs to `sparse_set(id).entities()[i]`; find an entity's row with
-    /// [`SparseSet::row`](crate::storage::SparseSet::row)). `None` as for
-    /// [`World::table_field`], or when no value was ever stored.
-    pub fn sparse_field<T: FieldScalar>(&self, id: ComponentId, field: usize) -> Option<FieldColumn<'_, T>> {
-        let offset = self.checked_field_offset::<T>(id, field)?;
-        let set = self.sparse_set(id)?;
-        // SAFETY: as in `table_field`, for the set's dense column.
-        Some(unsafe { FieldColumn::new(set.column(), offset) })
-    }
-}
-
 #[cfg(test)]
 mod tests {
-    use super::*;
-    use crate::{ComponentDef, FieldType, Value};
+    use crate::storage::TableId;
+    use crate::{ComponentDef, ComponentId, FieldType, Value, World};
 
     #[test]
     fn typed_views_are_checked() {

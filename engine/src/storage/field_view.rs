@@ -2,12 +2,11 @@
 //! set, read in its type. The engine's one typed accessor of field columns: the text query
 //! engine reads fields through it, and so do secondary indexes and `World::get_field`.
 
-use crate::component::{ComponentId, FieldType};
 use crate::entity::Entity;
 use crate::storage::TableId;
+use crate::storage::TypedFieldValues;
 use crate::storage::field::{FieldColumn, FieldScalar};
 use crate::value::Value;
-use crate::world::{TypedFieldValues, World};
 
 /// Where a component's values are: a table's column, or the component's sparse set.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -57,57 +56,6 @@ pub enum FieldView<'w> {
 }
 
 impl<'w> FieldView<'w> {
-    /// The view of field `field` of component `id` where `place` stores it; [`FieldView::Missing`]
-    /// when the component is unknown, opaque or not stored there, or the field does not exist.
-    ///
-    /// ```
-    /// use ecsdb_engine::storage::{FieldPlace, FieldView, TableId};
-    /// use ecsdb_engine::{Component, Value, World};
-    /// #[derive(Component)] struct Health { hp: f32, max: f32 }
-    /// let mut world = World::new();
-    /// let e = world.spawn(Health { hp: 3.0, max: 10.0 });
-    /// let table = TableId(world.location(e).unwrap().table);
-    /// let hp = FieldView::new(&world, FieldPlace::Table(table), world.component_id("Health").unwrap(), 0);
-    /// assert_eq!(hp.value(0), Ok(Value::Float(3.0)));
-    /// assert_eq!(hp.value(1), Ok(Value::Null));
-    /// ```
-    pub fn new(world: &'w World, place: FieldPlace, id: ComponentId, field: usize) -> FieldView<'w> {
-        fn col<'w, T: FieldScalar>(
-            world: &'w World,
-            place: FieldPlace,
-            id: ComponentId,
-            field: usize,
-        ) -> Option<FieldColumn<'w, T>> {
-            match place {
-                FieldPlace::Table(t) => world.table_field::<T>(t, id, field),
-                FieldPlace::Sparse => world.sparse_field::<T>(id, field),
-            }
-        }
-        if id.index() >= world.components().len() {
-            return FieldView::Missing;
-        }
-        let Some(ty) = world.components().info(id).fields().get(field).map(|f| f.ty) else { return FieldView::Missing };
-        let (w, p, s, f) = (world, place, id, field);
-        let view = match ty {
-            FieldType::Bool => col(w, p, s, f).map(FieldView::Bool),
-            FieldType::I8 => col(w, p, s, f).map(FieldView::I8),
-            FieldType::I16 => col(w, p, s, f).map(FieldView::I16),
-            FieldType::I32 => col(w, p, s, f).map(FieldView::I32),
-            FieldType::I64 => col(w, p, s, f).map(FieldView::I64),
-            FieldType::U8 => col(w, p, s, f).map(FieldView::U8),
-            FieldType::U16 => col(w, p, s, f).map(FieldView::U16),
-            FieldType::U32 => col(w, p, s, f).map(FieldView::U32),
-            FieldType::U64 => col(w, p, s, f).map(FieldView::U64),
-            FieldType::F32 => col(w, p, s, f).map(FieldView::F32),
-            FieldType::F64 => col(w, p, s, f).map(FieldView::F64),
-            FieldType::String => col(w, p, s, f).map(FieldView::Str),
-            FieldType::Entity => col(w, p, s, f).map(FieldView::Entity),
-            FieldType::Vec2 => col(w, p, s, f).map(FieldView::Vec2),
-            FieldType::Vec3 => col(w, p, s, f).map(FieldView::Vec3),
-        };
-        view.unwrap_or(FieldView::Missing)
-    }
-
     /// Row `row`'s value. A u64 above i64::MAX is an error; a null entity reads as null.
     #[inline]
     pub fn value(&self, row: usize) -> Result<Value, u64> {
@@ -359,7 +307,7 @@ impl FieldView<'_> {
     }
 
     /// Copies of the values of rows `start..end` (clamped to the rows there are), in the
-    /// field's type: what [`World::write_fields_run`] takes. `None` for
+    /// field's type: what [`World::write_fields_run`](crate::World::write_fields_run) takes. `None` for
     /// [`FieldView::Missing`].
     ///
     /// ```
@@ -399,7 +347,7 @@ impl FieldView<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ComponentDef;
+    use crate::{ComponentDef, ComponentId, FieldType, World};
 
     #[test]
     fn views_read_every_type_and_refuse_what_they_cannot() {

@@ -5,13 +5,15 @@
 
 mod column;
 mod field;
+mod field_values;
 mod field_view;
 mod sparse;
 mod table;
 
-pub(crate) use column::ValueCopy;
-pub use column::{AddedView, Column, StringHeads, WrittenRows, string_head};
+pub use column::{AddedView, Column, StringHeads, string_head};
+pub(crate) use column::{ValueCopy, WrittenRows};
 pub use field::{FieldColumn, FieldIter, FieldScalar};
+pub use field_values::TypedFieldValues;
 pub use field_view::{FieldNum, FieldPlace, FieldView};
 pub use sparse::SparseSet;
 pub use table::{ArchetypeTable, TableId};

@@ -155,18 +155,37 @@ impl World {
             .ok_or_else(|| EngineError::UnknownField { component: component.to_string(), field: field.to_string() })?;
         let ptr = self.component_ptr(e, id)?.ok_or_else(|| self.missing(e, id))?;
         // SAFETY: `ptr` is a live value of this component, which `f` belongs to.
-        unsafe { read_field(ptr, f) }.map_err(|ty| EngineError::OutOfRange {
+        let v = unsafe { read_field(ptr, f) }.map_err(|ty| EngineError::OutOfRange {
             component: component.to_string(),
             field: field.to_string(),
             ty,
-        })
+        })?;
+        let at = info.field_index(field).expect("the field was found above");
+        Ok(self.dangling_as_null(id, at, v))
     }
 
-    /// Reads a whole component as a [`Value::Object`].
+    /// `v`, read from field `field` of component `id`, or null when the field is a declared
+    /// reference and `v` a handle to an entity no longer alive: a dangling reference (left
+    /// by `ON DELETE NO ACTION`) reads as null here as it does in queries.
+    fn dangling_as_null(&self, id: ComponentId, field: usize, v: Value) -> Value {
+        match v {
+            Value::Entity(t) if !self.is_alive(t) && self.references.get(id, field).is_some() => Value::Null,
+            other => other,
+        }
+    }
+
+    /// Reads a whole component as a [`Value::Object`]; a dangling reference field reads as
+    /// null.
     pub fn get_component_value(&self, e: Entity, id: ComponentId) -> Result<Value> {
         let ptr = self.component_ptr(e, id)?.ok_or_else(|| self.missing(e, id))?;
         // SAFETY: `ptr` is a live value of this component.
-        unsafe { read_object(ptr, self.components.info(id)) }
+        let object = unsafe { read_object(ptr, self.components.info(id)) }?;
+        Ok(match object {
+            Value::Object(fields) if !self.references.is_empty() => Value::Object(
+                fields.into_iter().enumerate().map(|(i, (name, v))| (name, self.dangling_as_null(id, i, v))).collect(),
+            ),
+            other => other,
+        })
     }
 
     /// Converts named field values for a component, checking names, duplicates and types.

@@ -8,10 +8,11 @@
 
 use crate::component::{ComponentId, ComponentInfo, StorageKind};
 use crate::error::{EngineError, Result};
+use crate::storage::TypedFieldValues;
 use crate::storage::{Column, SparseSet, TableId};
 use crate::tick::Tick;
 use crate::world::World;
-use crate::world::columnar::{FieldRows, TypedFieldValues, ValuesLeft, write_run, write_values};
+use crate::world::columnar::{FieldRows, ValuesLeft, write_run, write_values};
 
 /// Columnar writes to one component, made by [`World::component_writers`]: every table's
 /// column of the component (or its sparse set) and the write's tick, borrowed from the world

@@ -394,7 +394,7 @@ impl Binder<'_> {
 
     /// The function index called `name`: its exact name, else the only one whose name
     /// matches ignoring case (function names are case-insensitive, index names are not).
-    fn index_function(&self, name: &str) -> Option<ecsdb_engine::index::IndexFunction> {
+    fn index_function(&self, name: &str) -> Option<ecsdb_engine::IndexFunction> {
         if let Some(f) = self.world.index_function(name) {
             return Some(f);
         }
@@ -412,7 +412,7 @@ impl Binder<'_> {
     /// `name(C)` where `name` is a function index over `C`.
     fn index_call(
         &mut self,
-        func: ecsdb_engine::index::IndexFunction,
+        func: ecsdb_engine::IndexFunction,
         args: &[ast::Expr],
         place: Place,
         span: Span,

@@ -27,7 +27,8 @@
 use std::ops::Bound;
 use std::sync::Arc;
 
-use ecsdb_engine::index::{Estimate, IndexId, IndexKind, IndexPredicate, IndexReader, IndexRef, Wanted};
+use ecsdb_engine::IndexReader;
+use ecsdb_engine::index::{Estimate, IndexId, IndexKind, IndexPredicate, IndexRef, Wanted};
 use ecsdb_engine::{ComponentId, StorageKind, Value, World};
 use roaring::RoaringBitmap;
 

@@ -62,6 +62,13 @@ impl<'w> ComponentPlan<'w> {
         FieldView::new(world, place, self.id(), field)
     }
 
+    /// Field `field`'s handle `e` as exported: a dangling reference (a declared reference
+    /// whose target is gone, left by `ON DELETE NO ACTION`) is written as the null entity,
+    /// as the engine and queries read it.
+    pub fn entity_out(&self, world: &World, field: usize, e: Entity) -> Entity {
+        if !e.is_null() && !world.is_alive(e) && world.reference(self.id(), field).is_some() { Entity::NULL } else { e }
+    }
+
     /// Bytes of component data: every value's size plus the text of its strings.
     fn component_bytes(&self, world: &'w World) -> u64 {
         let mut bytes = (self.rows * self.info.layout().size()) as u64;
@@ -76,46 +83,6 @@ impl<'w> ComponentPlan<'w> {
         }
         bytes
     }
-}
-
-/// Two ASCII digits for each value below 100: one table lookup per pair of digits.
-const DIGIT_PAIRS: &[u8; 200] = b"0001020304050607080910111213141516171819\
-2021222324252627282930313233343536373839\
-4041424344454647484950515253545556575859\
-6061626364656667686970717273747576777879\
-8081828384858687888990919293949596979899";
-
-/// How many decimal digits `v` has.
-fn decimal_len(v: u32) -> usize {
-    v.checked_ilog10().map_or(1, |l| l as usize + 1)
-}
-
-/// Writes `v` in decimal into `out`, which is exactly [`decimal_len`]`(v)` bytes long.
-fn write_decimal(mut v: u32, out: &mut [u8]) {
-    let mut end = out.len();
-    while v >= 100 {
-        let pair = (v % 100) as usize * 2;
-        v /= 100;
-        end -= 2;
-        out[end..end + 2].copy_from_slice(&DIGIT_PAIRS[pair..pair + 2]);
-    }
-    if v >= 10 {
-        let pair = v as usize * 2;
-        out[..2].copy_from_slice(&DIGIT_PAIRS[pair..pair + 2]);
-    } else {
-        out[0] = b'0' + v as u8;
-    }
-}
-
-/// Appends an entity as `12v0` to `out`, in place (no formatter, no intermediate copy:
-/// millions of entity cells are written per export).
-pub(crate) fn push_entity_text(e: Entity, out: &mut Vec<u8>) {
-    let (index, generation) = (decimal_len(e.index()), decimal_len(e.generation()));
-    let start = out.len();
-    out.resize(start + index + 1 + generation, b'v');
-    let text = &mut out[start..];
-    write_decimal(e.index(), &mut text[..index]);
-    write_decimal(e.generation(), &mut text[index + 1..]);
 }
 
 /// Live entities that no exported component lists (they have no component, or only opaque
@@ -221,20 +188,4 @@ pub fn export_with_progress(
     stats.file_bytes += text.len() as u64;
     stats.files.push(path);
     Ok(stats)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn entity_text_is_display_appended() {
-        let mut text = b"prefix:".to_vec();
-        let parts = [(0, 0), (12, 3), (9, 10), (99, 100), (100, 99), (1_000_001, 7), (u32::MAX - 1, u32::MAX)];
-        for e in parts.map(|(i, g)| Entity::from_parts(i, g)) {
-            text.truncate(7);
-            push_entity_text(e, &mut text);
-            assert_eq!(&text[7..], e.to_string().as_bytes());
-        }
-    }
 }

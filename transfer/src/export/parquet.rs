@@ -24,7 +24,8 @@ use parquet::schema::types::ColumnPath;
 
 use ecsdb_engine::storage::FieldView;
 
-use super::{ComponentPlan, push_entity_text};
+use super::ComponentPlan;
+use crate::entity_text::push_entity_text;
 use crate::error::{DataProblem, Place, TransferError};
 
 /// Field metadata key naming the ecsdb type of a column (so `entity` and `string` columns,
@@ -88,8 +89,9 @@ where
     Arc::new(FixedSizeListArray::new(item, N as i32, Arc::new(flat), None))
 }
 
-/// Rows `start..end` of one field as an Arrow array.
-fn array(col: FieldView<'_>, start: usize, end: usize) -> ArrayRef {
+/// Rows `start..end` of one field as an Arrow array; `entity` maps a stored handle to the
+/// one written (see [`ComponentPlan::entity_out`]).
+fn array(col: FieldView<'_>, start: usize, end: usize, entity: &dyn Fn(Entity) -> Entity) -> ArrayRef {
     match col {
         FieldView::Bool(c) => Arc::new(BooleanArray::from_iter(c.range(start, end).map(|b| Some(*b)))),
         FieldView::I8(c) => prim::<Int8Type>(&c, start, end),
@@ -110,7 +112,7 @@ fn array(col: FieldView<'_>, start: usize, end: usize) -> ArrayRef {
             }
             Arc::new(b.finish())
         }
-        FieldView::Entity(c) => entity_strings(c.range(start, end).copied()),
+        FieldView::Entity(c) => entity_strings(c.range(start, end).map(|e| entity(*e))),
         FieldView::Vec2(c) => vectors(&c, start, end),
         FieldView::Vec3(c) => vectors(&c, start, end),
         // A plan's segments store their component and the schema gives every field a type.
@@ -202,8 +204,12 @@ fn writer_properties(world: &World, plan: &ComponentPlan<'_>) -> WriterPropertie
         return props.build();
     };
     let n = seg.entities.len().min(SAMPLE_ROWS);
-    let samples =
-        plan.info.fields().iter().enumerate().map(|(i, f)| (&f.name, f.ty, array(plan.column(world, seg, i), 0, n)));
+    let samples = plan
+        .info
+        .fields()
+        .iter()
+        .enumerate()
+        .map(|(i, f)| (&f.name, f.ty, array(plan.column(world, seg, i), 0, n, &|e| plan.entity_out(world, i, e))));
     for (name, ty, sample) in samples {
         let column = ColumnPath::from(name.as_str());
         if !compresses(&sample) {
@@ -238,7 +244,9 @@ pub(super) fn write(
             let end = (start + BATCH).min(seg.entities.len());
             let mut arrays = Vec::with_capacity(columns.len() + 1);
             arrays.push(entity_strings(seg.entities[start..end].iter().copied()));
-            arrays.extend(columns.iter().map(|c| array(*c, start, end)));
+            arrays.extend(
+                columns.iter().enumerate().map(|(i, c)| array(*c, start, end, &|e| plan.entity_out(world, i, e))),
+            );
             let batch = RecordBatch::try_new(schema.clone(), arrays)
                 .map_err(|e| fail(parquet::errors::ParquetError::General(e.to_string())))?;
             writer.write(&batch).map_err(fail)?;

@@ -9,11 +9,12 @@ use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::Path;
 
-use ecsdb_engine::World;
+use ecsdb_engine::{Entity, World};
 
 use ecsdb_engine::storage::FieldView;
 
-use super::{ComponentPlan, push_entity_text};
+use super::ComponentPlan;
+use crate::entity_text::push_entity_text;
 use crate::error::TransferError;
 
 /// Which text format.
@@ -34,8 +35,9 @@ fn float(out: &mut Vec<u8>, x: impl std::fmt::Display + Copy, finite: bool, json
     }
 }
 
-/// Appends row `row` of a column as text (CSV cells unquoted: the caller quotes).
-fn value(out: &mut Vec<u8>, col: &FieldView<'_>, row: usize, json: bool) {
+/// Appends row `row` of a column as text (CSV cells unquoted: the caller quotes); `entity`
+/// maps a stored handle to the one written (see [`ComponentPlan::entity_out`]).
+fn value(out: &mut Vec<u8>, col: &FieldView<'_>, row: usize, json: bool, entity: impl Fn(Entity) -> Entity) {
     macro_rules! int {
         ($c:expr_2021) => {
             write!(out, "{}", $c.get(row).expect("row in range")).expect("writing to a Vec")
@@ -68,7 +70,7 @@ fn value(out: &mut Vec<u8>, col: &FieldView<'_>, row: usize, json: bool) {
             }
         }
         FieldView::Entity(c) => {
-            let e = *c.get(row).expect("row");
+            let e = entity(*c.get(row).expect("row"));
             if e.is_null() {
                 if json {
                     out.extend_from_slice(b"null");
@@ -130,9 +132,9 @@ pub(super) fn write(
                     cell.clear();
                     push_entity_text(e, &mut cell);
                     w.write_field(&cell).map_err(csv_err)?;
-                    for c in &cols {
+                    for (i, c) in cols.iter().enumerate() {
                         cell.clear();
-                        value(&mut cell, c, row, false);
+                        value(&mut cell, c, row, false, |e| plan.entity_out(world, i, e));
                         w.write_field(&cell).map_err(csv_err)?;
                     }
                     w.write_record(None::<&[u8]>).map_err(csv_err)?;
@@ -159,9 +161,9 @@ pub(super) fn write(
                     cell.extend_from_slice(b"{\"entity\":\"");
                     push_entity_text(e, &mut cell);
                     cell.push(b'"');
-                    for (k, c) in keys.iter().zip(&cols) {
+                    for (i, (k, c)) in keys.iter().zip(&cols).enumerate() {
                         cell.extend_from_slice(k);
-                        value(&mut cell, c, row, true);
+                        value(&mut cell, c, row, true, |e| plan.entity_out(world, i, e));
                     }
                     cell.extend_from_slice(b"}\n");
                     sink.write_all(&cell).map_err(io)?;

@@ -4,8 +4,6 @@ mod parquet;
 mod text;
 mod values;
 
-pub(crate) use values::parse_entity;
-
 use std::fs;
 use std::path::{Path, PathBuf};
 

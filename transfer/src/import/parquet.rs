@@ -15,7 +15,8 @@ use parquet::arrow::ProjectionMask;
 use parquet::arrow::arrow_reader::{ArrowReaderMetadata, ArrowReaderOptions, ParquetRecordBatchReaderBuilder};
 use rayon::prelude::*;
 
-use super::values::{Builder, parse_entity_bytes, plain_size};
+use super::values::{Builder, plain_size};
+use crate::entity_text::parse_entity_bytes;
 use crate::error::{DataProblem, Place, TransferError};
 
 /// Field metadata key naming the ecsdb type of a column (see the export).

@@ -61,7 +61,7 @@ fn guessed(name: &str, columns: &[String], guesses: &[Guess]) -> ComponentDef {
 }
 
 fn parse_entity(path: &Path, row: usize, s: &str) -> Result<Entity, TransferError> {
-    super::values::parse_entity(s)
+    crate::entity_text::parse_entity(s)
         .ok_or_else(|| TransferError::data(path, Place::cell(row, "entity"), DataProblem::BadEntity(s.to_string())))
 }
 

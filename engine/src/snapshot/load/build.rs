@@ -53,10 +53,11 @@ impl Job<'_> {
 /// Builds that write at least this many bytes run their jobs on several threads.
 const PARALLEL_BYTES: usize = (1 << 20) / SIZE_DIVISOR;
 
-/// Validates and builds into a fresh `world` (whose registry may be extended). On success it
-/// holds exactly the snapshot's contents; returns the checksums of the deferred runs read.
+/// Validates and builds into fresh `parts` (whose registry may be extended), for
+/// [`World::from_parts`] to assemble. On success they hold exactly the snapshot's contents;
+/// returns the checksums of the deferred runs read.
 pub(super) fn build_world(
-    world: &mut World,
+    parts: &mut WorldParts,
     body: &Body<'_>,
     input: &Input<'_>,
     header_flags: u32,
@@ -66,7 +67,7 @@ pub(super) fn build_world(
     let mut stats = LoadStats::default();
 
     // ----- validate the structure -----------------------------------------------------
-    let resolved = resolve_catalog(body, &mut world.components, &world.opaque_serde, &mut stats)?;
+    let resolved = resolve_catalog(body, &mut parts.components, &parts.opaque_serde, &mut stats)?;
     let slots = check_allocator(body)?;
     let mut unloadable: BTreeSet<&str> = BTreeSet::new();
     let mut plans = Vec::with_capacity(body.tables.len());
@@ -90,7 +91,7 @@ pub(super) fn build_world(
             let text = check_column(r, col, n, ticks)?;
             if r.loadable() {
                 let id = r.id().expect("loadable components are known");
-                stats.component_bytes += (n * world.components.info(id).layout().size()) as u64 + text;
+                stats.component_bytes += (n * parts.components.info(id).layout().size()) as u64 + text;
                 set.push(id);
             } else if n > 0 {
                 unloadable.insert(r.name);
@@ -112,7 +113,7 @@ pub(super) fn build_world(
         let text = check_column(r, &s.column, n, ticks)?;
         match r.id() {
             Some(id) if r.loadable() => {
-                stats.component_bytes += (n * world.components.info(id).layout().size()) as u64 + text;
+                stats.component_bytes += (n * parts.components.info(id).layout().size()) as u64 + text;
             }
             _ if n > 0 => {
                 unloadable.insert(r.name);
@@ -144,27 +145,27 @@ pub(super) fn build_world(
     if body.schedule.version != SCHEDULE_SECTION_VERSION {
         return Err(corrupt(format!("unsupported schedule section version {}", body.schedule.version)));
     }
-    world.schedule = body.schedule.to_record();
+    parts.schedule = body.schedule.to_record();
 
     // ----- build: tables, then every column and the allocator ---------------------------
     let tick = body.world_tick;
     {
-        let World { storage, components, .. } = &mut *world;
+        let WorldParts { storage, components, .. } = &mut *parts;
         for p in plans.iter_mut() {
             let tid = storage.table_for(&p.set, components).index();
             p.table = tid;
         }
     }
-    let mut rows_of = vec![0usize; world.storage.tables.len()];
-    let mut sources: Vec<Vec<usize>> = vec![Vec::new(); world.storage.tables.len()];
+    let mut rows_of = vec![0usize; parts.storage.tables.len()];
+    let mut sources: Vec<Vec<usize>> = vec![Vec::new(); parts.storage.tables.len()];
     for (ri, p) in plans.iter().enumerate() {
         rows_of[p.table] += p.rows;
         sources[p.table].push(ri);
     }
-    let ctx = Ctx { body, input, resolved: &resolved, components: &world.components, tick };
+    let ctx = Ctx { body, input, resolved: &resolved, components: &parts.components, tick };
     let mut jobs = Vec::new();
     let mut rows_jobs = Vec::new();
-    for (ti, ((table, srcs), &rows)) in world.storage.tables.iter_mut().zip(&sources).zip(&rows_of).enumerate() {
+    for (ti, ((table, srcs), &rows)) in parts.storage.tables.iter_mut().zip(&sources).zip(&rows_of).enumerate() {
         if srcs.is_empty() {
             continue;
         }
@@ -203,17 +204,17 @@ pub(super) fn build_world(
         allocator = allocator.or(e);
         all_sums.extend(s);
     }
-    world.entities = allocator.ok_or_else(|| corrupt("internal: no allocator"))?;
+    parts.entities = allocator.ok_or_else(|| corrupt("internal: no allocator"))?;
 
     // Every row was placed: each live entity has exactly one row unless some have none.
     let placed: usize = plans.iter().map(|p| p.rows).sum();
-    if placed != world.entities.len() {
+    if placed != parts.entities.len() {
         return Err(corrupt(format!(
             "{} live entities in the allocator but {placed} table rows",
-            world.entities.len()
+            parts.entities.len()
         )));
     }
-    stats.entities = world.entities.len();
+    stats.entities = parts.entities.len();
 
     // ----- sparse sets ------------------------------------------------------------------
     for s in &body.sparse {
@@ -227,8 +228,8 @@ pub(super) fn build_world(
         let n = entities.len() / 8;
         check_content(r, &column, n)?;
         let id = r.id().expect("loadable components are known");
-        let info = world.components.info(id);
-        let sparse = &mut world.storage.sparse;
+        let info = parts.components.info(id);
+        let sparse = &mut parts.storage.sparse;
         if sparse.len() <= id.index() {
             sparse.resize_with(id.index() + 1, || None);
         }
@@ -236,7 +237,7 @@ pub(super) fn build_world(
         let mut src = Source::new(r, info, &column, tick)?;
         for (i, c) in entities.chunks_exact(8).enumerate() {
             let e = entity_le(c);
-            if world.entities.resolve(e.index()) != Some(e) {
+            if parts.entities.resolve(e.index()) != Some(e) {
                 return Err(corrupt(format!("{what}: entity {e} is not alive in the allocator")));
             }
             if set.contains(e) {
@@ -252,7 +253,8 @@ pub(super) fn build_world(
         }
     }
     // Without saved ticks every row got the body's tick: there is nothing to clamp.
-    world.set_change_tick(body.world_tick, !ticks);
+    parts.tick = body.world_tick;
+    parts.all_at_tick = !ticks;
     Ok((stats, all_sums))
 }
 

@@ -20,6 +20,7 @@ mod catalog;
 use std::collections::{BTreeSet, HashSet};
 
 use crate::component::{ComponentDef, ComponentId, ComponentInfo, Components, FieldType, StorageKind, is_identifier};
+use crate::component::{OpaqueSerde, OpaqueSerdes};
 use crate::entity::{Entities, Entity, Misplaced};
 use crate::par;
 use crate::snapshot::format::{
@@ -27,12 +28,11 @@ use crate::snapshot::format::{
     INDEX_SECTION_VERSION, INDEX_SECTION_VERSION_REFERENCES, KNOWN_FLAGS, MAGIC, OLDEST_FORMAT_VERSION,
     SCHEDULE_SECTION_VERSION, TickRecord, field_type_from_code, storage_from_code, u32_at, u64_at, wire_size,
 };
-use crate::snapshot::opaque::{OpaqueSerde, OpaqueSerdes};
 use crate::snapshot::read::{CrcCheck, Input, Parser, Sums};
 use crate::snapshot::{IndexDefinition, LoadOptions, LoadStats, SIZE_DIVISOR, SnapshotError};
 use crate::storage::{Column, SparseSet};
 use crate::tick::Tick;
-use crate::world::World;
+use crate::world::{RefusedParts, World, WorldParts};
 use build::build_world;
 use catalog::{Resolved, Target, resolve_catalog};
 
@@ -133,39 +133,36 @@ pub(crate) fn load_into(
     opts: &LoadOptions,
     check: Option<(&Input<'_>, CrcCheck)>,
 ) -> Result<LoadStats, SnapshotError> {
-    let mut world = World::new();
     // When every component of the file is already known, loading defines nothing, so the
     // registry can be moved over (and moved back on error) instead of cloned.
     let borrow = body.catalog.iter().all(|r| target.components.id_by_name(r.name.as_str()).is_some());
-    if borrow {
-        world.components = std::mem::take(&mut target.components);
-        world.opaque_serde = std::mem::take(&mut target.opaque_serde);
-    } else {
-        world.components = target.components.clone();
-        world.opaque_serde = target.opaque_serde.clone();
-    }
+    let (components, opaque_serde) = if borrow { target.lend_registry() } else { target.copy_registry() };
+    let mut parts = WorldParts::new(components, opaque_serde);
     let no_input = Input::Mem(&[]);
     let input = check.as_ref().map_or(&no_input, |c| c.0);
-    let built = build_world(&mut world, body, input, header_flags, opts).and_then(|(stats, sums)| {
+    let built = build_world(&mut parts, body, input, header_flags, opts).and_then(|(stats, sums)| {
         if let Some((input, mut check)) = check {
             check.add(sums);
             check.verify(input)?;
         }
         Ok(stats)
     });
-    match built {
-        Ok(stats) => {
-            *target = world;
-            Ok(stats)
-        }
-        Err(e) => {
-            if borrow {
-                target.components = std::mem::take(&mut world.components);
-                target.opaque_serde = std::mem::take(&mut world.opaque_serde);
+    // The world is assembled only from parts that were built whole, and checked once more.
+    let refused = match built {
+        Ok(stats) => match World::from_parts(parts) {
+            Ok(world) => {
+                *target = world;
+                return Ok(stats);
             }
-            Err(e)
-        }
+            Err(RefusedParts { error, parts }) => (corrupt(error.to_string()), *parts),
+        },
+        Err(e) => (e, parts),
+    };
+    let (e, parts) = refused;
+    if borrow {
+        target.return_registry(parts.components, parts.opaque_serde);
     }
+    Err(e)
 }
 
 fn le_u32(b: &[u8], i: usize) -> Option<u32> {

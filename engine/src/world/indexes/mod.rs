@@ -22,11 +22,12 @@ use std::sync::{Arc, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use roaring::RoaringBitmap;
 
-use super::index_ref::{IndexId, IndexRef};
-use super::{Estimate, IndexAnswer, IndexDef, IndexInfo, IndexKind, IndexPredicate, SecondaryIndex};
 use crate::component::ComponentId;
 use crate::entity::Entity;
 use crate::error::Result;
+use crate::index::{
+    Estimate, IndexAnswer, IndexDef, IndexId, IndexInfo, IndexKind, IndexPredicate, IndexRef, SecondaryIndex, Wanted,
+};
 use crate::storage::WrittenRows;
 use crate::tick::{EVERYTHING_NEW, Tick, for_each_changed, run_age};
 use crate::value::Value;
@@ -70,21 +71,6 @@ struct Slot {
     removals_while_dirty: u64,
     /// Unique in the process: what an [`IndexId`] checks.
     serial: u64,
-}
-
-/// Which indexes a reader needs fresh: a statement refreshes only the indexes it may use,
-/// so an index nobody reads (an rtree over positions that move every tick) costs its
-/// writers nothing until it is read; the writes meanwhile fold into one catch-up.
-#[derive(Clone, Copy, Debug)]
-pub enum Wanted<'a> {
-    /// Every index.
-    All,
-    /// The index of this name.
-    One(&'a str),
-    /// The indexes of these names.
-    Named(&'a [String]),
-    /// The indexes over these components.
-    On(&'a [ComponentId]),
 }
 
 impl Wanted<'_> {
@@ -637,7 +623,7 @@ impl<'w> IndexReader<'w> {
             std::mem::swap(&mut frontier, &mut next);
             next.clear();
         }
-        Some(super::keys::bitmap_from_ids(found))
+        Some(crate::index::keys::bitmap_from_ids(found))
     }
 }
 

@@ -6,10 +6,11 @@ use std::sync::{Arc, TryLockError};
 
 use roaring::RoaringBitmap;
 
-use super::{IndexFunction, IndexReader, Slot, Source, TypedFn, Wanted, function_of};
+use super::{IndexFunction, IndexReader, Slot, Source, TypedFn, function_of};
 use crate::component::{Component, ComponentId, ComponentInfo, FieldType, is_identifier};
 use crate::entity::Entity;
 use crate::error::{EngineError, Result};
+use crate::index::IndexBuild;
 use crate::index::bitmap::{BitmapIndex, PresenceIndex};
 use crate::index::btree::BtreeIndex;
 use crate::index::function::FunctionIndex;
@@ -19,9 +20,8 @@ use crate::index::relation::RelationIndex;
 use crate::index::rtree::RtreeIndex;
 use crate::index::skip::SkipIndex;
 use crate::index::{
-    Estimate, IndexAnswer, IndexDef, IndexInfo, IndexKind, IndexPredicate, RtreeUpdate, SecondaryIndex,
+    Estimate, IndexAnswer, IndexDef, IndexInfo, IndexKind, IndexPredicate, RtreeUpdate, SecondaryIndex, Wanted,
 };
-use crate::snapshot::IndexBuild;
 use crate::value::Value;
 use crate::world::World;
 

@@ -2,7 +2,8 @@
 //!
 //! An opaque component has no schema, so the engine cannot write its bytes: they may hold
 //! pointers. A program that wants such a component in its snapshots registers the type's
-//! serde implementation with [`World::register_opaque_serde`]; the world keeps type-erased
+//! serde implementation with [`World::register_opaque_serde`](crate::World::register_opaque_serde);
+//! the world keeps type-erased
 //! functions that encode one value (bincode, the body's configuration) and decode one value
 //! into storage, and the same for JSON.
 
@@ -12,9 +13,8 @@ use std::mem::ManuallyDrop;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-use crate::component::{Component, ComponentId, TypeIdMap};
+use crate::component::TypeIdMap;
 use crate::error::Result;
-use crate::world::World;
 
 /// Encodes the value at the pointer, appending the bytes.
 type EncodeFn = unsafe fn(*const u8, &mut Vec<u8>) -> Result<(), String>;
@@ -109,34 +109,10 @@ fn from_json_erased<T: Serialize + DeserializeOwned>(v: serde_json::Value, out: 
     encode_value(&t, out)
 }
 
-impl World {
-    /// Registers a component type together with its serde implementation, so that snapshots
-    /// (binary and JSON) can save and load its values. Needed for opaque components (those
-    /// without a schema); components with a schema are always saved field by field, and this
-    /// registration is not used for them.
-    ///
-    /// Register before loading a snapshot that holds the component (see
-    /// [`World::load_into`]).
-    ///
-    /// ```
-    /// use ecsdb_engine::{Component, SaveOptions, World};
-    /// #[derive(Component, serde::Serialize, serde::Deserialize, Debug, PartialEq)]
-    /// #[component(opaque)]
-    /// struct Inventory(Vec<(String, u32)>);
-    ///
-    /// let mut world = World::new();
-    /// world.register_opaque_serde::<Inventory>().unwrap();
-    /// let e = world.spawn(Inventory(vec![("apple".into(), 3)]));
-    /// let bytes = world.save_to_vec(&SaveOptions::default()).unwrap();
-    ///
-    /// let mut loaded = World::new();
-    /// loaded.register_opaque_serde::<Inventory>().unwrap();
-    /// loaded.load_bytes_into(&bytes, &Default::default()).unwrap();
-    /// assert_eq!(loaded.get::<Inventory>(e).unwrap().0[0].1, 3);
-    /// ```
-    pub fn register_opaque_serde<T: Component + Serialize + DeserializeOwned>(&mut self) -> Result<ComponentId> {
-        let id = self.register::<T>()?;
-        self.opaque_serde.by_type.insert(
+impl OpaqueSerdes {
+    /// Keeps `T`'s serde functions (replacing any kept before).
+    pub(crate) fn insert<T: Serialize + DeserializeOwned + 'static>(&mut self) {
+        self.by_type.insert(
             TypeId::of::<T>(),
             OpaqueSerde {
                 encode: encode_erased::<T>,
@@ -145,6 +121,5 @@ impl World {
                 from_json: from_json_erased::<T>,
             },
         );
-        Ok(id)
     }
 }
