@@ -2,7 +2,8 @@
 //! statements, registered functions, and typed iteration over what a text query selects.
 
 use ecsdb_engine::query::QueryData;
-use ecsdb_engine::{ComponentDef, ComponentId, Entity, QueryState, Value, World};
+use ecsdb_engine::storage::TableId;
+use ecsdb_engine::{ComponentDef, ComponentId, Entity, Value, World};
 use std::borrow::Cow;
 
 use crate::bind::{Bound, bind_statement};
@@ -717,13 +718,19 @@ impl Database {
     /// ```
     pub fn select<Q: QueryData>(&mut self, text: &str, params: impl Into<Params>) -> Result<Selected<'_, Q>, Error> {
         let entities = self.select_entities(text, params)?;
+        let world = self.world.get_mut();
         let mut set = EntitySet::default();
+        // Only the tables that hold a selected entity are visited, not every table `Q` matches.
+        let mut tables = Vec::new();
         for e in entities {
+            if let Ok(at) = world.location(e) {
+                tables.push(TableId(at.table));
+            }
             set.insert(e);
         }
-        // Reject aliasing `&mut` access with an error rather than the engine's panic.
-        QueryState::<(Entity, Q), ()>::try_new(self.world.get_mut())?;
-        let inner = self.world.get_mut().query_filtered_mut::<(Entity, Q), ()>();
+        tables.sort_unstable();
+        tables.dedup();
+        let inner = world.query_in_tables_mut::<(Entity, Q)>(&tables)?;
         Ok(Selected { inner, set })
     }
 }

@@ -12,7 +12,8 @@ use std::ptr::NonNull;
 
 use crate::query::state::{Cursor, MatchOf};
 use crate::query::{FetchContext, QueryData, QueryFilter, QueryState, ReadOnlyQueryData};
-use crate::storage::ArchetypeTable;
+use crate::error::Result;
+use crate::storage::{ArchetypeTable, TableId};
 use crate::tick::{EVERYTHING_NEW, Tick};
 use crate::world::World;
 
@@ -114,6 +115,39 @@ impl World {
     /// declared reference.
     pub fn query_mut<Q: QueryData>(&mut self) -> Query<'_, Q, ()> {
         self.query_filtered_mut::<Q, ()>()
+    }
+
+    /// [`World::query_mut`] over only the tables in `tables` (in any order; ids the query
+    /// does not match, or that name no table, are skipped), for a caller that already knows
+    /// where its rows are, such as a text query's selection: the rest of the world is never
+    /// visited. Aliasing `&mut` access is an error here, not a panic.
+    ///
+    /// ```
+    /// # use ecsdb_engine::{Component, World};
+    /// #[derive(Component)] struct Hp { v: i32 }
+    /// #[derive(Component)] struct Tag;
+    /// let mut w = World::new();
+    /// w.spawn((Hp { v: 1 },));
+    /// let tagged = w.spawn((Hp { v: 2 }, Tag));
+    /// let table = ecsdb_engine::storage::TableId(w.location(tagged).unwrap().table);
+    /// let seen: Vec<i32> = w.query_in_tables_mut::<&mut Hp>(&[table]).unwrap().map(|h| h.v).collect();
+    /// assert_eq!(seen, [2]);
+    /// ```
+    pub fn query_in_tables_mut<Q: QueryData>(&mut self, tables: &[TableId]) -> Result<Query<'_, Q, ()>> {
+        let mut matched = QueryState::<Q, ()>::try_match(self)?;
+        let mut wanted = tables.to_vec();
+        wanted.sort_unstable();
+        matched.retain_tables(|t| wanted.binary_search(&t).is_ok());
+        // Not cached: the state is this query's alone, freed when it drops.
+        matched.owned_by_query = true;
+        self.maybe_check_change_ticks();
+        let this_run = self.take_change_tick_mut() as Tick;
+        // The tables' pointer first: it points into the tables' own buffer, which taking the
+        // world's pointer below leaves alone; the world is reached only through `world` after.
+        let tables = self.storage.tables.as_mut_ptr();
+        let world: *mut World = self;
+        let ctx = FetchContext { world, this_run, run_age: EVERYTHING_NEW };
+        Ok(Query { state: NonNull::from(Box::leak(Box::new(matched))), cursor: Cursor::new(tables, ctx), _world: PhantomData })
     }
 
     /// A query with mutable access and a filter.

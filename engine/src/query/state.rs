@@ -85,6 +85,11 @@ impl<D, C: Copy, G> QueryMatch<D, C, G> {
         self.tables_seen = tables.len();
     }
 
+    /// Keeps only the matched tables `keep` accepts.
+    pub(crate) fn retain_tables(&mut self, mut keep: impl FnMut(TableId) -> bool) {
+        self.matched.retain(|&(t, _)| keep(t));
+    }
+
     /// Calls `f` for every item of the matched tables.
     ///
     /// # Safety

@@ -67,6 +67,29 @@ fn dense_items_collected_then_written_across_tables() {
 }
 
 #[test]
+fn a_query_in_chosen_tables_writes_only_there() {
+    let (mut w, es) = world();
+    let tagged = crate::storage::TableId(w.location(es[1]).unwrap().table);
+    // Items collected, then written: the state is the query's own box, freed on drop.
+    let items: Vec<_> = w.query_in_tables_mut::<(Entity, &mut Pos)>(&[tagged, crate::storage::TableId(9999)]).unwrap().collect();
+    assert_eq!(items.len(), 6, "only the tagged table's rows");
+    for (_, mut p) in items {
+        p.x += 100.0;
+    }
+    for (i, e) in es.iter().enumerate() {
+        let want = if i % 2 == 1 { i as f32 + 100.0 } else { i as f32 };
+        assert_eq!(w.get::<Pos>(*e).unwrap().x, want);
+    }
+    // The writes are changes that a change filter sees.
+    let mut changed = QueryState::<Entity, Changed<Pos>>::new(&mut w);
+    assert_eq!(changed.iter(&w).count(), 12, "the first run sees every row");
+    w.query_in_tables_mut::<&mut Pos>(&[tagged]).unwrap().for_each(|mut p| p.x += 1.0);
+    assert_eq!(changed.iter(&w).count(), 6);
+    // Aliased access is an error, not a panic.
+    assert!(w.query_in_tables_mut::<(&mut Pos, &mut Pos)>(&[tagged]).is_err());
+}
+
+#[test]
 fn change_filters_beside_collected_writers() {
     let (mut w, es) = world();
     let mut changed: QueryState<&mut Hp, Changed<Hp>> = w.query_state();
