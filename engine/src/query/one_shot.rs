@@ -10,9 +10,9 @@ use std::any::TypeId;
 use std::marker::PhantomData;
 use std::ptr::NonNull;
 
+use crate::error::Result;
 use crate::query::state::{Cursor, MatchOf};
 use crate::query::{FetchContext, QueryData, QueryFilter, QueryState, ReadOnlyQueryData};
-use crate::error::Result;
 use crate::storage::{ArchetypeTable, TableId};
 use crate::tick::{EVERYTHING_NEW, Tick};
 use crate::world::World;
@@ -147,7 +147,11 @@ impl World {
         let tables = self.storage.tables.as_mut_ptr();
         let world: *mut World = self;
         let ctx = FetchContext { world, this_run, run_age: EVERYTHING_NEW };
-        Ok(Query { state: NonNull::from(Box::leak(Box::new(matched))), cursor: Cursor::new(tables, ctx), _world: PhantomData })
+        Ok(Query {
+            state: NonNull::from(Box::leak(Box::new(matched))),
+            cursor: Cursor::new(tables, ctx),
+            _world: PhantomData,
+        })
     }
 
     /// A query with mutable access and a filter.

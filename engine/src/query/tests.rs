@@ -71,7 +71,8 @@ fn a_query_in_chosen_tables_writes_only_there() {
     let (mut w, es) = world();
     let tagged = crate::storage::TableId(w.location(es[1]).unwrap().table);
     // Items collected, then written: the state is the query's own box, freed on drop.
-    let items: Vec<_> = w.query_in_tables_mut::<(Entity, &mut Pos)>(&[tagged, crate::storage::TableId(9999)]).unwrap().collect();
+    let items: Vec<_> =
+        w.query_in_tables_mut::<(Entity, &mut Pos)>(&[tagged, crate::storage::TableId(9999)]).unwrap().collect();
     assert_eq!(items.len(), 6, "only the tagged table's rows");
     for (_, mut p) in items {
         p.x += 100.0;

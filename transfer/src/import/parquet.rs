@@ -16,7 +16,6 @@ use parquet::arrow::arrow_reader::{ArrowReaderMetadata, ArrowReaderOptions, Parq
 use rayon::prelude::*;
 
 use super::values::{Builder, plain_size};
-use crate::entity_text::parse_entity_bytes;
 use crate::error::{DataProblem, Place, TransferError};
 
 /// Field metadata key naming the ecsdb type of a column (see the export).
@@ -339,7 +338,7 @@ fn push_ids<O: OffsetSizeTrait>(
     out.reserve(s.len());
     for (i, w) in offsets.windows(2).enumerate() {
         let t = &text[w[0].as_usize()..w[1].as_usize()];
-        out.push(parse_entity_bytes(t).ok_or_else(|| bad(i, &String::from_utf8_lossy(t)))?);
+        out.push(Entity::parse_ascii(t).ok_or_else(|| bad(i, &String::from_utf8_lossy(t)))?);
     }
     Ok(())
 }
