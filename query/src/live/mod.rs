@@ -836,6 +836,13 @@ mod tests {
         p.end_tick(&mut db);
         // Recalled at once (the copier waits 200 µs before it starts), then the schema moves.
         db.execute_script("CREATE COMPONENT Extra (v i32); SPAWN Extra {v: 7}").unwrap();
+        // A boundary while the copier is still busy (a recalled copy just given back, or a
+        // finished one making its twin) publishes nothing: the next boundary would. Wait for
+        // it to be idle, so that this one boundary must make the state with the new schema.
+        let deadline = Instant::now() + WAIT_LIMIT;
+        while p.copying.load(Ordering::Acquire) && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(1));
+        }
         let tick = p.tick() + 1;
         p.end_tick(&mut db);
         let state = r.wait_for_tick(tick, WAIT_LIMIT).expect("a state");
