@@ -1,4 +1,4 @@
-//! Snapshots through the public API: round trips of random worlds (binary and JSON), loading
+//! Snapshots through the public API: round trips of random worlds, loading
 //! into Rust types, schema mismatches, opaque components, safe saving, and a fuzz over
 //! mutated snapshot bytes.
 
@@ -6,8 +6,7 @@ use std::collections::BTreeSet;
 use std::io::{self, Write};
 
 use ecsdb::{
-    Component, ComponentDef, Entity, FieldType, JsonOptions, LoadOptions, SaveOptions, SnapshotError, StorageKind,
-    Value, World,
+    Component, ComponentDef, Entity, FieldType, LoadOptions, SaveOptions, SnapshotError, StorageKind, Value, World,
 };
 use proptest::prelude::*;
 
@@ -406,21 +405,6 @@ proptest! {
             prop_assert_eq!(a, b);
         }
     }
-
-    /// The same worlds through JSON.
-    #[test]
-    fn random_worlds_json_round_trip(ops in proptest::collection::vec(op(), 0..40)) {
-        let world = build(&ops);
-        let json = world.to_json().unwrap();
-        // JSON lists entities, so sparse sets come back in entity order.
-        let back = World::from_json(&json).unwrap();
-        assert_same_world(&world, &back, false, false);
-        let mut typed = typed_world();
-        typed.import_json(&json, &LoadOptions::default()).unwrap();
-        assert_same_world(&world, &typed, false, false);
-        assert_same_queries(&world, &typed);
-        prop_assert_eq!(back.to_json().unwrap(), json);
-    }
 }
 
 // ----- fuzz ----------------------------------------------------------------------------------
@@ -781,12 +765,6 @@ fn opaque_components_without_serde_fail_or_are_skipped() {
     assert_eq!(names(&loaded, a), ["Pos"]);
     assert!(names(&loaded, b).is_empty());
 
-    // JSON export follows the same rule.
-    assert!(matches!(w.to_json(), Err(SnapshotError::OpaqueWithoutSerde(_))));
-    let mut json = Vec::new();
-    w.export_json(&mut json, &JsonOptions { skip_opaque: true }).unwrap();
-    assert_eq!(World::from_json(std::str::from_utf8(&json).unwrap()).unwrap().len(), 2);
-
     // A registered opaque type with no values saves fine.
     let mut w2 = World::new();
     w2.register::<Secret>().unwrap();
@@ -879,90 +857,6 @@ fn save_never_harms_the_previous_file() {
     std::fs::remove_dir_all(dir).unwrap();
 }
 
-// ----- JSON ----------------------------------------------------------------------------------
-
-#[test]
-fn json_is_readable_and_exact() {
-    let mut w = World::new();
-    define_runtime(&mut w);
-    let a = w.spawn((Pos { x: 0.1, y: f32::MAX }, Name { value: "quote \" and ☃".into() }, Player));
-    let b = w.spawn(Mixed { a: 255, b: f64::MIN_POSITIVE, c: true, d: i16::MIN });
-    w.insert(b, Link { target: a, weight: f64::NAN }).unwrap();
-    w.insert(a, Link { target: Entity::NULL, weight: f64::NEG_INFINITY }).unwrap();
-    w.insert(a, Note { text: String::new(), at: [f32::INFINITY, -0.0, 1e-40] }).unwrap();
-    let json = w.to_json().unwrap();
-    assert!(json.contains(r#""Pos":{"x":0.1,"y":3.4028235e+38}"#), "{json}");
-    assert!(json.contains(r#""Link":{"target":null,"weight":"-inf"}"#), "{json}");
-    assert!(json.contains(r#""target":"0v0","weight":"NaN""#), "{json}");
-    assert!(
-        json.contains(
-            r#"{"name":"Score","storage":"sparse","fields":[{"name":"v","type":"u16"},{"name":"big","type":"u64"}]}"#
-        ),
-        "{json}"
-    );
-
-    let back = World::from_json(&json).unwrap();
-    assert_eq!(back.to_json().unwrap(), json);
-    let mut typed = typed_world();
-    typed.import_json(&json, &LoadOptions::default()).unwrap();
-    assert_eq!(typed.get::<Pos>(a).unwrap(), &Pos { x: 0.1, y: f32::MAX });
-    let link = typed.get::<Link>(b).unwrap();
-    assert!(link.weight.is_nan() && link.target == a);
-    let note = typed.get::<Note>(a).unwrap();
-    assert_eq!(note.at[0], f32::INFINITY);
-    assert!(note.at[1] == 0.0 && note.at[1].is_sign_negative());
-    assert_eq!(note.at[2], 1e-40);
-    assert_eq!(typed.get::<Mixed>(b).unwrap(), &Mixed { a: 255, b: f64::MIN_POSITIVE, c: true, d: i16::MIN });
-}
-
-#[test]
-fn hand_written_json_imports() {
-    let json = r#"{
-        "format": "ecsdb-world", "version": 1,
-        "components": [
-            {"name": "Pos", "fields": [{"name": "x", "type": "f32"}, {"name": "y", "type": "f32"}]},
-            {"name": "Player"},
-            {"name": "Score", "storage": "sparse", "fields": [{"name": "big", "type": "u64"}]}
-        ],
-        "entities": [
-            {"id": "4v2", "components": {"Pos": {"x": 1}, "Player": {}}},
-            {"id": "1v0", "components": {"Score": {"big": 18446744073709551615}}}
-        ]
-    }"#;
-    let mut w = World::from_json(json).unwrap();
-    let a = Entity::from_parts(4, 2);
-    assert_eq!(w.get_field(a, "Pos", "x").unwrap(), Value::Float(1.0));
-    assert_eq!(w.get_field(a, "Pos", "y").unwrap(), Value::Float(0.0));
-    assert_eq!(w.len(), 2);
-    // Without an allocator section dead indices are reused lowest first, generation 0.
-    assert_eq!(w.spawn(()), Entity::from_parts(0, 0));
-    assert_eq!(w.spawn(()), Entity::from_parts(2, 0));
-
-    for (bad, what) in [
-        (r#"{"format":"x","version":1,"components":[],"entities":[]}"#, "format"),
-        (
-            r#"{"format":"ecsdb-world","version":1,"components":[],"entities":[{"id":"0v0","components":{"Nope":{}}}]}"#,
-            "Nope",
-        ),
-        (
-            r#"{"format":"ecsdb-world","version":1,"components":[{"name":"P","fields":[{"name":"x","type":"u8"}]}],"entities":[{"id":"0v0","components":{"P":{"x":300}}}]}"#,
-            "P.x",
-        ),
-        (
-            r#"{"format":"ecsdb-world","version":1,"components":[{"name":"P","fields":[{"name":"x","type":"u8"}]}],"entities":[{"id":"0v0","components":{"P":{"q":1}}}]}"#,
-            "no field 'q'",
-        ),
-        (
-            r#"{"format":"ecsdb-world","version":1,"components":[],"entities":[{"id":"0v0"},{"id":"0v0"}]}"#,
-            "two table rows",
-        ),
-        (r#"{"format":"ecsdb-world","version":1,"components":[],"entities":[{"id":"zz"}]}"#, "zz"),
-    ] {
-        let e = World::from_json(bad).err().unwrap_or_else(|| panic!("{bad} loaded"));
-        assert!(e.to_string().contains(what), "{bad}: {e}");
-    }
-}
-
 #[test]
 fn empty_world_round_trips() {
     let w = World::new();
@@ -970,7 +864,6 @@ fn empty_world_round_trips() {
     assert_eq!(&bytes[..8], &ecsdb::snapshot::MAGIC);
     let l = World::load_from_bytes(&bytes).unwrap();
     assert_same(&w, &l, false);
-    assert_same_world(&w, &World::from_json(&w.to_json().unwrap()).unwrap(), false, false);
 }
 
 /// Index definitions travel with the snapshot and are rebuilt on load, with identical answers.

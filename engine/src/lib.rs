@@ -76,8 +76,8 @@ pub use query::{
 pub use reference::{Chain, Reference, ReferenceDef, ReferenceWrite};
 pub use schedule_record::{ScheduleRecord, SystemBody, SystemRecord};
 pub use snapshot::{
-    DEFAULT_BUSY_TIMEOUT, FileStamp, IndexBuild, IndexDefinition, JsonOptions, LoadOptions, LoadStats, SaveOptions,
-    SaveStats, SnapshotError, WorldLock,
+    DEFAULT_BUSY_TIMEOUT, FileStamp, IndexBuild, IndexDefinition, LoadOptions, LoadStats, SaveOptions, SaveStats,
+    SnapshotError, WorldLock,
 };
 pub use tick::{ChangeWindow, Mut, Tick, is_newer};
 pub use value::{

@@ -5,7 +5,7 @@
 //! serde implementation with [`World::register_opaque_serde`](crate::World::register_opaque_serde);
 //! the world keeps type-erased
 //! functions that encode one value (bincode, the body's configuration) and decode one value
-//! into storage, and the same for JSON.
+//! into storage.
 
 use std::any::TypeId;
 use std::mem::ManuallyDrop;
@@ -20,18 +20,12 @@ use crate::error::Result;
 type EncodeFn = unsafe fn(*const u8, &mut Vec<u8>) -> Result<(), String>;
 /// Decodes one value and hands a pointer to it to the callback, which takes ownership.
 type DecodeFn = fn(&[u8], &mut dyn FnMut(*const u8)) -> Result<(), String>;
-/// The value at the pointer as JSON.
-type ToJsonFn = unsafe fn(*const u8) -> Result<serde_json::Value, String>;
-/// A JSON value to the bincode blob `DecodeFn` reads, appended.
-type FromJsonFn = fn(serde_json::Value, &mut Vec<u8>) -> Result<(), String>;
 
 /// The serde functions of one opaque type.
 #[derive(Clone, Copy)]
 pub(crate) struct OpaqueSerde {
     pub(crate) encode: EncodeFn,
     pub(crate) decode: DecodeFn,
-    pub(crate) to_json: ToJsonFn,
-    pub(crate) from_json: FromJsonFn,
 }
 
 /// A world's registered opaque serde functions, by Rust type.
@@ -96,30 +90,9 @@ fn decode_erased<T: DeserializeOwned>(blob: &[u8], put: &mut dyn FnMut(*const u8
     Ok(())
 }
 
-/// # Safety
-/// `ptr` must point to a valid `T`.
-unsafe fn to_json_erased<T: Serialize>(ptr: *const u8) -> Result<serde_json::Value, String> {
-    // SAFETY: forwarded from the caller's contract.
-    let v = unsafe { &*(ptr as *const T) };
-    serde_json::to_value(v).map_err(|e| e.to_string())
-}
-
-fn from_json_erased<T: Serialize + DeserializeOwned>(v: serde_json::Value, out: &mut Vec<u8>) -> Result<(), String> {
-    let t: T = serde_json::from_value(v).map_err(|e| e.to_string())?;
-    encode_value(&t, out)
-}
-
 impl OpaqueSerdes {
     /// Keeps `T`'s serde functions (replacing any kept before).
     pub(crate) fn insert<T: Serialize + DeserializeOwned + 'static>(&mut self) {
-        self.by_type.insert(
-            TypeId::of::<T>(),
-            OpaqueSerde {
-                encode: encode_erased::<T>,
-                decode: decode_erased::<T>,
-                to_json: to_json_erased::<T>,
-                from_json: from_json_erased::<T>,
-            },
-        );
+        self.by_type.insert(TypeId::of::<T>(), OpaqueSerde { encode: encode_erased::<T>, decode: decode_erased::<T> });
     }
 }

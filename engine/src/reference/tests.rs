@@ -179,12 +179,8 @@ fn snapshots_keep_references_and_relation_indexes() {
     let a = child(&mut w, root);
     let dog = w.spawn_values(&[("Owner", &[("who", Value::Entity(a))])]).unwrap();
     let opts = crate::SaveOptions::default();
-    for bytes in [w.save_to_vec(&opts).unwrap(), w.to_json().unwrap().into_bytes()] {
-        let mut back = if bytes.starts_with(&crate::snapshot::MAGIC) {
-            World::load_from_bytes(&bytes).unwrap()
-        } else {
-            World::from_json(std::str::from_utf8(&bytes).unwrap()).unwrap()
-        };
+    {
+        let mut back = World::load_from_bytes(&w.save_to_vec(&opts).unwrap()).unwrap();
         assert_eq!(back.reference_definitions(), w.reference_definitions());
         assert_eq!(back.indexes().len(), 1);
         assert_eq!(back.despawn_many(&[root]).unwrap(), 2);

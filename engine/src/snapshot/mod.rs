@@ -1,4 +1,5 @@
-//! Snapshots: whole worlds saved to and loaded from files, and exported to JSON.
+//! Snapshots: whole worlds saved to and loaded from files. (Worlds as text, for people and
+//! other tools, are `ecsdb-transfer`'s: Parquet, CSV or JSON lines with `schema.json`.)
 //!
 //! A snapshot holds the component catalog (names, fields, types, storage kinds), the entity
 //! allocator (generations, free list, live flags: handles stay valid across save and load,
@@ -97,7 +98,6 @@
 mod columnar;
 mod columns;
 mod format;
-mod json;
 mod load;
 mod lock;
 mod placement;
@@ -115,7 +115,6 @@ use std::sync::atomic::{AtomicU64, Ordering};
 pub use crate::index::IndexBuild;
 pub use columnar::{ColumnarWorld, ComponentColumns, DeadIndices, FieldValues};
 pub use format::{FORMAT_VERSION, HEADER_LEN, MAGIC};
-pub use json::JsonOptions;
 pub use lock::{DEFAULT_BUSY_TIMEOUT, FileStamp, WorldLock};
 
 use crate::world::World;
@@ -288,9 +287,6 @@ pub enum SnapshotError {
     /// [`World::load_into`] needs a world without live entities.
     #[error("cannot load into a world with {0} live entities")]
     WorldNotEmpty(usize),
-    /// A JSON world could not be read.
-    #[error("invalid JSON world: {0}")]
-    Json(String),
     /// Another process held the world file's lock for longer than the wait allowed (see
     /// [`WorldLock`]). Nothing was written.
     #[error("world {} is being written by another process (pid {})", path.display(),

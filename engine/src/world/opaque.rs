@@ -10,7 +10,7 @@ use crate::world::World;
 
 impl World {
     /// Registers a component type together with its serde implementation, so that snapshots
-    /// (binary and JSON) can save and load its values. Needed for opaque components (those
+    /// can save and load its values. Needed for opaque components (those
     /// without a schema); components with a schema are always saved field by field, and this
     /// registration is not used for them.
     ///
