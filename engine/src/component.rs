@@ -9,6 +9,7 @@ use std::alloc::Layout;
 use std::any::TypeId;
 use std::collections::HashMap;
 use std::fmt;
+use std::sync::Arc;
 
 use crate::entity::Entity;
 use crate::error::{EngineError, Result};
@@ -173,7 +174,9 @@ impl fmt::Display for FieldType {
     }
 }
 
+mod field_value;
 pub(crate) mod opaque_serde;
+pub use field_value::FieldValue;
 pub(crate) use opaque_serde::{OpaqueSerde, OpaqueSerdes};
 
 mod sealed {
@@ -346,6 +349,9 @@ pub struct ComponentInfo {
     type_id: Option<TypeId>,
     /// References its Rust type declares (empty for run-time components).
     typed_references: &'static [TypedReference],
+    /// Per field (in `fields` order), the value a new value starts with instead of the
+    /// type's zero (`DEFAULT` in the language); `None` when no field has one.
+    defaults: Option<Arc<[Option<FieldValue>]>>,
 }
 
 impl ComponentInfo {
@@ -376,6 +382,16 @@ impl ComponentInfo {
     /// The field with this name.
     pub fn field(&self, name: &str) -> Option<&FieldInfo> {
         self.fields.iter().find(|f| f.name == name)
+    }
+    /// The default of field `index` (the position in [`ComponentInfo::fields`]): what a new
+    /// value holds there when it is not given (`DEFAULT` in the language), in its stored
+    /// form; `None` for a field without one, which starts at its type's zero.
+    pub fn field_default(&self, index: usize) -> Option<&FieldValue> {
+        self.defaults.as_ref()?.get(index)?.as_ref()
+    }
+    /// Whether any field has a default.
+    pub fn has_defaults(&self) -> bool {
+        self.defaults.is_some()
     }
     /// The position of the field with this name.
     pub fn field_index(&self, name: &str) -> Option<usize> {
@@ -411,7 +427,8 @@ impl ComponentInfo {
         !self.opaque && (2..=3).contains(&self.fields.len()) && self.fields.iter().all(|f| f.ty.is_numeric())
     }
 
-    /// Writes the zero value (every field its type's zero; strings empty; entities null) at `dst`.
+    /// Writes the initial value at `dst`: each field's default where it has one, else its
+    /// type's zero (strings empty, entities null).
     ///
     /// # Safety
     /// `dst` must be valid for writes of `layout().size()` bytes, aligned, and uninitialised or
@@ -422,7 +439,8 @@ impl ComponentInfo {
     }
 
     /// [`ComponentInfo::write_zero`] for `n` values one after another from `dst`: the bytes
-    /// zeroed at once, then the strings and entities of each value written.
+    /// zeroed at once, then the strings and entities of each value written, then the
+    /// defaults.
     ///
     /// # Safety
     /// As `write_zero`, for `n` values (`n * layout().size()` bytes).
@@ -442,6 +460,15 @@ impl ComponentInfo {
                         _ => std::ptr::write(p as *mut Entity, Entity::NULL),
                     }
                 }
+            }
+        }
+        let Some(defaults) = &self.defaults else { return };
+        for (f, d) in self.fields.iter().zip(defaults.iter()) {
+            let Some(d) = d else { continue };
+            for v in 0..n {
+                // SAFETY: value `v` is initialised (above) and `d` was converted for field
+                // `f` of this component (`Components::set_defaults`).
+                unsafe { d.clone().write(dst.add(v * size), f) };
             }
         }
     }
@@ -605,6 +632,12 @@ impl Components {
             }
             check_schema_agrees(existing, &schema, layout, T::STORAGE)?;
             let info = &mut self.infos[id.index()];
+            // Defaults follow their fields by name: the Rust type may list them in another order.
+            let defaults: Option<Arc<[Option<FieldValue>]>> = info
+                .defaults
+                .as_ref()
+                .map(|d| schema.fields.iter().map(|f| info.field_index(&f.name).and_then(|i| d[i].clone())).collect());
+            info.defaults = defaults;
             info.type_id = Some(TypeId::of::<T>());
             info.drop = drop;
             info.layout = layout;
@@ -624,6 +657,7 @@ impl Components {
             opaque: schema.opaque,
             type_id: Some(TypeId::of::<T>()),
             typed_references: T::REFERENCES,
+            defaults: None,
         });
         self.by_name.insert(schema.name.to_string(), id);
         self.by_type.insert(TypeId::of::<T>(), id);
@@ -659,9 +693,43 @@ impl Components {
             opaque: false,
             type_id: None,
             typed_references: &[],
+            defaults: None,
         });
         self.by_name.insert(def.name.clone(), id);
         Ok(id)
+    }
+}
+
+impl Components {
+    /// Sets the defaults of component `id`'s fields (in [`ComponentInfo::fields`] order;
+    /// `None` for a field without one). Each must be a value converted for its field
+    /// ([`convert_value`](crate::convert_value)): a plain value of the field type's size, a
+    /// string only for a string field. Values stored before keep their fields.
+    pub(crate) fn set_defaults(&mut self, id: ComponentId, defaults: Vec<Option<FieldValue>>) -> Result<()> {
+        let info = &mut self.infos[id.index()];
+        let bad = |why: String| EngineError::InvalidDefinition(format!("component '{}': {why}", info.name));
+        if info.opaque {
+            return Err(bad("an opaque component has no fields to default".into()));
+        }
+        if defaults.len() != info.fields.len() {
+            return Err(bad(format!("{} defaults for {} fields", defaults.len(), info.fields.len())));
+        }
+        for (f, d) in info.fields.iter().zip(&defaults) {
+            let fits = match d {
+                None => true,
+                Some(FieldValue::Str(_)) => f.ty == FieldType::String,
+                Some(FieldValue::Plain(b, n)) => {
+                    f.ty != FieldType::String
+                        && *n as usize == f.ty.layout().size()
+                        && (f.ty != FieldType::Bool || b[0] <= 1)
+                }
+            };
+            if !fits {
+                return Err(bad(format!("the default of field '{}' is not a {} value", f.name, f.ty)));
+            }
+        }
+        info.defaults = defaults.iter().any(Option::is_some).then(|| defaults.into());
+        Ok(())
     }
 }
 

@@ -81,7 +81,8 @@ pub use snapshot::{
 };
 pub use tick::{ChangeWindow, Mut, Tick, is_newer};
 pub use value::{
-    ComponentValues, FieldValue, FromValueError, Value, ValueType, convert_value, read_field, read_object,
+    ComponentValues, FieldValue, FromValueError, Value, ValueType, convert_value, read_field, read_field_value,
+    read_object,
 };
 pub use world::{
     ComponentWriter, FieldRows, IndexFunction, IndexReader, MemoryUsage, Mirrored, RowByRow, RowRewrite,

@@ -2,6 +2,7 @@
 
 use std::fmt;
 
+pub use crate::component::FieldValue;
 use crate::component::{ComponentInfo, FieldInfo, FieldType};
 use crate::entity::Entity;
 use crate::error::{EngineError, Result};
@@ -174,6 +175,29 @@ impl From<Entity> for Value {
     }
 }
 
+/// Reads a field's value kept in its stored form (a default, a converted write) as it
+/// reads from storage: `Err` with the type for a u64 above `i64::MAX`, as [`read_field`].
+pub fn read_field_value(stored: &FieldValue, ty: FieldType) -> std::result::Result<Value, ValueType> {
+    match stored {
+        FieldValue::Str(s) => Ok(Value::Str(s.clone())),
+        FieldValue::Plain(bytes, n) => {
+            /// Room for the widest plain field (12 bytes), aligned for any of them.
+            #[repr(align(8))]
+            struct Aligned([u8; 16]);
+            if !ty.is_plain() {
+                return Err(ValueType::of_field(ty));
+            }
+            let mut buf = Aligned([0; 16]);
+            let len = (*n as usize).min(ty.layout().size());
+            buf.0[..len].copy_from_slice(&bytes[..len]);
+            let field = FieldInfo { name: String::new(), ty, offset: 0 };
+            // SAFETY: `buf` is aligned for any plain field type and holds one of type `ty` at
+            // offset 0 (bytes past `len` are zero; any bool byte reads as a bool).
+            unsafe { read_field(buf.0.as_ptr(), &field) }
+        }
+    }
+}
+
 /// Reads a field of a component value.
 ///
 /// # Safety
@@ -235,51 +259,6 @@ pub unsafe fn read_object(base: *const u8, info: &ComponentInfo) -> Result<Value
         out.push((f.name.clone(), v));
     }
     Ok(Value::Object(out))
-}
-
-/// A value converted to a field's type, ready to be written without further checks.
-#[derive(Clone, Debug, PartialEq)]
-pub enum FieldValue {
-    /// Any plain field, as its little-endian bytes (at most 12).
-    Plain([u8; 12], u8),
-    /// A string field.
-    Str(String),
-}
-
-impl FieldValue {
-    fn plain(bytes: &[u8]) -> FieldValue {
-        let mut b = [0u8; 12];
-        b[..bytes.len()].copy_from_slice(bytes);
-        FieldValue::Plain(b, bytes.len() as u8)
-    }
-
-    /// The value read as an entity handle: meaningful for a value converted for an `entity`
-    /// field (the caller knows the field's type); `None` for strings and other widths.
-    pub fn as_entity(&self) -> Option<Entity> {
-        match self {
-            FieldValue::Plain(b, 8) => {
-                Some(Entity::from_bits(u64::from_le_bytes(b[..8].try_into().expect("eight bytes"))))
-            }
-            _ => None,
-        }
-    }
-
-    /// Writes the value over the field, dropping the old string for string fields.
-    ///
-    /// # Safety
-    /// `base` must point to a valid, initialised value of the component `field` belongs to,
-    /// and `self` must have come from [`convert_value`] for that field.
-    pub(crate) unsafe fn write(self, base: *mut u8, field: &FieldInfo) {
-        // SAFETY: as for `read_field`; a string field holds an initialised String, which
-        // assignment drops.
-        unsafe {
-            let p = base.add(field.offset);
-            match self {
-                FieldValue::Plain(bytes, n) => std::ptr::copy_nonoverlapping(bytes.as_ptr(), p, n as usize),
-                FieldValue::Str(s) => *(p as *mut String) = s,
-            }
-        }
-    }
 }
 
 /// Converts a value to a field's type where no information is lost: an int into any integer

@@ -765,6 +765,7 @@ fn sparse_mut<'a>(
 }
 
 mod columnar;
+mod defaults;
 mod dynamic;
 mod fields;
 mod indexes;

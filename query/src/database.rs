@@ -877,7 +877,7 @@ enum Executable {
     Add(Vec<ComponentValue>, ScanPlan),
     Remove(Vec<(ComponentId, String)>, ScanPlan),
     Update { component: ComponentId, assignments: Vec<(usize, Expr)>, scan: ScanPlan, buffers: StagingBuffers },
-    CreateComponent(ComponentDef, Vec<ecsdb_engine::ReferenceDef>),
+    CreateComponent(ComponentDef, Vec<ecsdb_engine::ReferenceDef>, Vec<(String, Value)>),
     CreateIndex { def: ecsdb_engine::index::IndexDef, span: Span },
     DropIndex(String, Span),
     Show(ShowKind),

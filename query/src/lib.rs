@@ -51,7 +51,7 @@
 //!   is skipped (count 0).
 //! - A value too large for an `f32` field (it would become infinite) is a `type` error.
 //! - `SHOW TABLES` lists every archetype table, including the empty-set one (components
-//!   `""`); `DESCRIBE` has columns `field`, `type`; CREATE COMPONENT returns no columns.
+//!   `""`); `DESCRIBE` has columns `field`, `type`, `default` (null for a field without one); CREATE COMPONENT returns no columns.
 //!
 //! ```
 //! use ecsdb_query::{Database, Params};

@@ -7,7 +7,7 @@
 //!   "data_format": "parquet",
 //!   "components": [
 //!     {"name": "Position", "storage": "table", "file": "Position.parquet", "rows": 2,
-//!      "fields": [{"name": "x", "type": "f32"}, {"name": "y", "type": "f32"}]},
+//!      "fields": [{"name": "x", "type": "f32"}, {"name": "y", "type": "f32", "default": 1.5}]},
 //!     {"name": "Player", "storage": "table", "file": "Player.parquet", "rows": 1, "fields": []}
 //!   ],
 //!   "entities": {"issued": 5, "free": ["4v1", "2v3"], "without_components": ["3v0"]},
@@ -25,6 +25,10 @@
 //! components leaves it out (the other entities are not dead), and import then rebuilds the
 //! allocator from the ids in the files.
 //!
+//! A field's `default` (left out when it has none) is its `DEFAULT` as JSON lines write the
+//! field's values: a number (non-finite floats as `"NaN"`, `"inf"`, `"-inf"`), a bool, a
+//! string, an entity as `"3v1"` or `null`, a vector as an array. Import sets it again.
+//!
 //! `references` and `systems` are reserved: always written empty, and an import that finds
 //! them non-empty refuses the directory rather than drop what it cannot rebuild. This build
 //! reads versions 1 and 2 and refuses others.
@@ -32,7 +36,9 @@
 use std::path::Path;
 
 use ecsdb_engine::snapshot::DeadIndices;
-use ecsdb_engine::{ComponentDef, Entity, FieldType, IndexDefinition, StorageKind, World};
+use ecsdb_engine::{
+    ComponentDef, ComponentId, Entity, FieldInfo, FieldType, IndexDefinition, StorageKind, Value, World,
+};
 use serde::{Deserialize, Serialize};
 
 use crate::Format;
@@ -145,6 +151,9 @@ pub struct FieldEntry {
     /// Its type in the query language (`f32`, `string`, `vec3`, …).
     #[serde(rename = "type")]
     pub ty: String,
+    /// Its default, if it has one (see the module's docs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub default: Option<serde_json::Value>,
 }
 
 /// One index definition.
@@ -163,15 +172,39 @@ pub struct IndexEntry {
 }
 
 impl ComponentEntry {
-    /// The entry of a component definition and its file.
-    pub fn new(def: &ComponentDef, file: String, rows: u64) -> ComponentEntry {
+    /// The entry of component `id` of `world`, written to `file`.
+    pub fn new(world: &World, id: ComponentId, file: String, rows: u64) -> ComponentEntry {
+        let info = world.components().info(id);
+        let field = |f: &FieldInfo| FieldEntry {
+            name: f.name.clone(),
+            ty: f.ty.name().to_string(),
+            default: world.field_default(id, &f.name).ok().flatten().map(|v| default_to_json(&v)),
+        };
         ComponentEntry {
-            name: def.name.clone(),
-            storage: def.storage.to_string(),
+            name: info.name().to_string(),
+            storage: info.storage().to_string(),
             file,
             rows,
-            fields: def.fields.iter().map(|(n, t)| FieldEntry { name: n.clone(), ty: t.name().to_string() }).collect(),
+            fields: info.fields().iter().map(field).collect(),
         }
+    }
+
+    /// The fields' defaults this entry gives, each checked against its field's type.
+    pub fn defaults(&self, path: &Path) -> Result<Vec<(String, Value)>, TransferError> {
+        let mut out = Vec::new();
+        for f in &self.fields {
+            let Some(json) = &f.default else { continue };
+            let bad = || TransferError::Schema {
+                path: path.to_path_buf(),
+                message: format!("field '{}.{}': the default {json} is not a {} value", self.name, f.name, f.ty),
+            };
+            let ty = FieldType::from_name(&f.ty).ok_or_else(bad)?;
+            let value = default_from_json(json, ty).ok_or_else(bad)?;
+            let info = FieldInfo { name: f.name.clone(), ty, offset: 0 };
+            ecsdb_engine::convert_value(&self.name, &info, &value).map_err(|_| bad())?;
+            out.push((f.name.clone(), value));
+        }
+        Ok(out)
     }
 
     /// The definition this entry describes.
@@ -241,4 +274,61 @@ impl ExportSchema {
             })
             .collect()
     }
+}
+
+/// A default as `schema.json` writes it (see the module's docs).
+fn default_to_json(v: &Value) -> serde_json::Value {
+    use serde_json::Value as Json;
+    let float = |x: f64| match x {
+        x if x.is_nan() => Json::from("NaN"),
+        x if x == f64::INFINITY => Json::from("inf"),
+        x if x == f64::NEG_INFINITY => Json::from("-inf"),
+        x => Json::from(x),
+    };
+    match v {
+        Value::Bool(b) => Json::from(*b),
+        Value::Int(i) => Json::from(*i),
+        Value::Float(x) => float(*x),
+        Value::Str(s) => Json::from(s.as_str()),
+        Value::Entity(e) if e.is_null() => Json::Null,
+        Value::Entity(e) => Json::from(e.to_string()),
+        Value::Vec2(a) => Json::Array(a.iter().map(|x| float(*x)).collect()),
+        Value::Vec3(a) => Json::Array(a.iter().map(|x| float(*x)).collect()),
+        Value::Null | Value::Object(_) => Json::Null,
+    }
+}
+
+/// A default read from `schema.json` as a value for a field of type `ty`; `None` if it
+/// cannot be one.
+fn default_from_json(json: &serde_json::Value, ty: FieldType) -> Option<Value> {
+    use serde_json::Value as Json;
+    let float = |j: &Json| match j {
+        Json::Number(n) => n.as_f64(),
+        Json::String(s) => match s.as_str() {
+            "NaN" => Some(f64::NAN),
+            "inf" => Some(f64::INFINITY),
+            "-inf" => Some(f64::NEG_INFINITY),
+            _ => None,
+        },
+        _ => None,
+    };
+    Some(match ty {
+        FieldType::Bool => Value::Bool(json.as_bool()?),
+        FieldType::F32 | FieldType::F64 => Value::Float(float(json)?),
+        FieldType::String => Value::Str(json.as_str()?.to_string()),
+        FieldType::Entity => match json {
+            Json::Null => Value::Null,
+            j => Value::Entity(crate::entity_text::parse_entity(j.as_str()?)?),
+        },
+        FieldType::Vec2 | FieldType::Vec3 => {
+            let xs: Vec<f64> = json.as_array()?.iter().map(float).collect::<Option<_>>()?;
+            match (ty, xs.as_slice()) {
+                (FieldType::Vec2, &[x, y]) => Value::Vec2([x, y]),
+                (FieldType::Vec3, &[x, y, z]) => Value::Vec3([x, y, z]),
+                _ => return None,
+            }
+        }
+        _ if ty.is_integer() => Value::Int(json.as_i64()?),
+        _ => return None,
+    })
 }

@@ -328,3 +328,48 @@ fn a_dangling_reference_exports_as_null() {
         fs::remove_dir_all(&dir).unwrap();
     }
 }
+
+/// Field defaults travel in `schema.json` and are set again by import, in every format; a
+/// default that does not fit its field is a schema error and builds nothing.
+#[test]
+fn field_defaults_travel_in_the_schema() {
+    let mut world = sample_world();
+    let all = world.component_id("All").unwrap();
+    let defaults = [
+        ("f_bool", Value::Bool(true)),
+        ("f_u8", Value::Int(200)),
+        ("f_f32", Value::Float(f64::NEG_INFINITY)),
+        ("f_f64", Value::Float(0.1)),
+        ("f_string", Value::Str("dé\"faut".into())),
+        ("f_entity", Value::Entity(Entity::from_parts(2, 0))),
+        ("f_vec3", Value::Vec3([1.0, f64::NAN, -2.5])),
+    ];
+    for (field, v) in &defaults {
+        world.set_field_default(all, field, Some(v)).unwrap();
+    }
+    let shown = |w: &World, id| {
+        let info = w.components().info(id);
+        info.fields()
+            .iter()
+            .map(|f| format!("{}={:?}", f.name, w.field_default(id, &f.name).unwrap()))
+            .collect::<Vec<_>>()
+    };
+    for format in [Format::Parquet, Format::Csv, Format::Jsonl] {
+        let dir = temp_dir(&format!("defaults-{format:?}"));
+        export(&world, &dir, &ExportOptions { format, components: None }).unwrap();
+        let mut back = World::new();
+        import(&mut back, &dir, &ImportOptions::default()).unwrap();
+        let id = back.component_id("All").unwrap();
+        assert_eq!(shown(&back, id), shown(&world, all), "{format:?}");
+        assert_eq!(dump(&back), dump(&world), "{format:?}");
+
+        let schema = fs::read_to_string(dir.join("schema.json")).unwrap();
+        assert!(schema.contains(r#""default":200"#) || schema.contains(r#""default": 200"#), "{schema}");
+        fs::write(dir.join("schema.json"), schema.replacen("200", "300", 1)).unwrap();
+        let mut refused = World::new();
+        let err = import(&mut refused, &dir, &ImportOptions::default()).unwrap_err();
+        assert!(matches!(&err, TransferError::Schema { .. }) && err.to_string().contains("f_u8"), "{err}");
+        assert!(refused.is_empty() && refused.components().is_empty(), "nothing was built");
+        fs::remove_dir_all(&dir).unwrap();
+    }
+}

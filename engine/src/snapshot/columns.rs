@@ -344,6 +344,9 @@ fn columns_to_body(data: &ColumnarWorld) -> Result<Body<'_>, SnapshotError> {
         },
         // Imported data carries no systems: the world keeps its own (empty) schedule.
         schedule: Default::default(),
+        // Defaults are definitions, not data: an importer sets them on the world after
+        // (`World::set_field_default`).
+        defaults: Default::default(),
     })
 }
 

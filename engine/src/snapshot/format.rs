@@ -3,7 +3,7 @@
 //! ```text
 //! offset  size  field
 //!      0     8  magic            89 45 43 53 44 42 0D 0A  ("\x89ECSDB\r\n")
-//!      8     4  format version   u32 LE (2; 1 is read too)
+//!      8     4  format version   u32 LE (3; 2 and 1 are read too)
 //!     12     4  flags            u32 LE (bit 0: change ticks saved; other bits must be 0)
 //!     16     8  body length      u64 LE
 //!     24     4  body checksum    u32 LE, CRC-32 (IEEE) of the body
@@ -14,7 +14,10 @@
 //! The body is one [`Body`]: world tick, catalog, allocator, tables, sparse sets and index
 //! definitions, then (since version 2, and absent from version 1 bodies) the schedule section:
 //! version u32, systems [name, phase, after [name], before [name], kind u8 (0 text, 1 Rust),
-//! text], fixed_hz u32, accumulator_ns u64, tick u64, time_ns u64. Byte runs ([`Bytes`]) are length-prefixed and borrowed straight out of the
+//! text], fixed_hz u32, accumulator_ns u64, tick u64, time_ns u64; then (since version 3) the
+//! field defaults section: version u32, [component position u32, field position u32, value
+//! (length u64, the field's stored bytes: a plain field's little-endian value, a string
+//! field's UTF-8)]. Byte runs ([`Bytes`]) are length-prefixed and borrowed straight out of the
 //! input when loading, so decoding allocates nothing in proportion to claimed lengths.
 //! Every enum code (field types, storage kinds) is written by this module's own tables, so
 //! reordering an engine enum never changes the format.
@@ -30,9 +33,12 @@ use crate::entity::Entity;
 
 /// The first eight bytes of every snapshot (PNG-style: a high byte, the name, CR LF).
 pub const MAGIC: [u8; 8] = *b"\x89ECSDB\r\n";
-/// The format version this build writes. It reads this one and version 1, which is the
-/// same body without the schedule section at its end.
-pub const FORMAT_VERSION: u32 = 2;
+/// The format version this build writes. It reads this one and every older one: version 3
+/// added the field defaults section at the end of the body, version 2 the schedule section
+/// before it (older bodies load with no defaults and an empty schedule).
+pub const FORMAT_VERSION: u32 = 3;
+/// Version of the field defaults section.
+pub(crate) const DEFAULTS_SECTION_VERSION: u32 = 1;
 /// The oldest format version this build reads.
 pub const OLDEST_FORMAT_VERSION: u32 = 1;
 /// Version of the `schedule` section.
@@ -268,6 +274,34 @@ pub(crate) struct Body<'a> {
     /// The schedule (absent from version 1 bodies, which load with an empty one).
     #[serde(borrow)]
     pub schedule: ScheduleSection<'a>,
+    /// Field defaults (absent from bodies before version 3, which have none).
+    #[serde(borrow)]
+    pub defaults: DefaultsSection<'a>,
+}
+
+/// The defaults of catalog components' fields (format version 3).
+#[derive(Debug, Serialize, Deserialize)]
+pub(crate) struct DefaultsSection<'a> {
+    pub version: u32,
+    #[serde(borrow)]
+    pub defaults: Vec<DefaultRecord<'a>>,
+}
+
+impl Default for DefaultsSection<'_> {
+    fn default() -> Self {
+        DefaultsSection { version: DEFAULTS_SECTION_VERSION, defaults: Vec::new() }
+    }
+}
+
+/// One field's default: catalog component and field positions, and the value as the field
+/// stores it (a plain field's little-endian bytes at its type's size, as in a `Plain` run;
+/// a string field's UTF-8).
+#[derive(Debug, Serialize, Deserialize)]
+pub(crate) struct DefaultRecord<'a> {
+    pub component: u32,
+    pub field: u32,
+    #[serde(borrow)]
+    pub value: Bytes<'a>,
 }
 
 /// One component of the catalog.

@@ -7,12 +7,12 @@
 //! definitions and the world's change tick. Loading one into an empty world reproduces the
 //! world exactly: same entities and ids, same values, same table order, same query answers.
 //!
-//! # Format (version 1)
+//! # Format (version 3)
 //!
 //! ```text
 //! offset  size  field
 //!      0     8  magic            89 45 43 53 44 42 0D 0A  ("\x89ECSDB\r\n")
-//!      8     4  format version   u32 LE (1)
+//!      8     4  format version   u32 LE (3; 2 and 1 are read too)
 //!     12     4  flags            u32 LE (bit 0: change ticks saved; other bits must be 0)
 //!     16     8  body length      u64 LE
 //!     24     4  body checksum    u32 LE, CRC-32 (IEEE) of the body
@@ -31,6 +31,9 @@
 //!   index_definitions  version u32, [name, kind, component, fields]; version 2 adds reference
 //!                      declarations as kind `reference`, fields [field, ON DELETE policy,
 //!                      `acyclic` or `cyclic`] (version 1 is written when there are none)
+//!   schedule           (format 2 and later) version u32, systems, fixed rate, clocks
+//!   defaults           (format 3 and later) version u32, [component position, field
+//!                      position, the value as the field stores it]
 //!
 //! column   = data + ticks (added, changed: u32 LE per row; only with flag bit 0)
 //! data     = Empty                      tags

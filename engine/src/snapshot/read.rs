@@ -16,8 +16,9 @@ use std::fs::File;
 use std::io;
 
 use crate::snapshot::format::{
-    AllocatorRecord, Body, Bytes, ColumnData, ColumnRecord, ComponentRecord, Deferred, FieldRecord, FieldRun,
-    IndexRecord, IndexSection, ScheduleSection, SparseRecord, SystemEntry, TableRecord, Text, TickRecord,
+    AllocatorRecord, Body, Bytes, ColumnData, ColumnRecord, ComponentRecord, DefaultRecord, DefaultsSection, Deferred,
+    FieldRecord, FieldRun, IndexRecord, IndexSection, ScheduleSection, SparseRecord, SystemEntry, TableRecord, Text,
+    TickRecord,
 };
 use crate::snapshot::{SIZE_DIVISOR, SnapshotError};
 
@@ -310,8 +311,10 @@ pub(crate) struct Parser<'a> {
     runs: Vec<(u64, usize, Option<crc32fast::Hasher>)>,
     /// Runs at least this long are deferred.
     defer: usize,
-    /// Whether the body ends with the schedule section (format version 2 and later).
+    /// Whether the body has the schedule section (format version 2 and later).
     with_schedule: bool,
+    /// Whether the body ends with the field defaults section (format version 3 and later).
+    with_defaults: bool,
 }
 
 impl<'a> Parser<'a> {
@@ -332,12 +335,14 @@ impl<'a> Parser<'a> {
             runs: Vec::new(),
             defer: defer_min(),
             with_schedule: true,
+            with_defaults: true,
         }
     }
 
-    /// A parser of a body of format `version` (version 1 has no schedule section).
+    /// A parser of a body of format `version` (version 1 has no schedule section, versions
+    /// before 3 no defaults section).
     pub(crate) fn for_version(input: Input<'a>, version: u32) -> Parser<'a> {
-        Parser { with_schedule: version >= 2, ..Parser::new(input) }
+        Parser { with_schedule: version >= 2, with_defaults: version >= 3, ..Parser::new(input) }
     }
 
     /// A parser that defers nothing: every run is in memory in the result (memory input).
@@ -547,7 +552,25 @@ impl<'a> Parser<'a> {
             })?,
         };
         let schedule = if self.with_schedule { self.schedule()? } else { ScheduleSection::default() };
-        Ok(Body { world_tick, catalog, allocator, tables, sparse, index_definitions, schedule })
+        let defaults = if self.with_defaults {
+            DefaultsSection {
+                version: self.u32()?,
+                defaults: self
+                    .seq(16, |p| Ok(DefaultRecord { component: p.u32()?, field: p.u32()?, value: p.short_bytes()? }))?,
+            }
+        } else {
+            DefaultsSection::default()
+        };
+        Ok(Body { world_tick, catalog, allocator, tables, sparse, index_definitions, schedule, defaults })
+    }
+
+    /// A short byte run decoded in place (never deferred): a field default.
+    fn short_bytes(&mut self) -> Result<Bytes<'a>, SnapshotError> {
+        let n = self.len(1)?;
+        if matches!(self.input, Input::Mem(_)) {
+            return Ok(Bytes::Mem(Cow::Borrowed(self.take_mem(n)?)));
+        }
+        Ok(Bytes::owned(self.take(n)?.to_vec()))
     }
 
     /// The schedule section (format version 2).

@@ -13,12 +13,12 @@ use std::fs::File;
 use std::io::{self, Write};
 
 use crate::component::OpaqueSerde;
-use crate::component::{ComponentId, ComponentInfo, FieldType};
+use crate::component::{ComponentId, ComponentInfo, FieldType, FieldValue};
 use crate::entity::{Entities, Entity};
 use crate::par;
 use crate::snapshot::format::{
-    FLAG_TICKS, FORMAT_VERSION, HEADER_LEN, Header, INDEX_SECTION_VERSION, INDEX_SECTION_VERSION_REFERENCES,
-    entities_le, field_type_code, storage_code, u32s_le, wire_size,
+    DEFAULTS_SECTION_VERSION, FLAG_TICKS, FORMAT_VERSION, HEADER_LEN, Header, INDEX_SECTION_VERSION,
+    INDEX_SECTION_VERSION_REFERENCES, entities_le, field_type_code, storage_code, u32s_le, wire_size,
 };
 use crate::snapshot::{SIZE_DIVISOR, SaveOptions, SaveStats, SnapshotError};
 use crate::storage::{ArchetypeTable, Column};
@@ -687,6 +687,27 @@ fn lay_out<'w>(world: &'w World, opts: &SaveOptions) -> Result<Encoder<'w>, Snap
     w.u64(schedule.accumulator_ns);
     w.u64(schedule.tick);
     w.u64(schedule.time_ns);
+    // Field defaults, by catalog positions.
+    let defaults: Vec<(u32, u32, &FieldValue)> = catalog
+        .iter()
+        .enumerate()
+        .flat_map(|(c, info)| {
+            (0..info.fields().len()).filter_map(move |f| Some((c as u32, f as u32, info.field_default(f)?)))
+        })
+        .collect();
+    w.u32(DEFAULTS_SECTION_VERSION);
+    w.len(defaults.len());
+    for (c, f, value) in defaults {
+        w.u32(c);
+        w.u32(f);
+        match value {
+            FieldValue::Plain(bytes, n) => {
+                w.len(*n as usize);
+                w.parts.extend_from_slice(&bytes[..*n as usize]);
+            }
+            FieldValue::Str(s) => w.str(s),
+        }
+    }
     w.close_parts();
     let BodyWriter { parts, pieces, works, .. } = w;
     let body_len = pieces

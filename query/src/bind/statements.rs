@@ -217,11 +217,15 @@ impl Binder<'_> {
         }
         let mut fields: Vec<(String, ecsdb_engine::FieldType)> = Vec::new();
         let mut references = Vec::new();
+        let mut defaults = Vec::new();
         for f in &c.fields {
             if fields.iter().any(|(n, _)| *n == f.name.name) {
                 return Err(err(ErrorKind::Constraint, format!("field '{}' declared twice", f.name.name), f.name.span));
             }
             fields.push((f.name.name.clone(), f.ty));
+            if let Some(d) = &f.default {
+                defaults.push((f.name.name.clone(), field_default(&c.name.name, f, d)?));
+            }
             if let Some(r) = &f.reference {
                 if f.ty != ecsdb_engine::FieldType::Entity {
                     return Err(type_err(
@@ -233,7 +237,7 @@ impl Binder<'_> {
             }
         }
         let def = ComponentDef { name: c.name.name.clone(), fields, storage: ecsdb_engine::StorageKind::Table };
-        Ok(LogicalPlan::CreateComponent(def, references))
+        Ok(LogicalPlan::CreateComponent(def, references, defaults))
     }
 
     fn create_index(&mut self, c: &ast::CreateIndex) -> Result<LogicalPlan, Error> {
@@ -425,4 +429,23 @@ impl Binder<'_> {
         }
         Ok(x)
     }
+}
+
+/// The value of `DEFAULT expr` for field declaration `f` of component `component`: a
+/// constant, converted to the field's type as a write would convert it.
+fn field_default(component: &str, f: &ast::FieldDecl, d: &ast::Expr) -> Result<Value, Error> {
+    let value = super::constant_value(d).map_err(|e| match e.kind {
+        ErrorKind::Type | ErrorKind::UnknownFunction => {
+            type_err(format!("the default of '{component}.{}' must be a constant: {}", f.name.name, e.message), d.span)
+        }
+        _ => e,
+    })?;
+    let field = ecsdb_engine::FieldInfo { name: f.name.name.clone(), ty: f.ty, offset: 0 };
+    ecsdb_engine::convert_value(component, &field, &value).map_err(|_| {
+        type_err(
+            format!("cannot use {} as the default of '{component}.{}' of type {}", value.describe(), f.name.name, f.ty),
+            d.span,
+        )
+    })?;
+    Ok(value)
 }

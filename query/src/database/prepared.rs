@@ -90,7 +90,7 @@ impl Prepared {
                 let scan = ScanPlan::new(&source, world, options);
                 Executable::Update { component, assignments, scan, buffers: StagingBuffers::default() }
             }
-            LogicalPlan::CreateComponent(def, refs) => Executable::CreateComponent(def, refs),
+            LogicalPlan::CreateComponent(def, refs, defaults) => Executable::CreateComponent(def, refs, defaults),
             LogicalPlan::CreateIndex { def, span } => Executable::CreateIndex { def, span },
             LogicalPlan::DropIndex(name, span) => Executable::DropIndex(name, span),
             LogicalPlan::Show(k) => Executable::Show(k),
@@ -192,7 +192,7 @@ impl Prepared {
                 scan.refresh(world);
                 crate::execute::update::update(world, *component, assignments, scan, &values, buffers)
             }
-            Executable::CreateComponent(def, refs) => catalog::create_component(world, def, refs),
+            Executable::CreateComponent(def, refs, defaults) => catalog::create_component(world, def, refs, defaults),
             Executable::CreateIndex { def, span } => catalog::create_index(world, def, *span),
             Executable::DropIndex(name, span) => catalog::drop_index(world, name, *span),
             _ => self.run_read(world, &values),

@@ -29,7 +29,7 @@ pub fn show_columns(kind: ShowKind) -> Vec<String> {
 
 /// The result columns of DESCRIBE.
 pub fn describe_columns() -> Vec<String> {
-    columns(&["field", "type"])
+    columns(&["field", "type", "default"])
 }
 
 /// `CREATE COMPONENT`.
@@ -39,8 +39,12 @@ pub fn create_component(
     world: &mut World,
     def: &ComponentDef,
     references: &[ecsdb_engine::ReferenceDef],
+    defaults: &[(String, Value)],
 ) -> Result<ResultSet, Error> {
-    world.define_component(def)?;
+    let id = world.define_component(def)?;
+    for (field, value) in defaults {
+        world.set_field_default(id, field, Some(value))?;
+    }
     for r in references {
         world.declare_reference(r)?;
     }
@@ -76,7 +80,28 @@ fn fields_text(world: &World, id: ComponentId) -> String {
     if info.is_opaque() {
         return "opaque".to_string();
     }
-    info.fields().iter().map(|f| format!("{} {}", f.name, f.ty)).collect::<Vec<_>>().join(", ")
+    let field = |f: &ecsdb_engine::FieldInfo| match world.field_default(id, &f.name).ok().flatten() {
+        Some(v) => format!("{} {} DEFAULT {}", f.name, f.ty, literal_text(&v)),
+        None => format!("{} {}", f.name, f.ty),
+    };
+    info.fields().iter().map(field).collect::<Vec<_>>().join(", ")
+}
+
+/// A value as the language writes it: what `DEFAULT` would be given to get it back.
+fn literal_text(v: &Value) -> String {
+    let float = |x: f64| if x.is_finite() { format!("{x:?}") } else { "null".to_string() };
+    match v {
+        Value::Null => "null".into(),
+        Value::Bool(b) => b.to_string(),
+        Value::Int(i) => i.to_string(),
+        Value::Float(x) => float(*x),
+        Value::Str(s) => format!("'{}'", s.replace('\\', "\\\\").replace('\'', "\\'")),
+        Value::Entity(e) if e.is_null() => "null".into(),
+        Value::Entity(e) => e.to_string(),
+        Value::Vec2(a) => format!("[{}]", a.iter().map(|x| float(*x)).collect::<Vec<_>>().join(", ")),
+        Value::Vec3(a) => format!("[{}]", a.iter().map(|x| float(*x)).collect::<Vec<_>>().join(", ")),
+        Value::Object(_) => "null".into(),
+    }
 }
 
 /// `SHOW COMPONENTS | TABLES | INDEXES`.
@@ -128,7 +153,9 @@ pub fn describe(world: &World, id: ComponentId) -> ResultSet {
     let info = world.components().info(id);
     let mut rs = ResultSet::empty(describe_columns());
     for f in info.fields() {
-        rs.rows.push(vec![Value::Str(f.name.clone()), Value::Str(f.ty.name().to_string())]);
+        // A default that cannot read (a u64 above i64::MAX, set from Rust) shows as null.
+        let default = world.field_default(id, &f.name).ok().flatten().unwrap_or(Value::Null);
+        rs.rows.push(vec![Value::Str(f.name.clone()), Value::Str(f.ty.name().to_string()), default]);
     }
     rs
 }

@@ -365,6 +365,8 @@ pub struct FieldDecl {
     pub ty_span: Span,
     /// `REFERENCES …`, for an `entity` field declared a reference.
     pub reference: Option<ReferenceClause>,
+    /// `DEFAULT expr`: a constant the binder evaluates and converts to the field's type.
+    pub default: Option<Expr>,
     /// `name type`.
     pub span: Span,
 }

@@ -263,7 +263,16 @@ impl Builder {
             }
             Rule::create_component => {
                 let name = ident(&first(pair.clone(), Rule::component_name), self.base);
-                let fields = all(pair, Rule::field_decl).map(|p| field_decl(p, self.base)).collect::<Result<_>>()?;
+                let mut fields = Vec::new();
+                for p in all(pair, Rule::field_decl) {
+                    let mut decl = field_decl(p.clone(), self.base)?;
+                    if let Some(d) = p.into_inner().find(|q| q.as_rule() == Rule::field_default) {
+                        let e =
+                            d.into_inner().find(|q| q.as_rule() == Rule::expr).expect("grammar: DEFAULT has a value");
+                        decl.default = Some(self.expr(e)?);
+                    }
+                    fields.push(decl);
+                }
                 Statement::CreateComponent(CreateComponent { name, fields, span })
             }
             Rule::create_index => {
@@ -558,7 +567,7 @@ fn field_decl(pair: Pair<'_, Rule>, base: usize) -> Result<FieldDecl> {
         err
     })?;
     let reference = pair_reference(&pair_of_decl, base);
-    Ok(FieldDecl { name, ty, ty_span, reference, span })
+    Ok(FieldDecl { name, ty, ty_span, reference, default: None, span })
 }
 
 /// The `REFERENCES …` clause of a field declaration, if any.

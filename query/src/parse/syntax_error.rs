@@ -76,6 +76,7 @@ pub(super) fn expected_label(rule: Rule) -> Option<(u8, &'static str)> {
         kw_to => (63, "`TO`"),
         kw_using => (64, "`USING`"),
         kw_references | reference => (65, "`REFERENCES`"),
+        kw_default | field_default => (65, "`DEFAULT`"),
         kw_acyclic => (66, "`ACYCLIC`"),
         kw_delete => (67, "`DELETE`"),
         kw_cascade => (68, "`CASCADE`"),

@@ -164,7 +164,7 @@ pub fn export_with_progress(
     for (plan, written) in plans.iter().zip(by_plan) {
         let (path, bytes) = written.expect("every plan was written");
         let file = path.file_name().expect("a file name").to_string_lossy().into_owned();
-        schema.components.push(ComponentEntry::new(&plan.info.to_def(), file, plan.rows as u64));
+        schema.components.push(ComponentEntry::new(world, plan.info.id(), file, plan.rows as u64));
         stats.files.push(path);
         stats.rows += plan.rows as u64;
         stats.file_bytes += bytes;

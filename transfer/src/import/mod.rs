@@ -111,7 +111,12 @@ pub fn import(world: &mut World, dir: &Path, opts: &ImportOptions) -> Result<Imp
     if !world.is_empty() {
         return Err(TransferError::WorldNotEmpty(world.len()));
     }
-    let (sources, _) = sources(dir, opts)?;
+    let (sources, schema) = sources(dir, opts)?;
+    // Checked before anything is built, set once the world is.
+    let mut defaults = Vec::new();
+    for c in schema.iter().flat_map(|s| &s.components) {
+        defaults.push((c.name.as_str(), c.defaults(&dir.join(SCHEMA_FILE))?));
+    }
     let data = read_dir(dir, opts)?;
     let file_of = |component: &str| sources.iter().find(|s| s.name == component).map(|s| s.path.clone());
     let stats = world.import_columns_with(&data, opts.indexes).map_err(|e| match e {
@@ -135,6 +140,13 @@ pub fn import(world: &mut World, dir: &Path, opts: &ImportOptions) -> Result<Imp
         ),
         other => TransferError::Engine(other),
     })?;
+    // (Checked above against the schema's own types, which the build used: these cannot fail.)
+    for (component, fields) in defaults {
+        let Ok(id) = world.component_id(component) else { continue };
+        for (field, value) in fields {
+            let _ = world.set_field_default(id, &field, Some(&value));
+        }
+    }
     Ok(ImportStats {
         components: data.components.len(),
         entities: world.len(),

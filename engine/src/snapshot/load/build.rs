@@ -146,6 +146,7 @@ pub(super) fn build_world(
         return Err(corrupt(format!("unsupported schedule section version {}", body.schedule.version)));
     }
     parts.schedule = body.schedule.to_record();
+    resolve_defaults(body, &resolved, &mut parts.components)?;
 
     // ----- build: tables, then every column and the allocator ---------------------------
     let tick = body.world_tick;

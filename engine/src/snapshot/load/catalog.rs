@@ -213,3 +213,56 @@ fn known(
         serde: if info.is_opaque() { serdes.get(info.type_id()).copied() } else { None },
     }
 }
+
+/// Checks the file's field defaults against its catalog and sets them on the components
+/// they load into (a field the file gives no default keeps the program's).
+pub(super) fn resolve_defaults(
+    body: &Body<'_>,
+    resolved: &[Resolved<'_>],
+    components: &mut Components,
+) -> Result<(), SnapshotError> {
+    let section = &body.defaults;
+    if section.version != DEFAULTS_SECTION_VERSION {
+        return Err(corrupt(format!("unsupported field defaults version {}", section.version)));
+    }
+    let mut seen: HashSet<(u32, u32)> = HashSet::new();
+    let mut by_target: Vec<(ComponentId, Vec<Option<FieldValue>>)> = Vec::new();
+    for d in &section.defaults {
+        let r = resolved
+            .get(d.component as usize)
+            .ok_or_else(|| corrupt(format!("a field default names component #{}, not in the catalog", d.component)))?;
+        let &(ty, _) = r.fields.get(d.field as usize).ok_or_else(|| {
+            corrupt(format!("a field default of component '{}' names field #{}, which it lacks", r.name, d.field))
+        })?;
+        if !seen.insert((d.component, d.field)) {
+            return Err(corrupt(format!("component '{}' field #{}: two defaults", r.name, d.field)));
+        }
+        let Bytes::Mem(bytes) = &d.value else {
+            return Err(corrupt("a field default was not decoded in place"));
+        };
+        let bad = || corrupt(format!("component '{}' field #{}: the default is not a {ty} value", r.name, d.field));
+        let value = if ty == FieldType::String {
+            FieldValue::Str(std::str::from_utf8(bytes).map_err(|_| bad())?.to_string())
+        } else {
+            if bytes.len() != ty.layout().size() || (ty == FieldType::Bool && bytes[0] > 1) {
+                return Err(bad());
+            }
+            FieldValue::plain(bytes)
+        };
+        let Target::Known { id, map, .. } = &r.target else { continue };
+        let at = match by_target.iter().position(|(t, _)| t == id) {
+            Some(at) => at,
+            None => {
+                let info = components.info(*id);
+                let current = (0..info.fields().len()).map(|i| info.field_default(i).cloned()).collect();
+                by_target.push((*id, current));
+                by_target.len() - 1
+            }
+        };
+        by_target[at].1[map[d.field as usize]] = Some(value);
+    }
+    for (id, defaults) in by_target {
+        components.set_defaults(id, defaults).map_err(|e| corrupt(e.to_string()))?;
+    }
+    Ok(())
+}

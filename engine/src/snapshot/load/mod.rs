@@ -19,13 +19,15 @@ mod catalog;
 
 use std::collections::{BTreeSet, HashSet};
 
-use crate::component::{ComponentDef, ComponentId, ComponentInfo, Components, FieldType, StorageKind, is_identifier};
+use crate::component::{
+    ComponentDef, ComponentId, ComponentInfo, Components, FieldType, FieldValue, StorageKind, is_identifier,
+};
 use crate::component::{OpaqueSerde, OpaqueSerdes};
 use crate::entity::{Entities, Entity, Misplaced};
 use crate::par;
 use crate::snapshot::format::{
-    Body, Bytes, ColumnData, ColumnRecord, FLAG_TICKS, FORMAT_VERSION, FieldRun, HEADER_LEN, Header,
-    INDEX_SECTION_VERSION, INDEX_SECTION_VERSION_REFERENCES, KNOWN_FLAGS, MAGIC, OLDEST_FORMAT_VERSION,
+    Body, Bytes, ColumnData, ColumnRecord, DEFAULTS_SECTION_VERSION, FLAG_TICKS, FORMAT_VERSION, FieldRun, HEADER_LEN,
+    Header, INDEX_SECTION_VERSION, INDEX_SECTION_VERSION_REFERENCES, KNOWN_FLAGS, MAGIC, OLDEST_FORMAT_VERSION,
     SCHEDULE_SECTION_VERSION, TickRecord, field_type_from_code, storage_from_code, u32_at, u64_at, wire_size,
 };
 use crate::snapshot::read::{CrcCheck, Input, Parser, Sums};
@@ -34,7 +36,7 @@ use crate::storage::{Column, SparseSet};
 use crate::tick::Tick;
 use crate::world::{RefusedParts, World, WorldParts};
 use build::build_world;
-use catalog::{Resolved, Target, resolve_catalog};
+use catalog::{Resolved, Target, resolve_catalog, resolve_defaults};
 
 fn corrupt(msg: impl Into<String>) -> SnapshotError {
     SnapshotError::Corrupt(msg.into())

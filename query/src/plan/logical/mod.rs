@@ -174,7 +174,8 @@ pub enum LogicalPlan {
         source: Source,
     },
     /// CREATE COMPONENT, with the references its fields declare.
-    CreateComponent(ComponentDef, Vec<ecsdb_engine::ReferenceDef>),
+    /// The definition, its references, and its fields' defaults (constants that fit them).
+    CreateComponent(ComponentDef, Vec<ecsdb_engine::ReferenceDef>, Vec<(String, ecsdb_engine::Value)>),
     /// CREATE INDEX: built by the engine's index layer.
     CreateIndex {
         /// What to build (the engine resolves default fields and the default name).
