@@ -184,11 +184,11 @@ fn schema_statements() {
     assert_eq!(
         q(&db, "DESCRIBE Mana"),
         [
-            [s("current"), s("f64")],
-            [s("regen"), s("u8")],
-            [s("label"), s("string")],
-            [s("at"), s("vec2")],
-            [s("owner"), s("entity")]
+            [s("current"), s("f64"), Value::Null],
+            [s("regen"), s("u8"), Value::Null],
+            [s("label"), s("string"), Value::Null],
+            [s("at"), s("vec2"), Value::Null],
+            [s("owner"), s("entity"), Value::Null]
         ]
     );
     x(&mut db, "SPAWN Mana {current: 2.5, at: [1, 2], label: 'hi'}");

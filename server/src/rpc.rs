@@ -376,13 +376,16 @@ impl Methods {
                             .fields()
                             .iter()
                             .enumerate()
-                            .map(|(i, f)| match w.reference(info.id(), i) {
-                                Some(r) => json!({
-                                    "name": f.name,
-                                    "type": f.ty.name(),
-                                    "references": { "on_delete": r.on_delete.name(), "acyclic": r.acyclic },
-                                }),
-                                None => json!({ "name": f.name, "type": f.ty.name() }),
+                            .map(|(i, f)| {
+                                let mut field = json!({ "name": f.name, "type": f.ty.name() });
+                                if let Some(r) = w.reference(info.id(), i) {
+                                    field["references"] = json!({ "on_delete": r.on_delete.name(), "acyclic": r.acyclic });
+                                }
+                                // A field's `DEFAULT`, as its values are written.
+                                if let Ok(Some(v)) = w.field_default(info.id(), &f.name) {
+                                    field["default"] = ecsdb_query::value_to_json(&v);
+                                }
+                                field
                             })
                             .collect();
                         let storage = match info.storage() {

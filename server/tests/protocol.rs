@@ -98,6 +98,24 @@ fn schema_lists_the_languages_keywords_and_functions() {
     );
 }
 
+/// A field's `DEFAULT` is in `schema`, as results write the value; a field without one has no
+/// `default` key.
+#[test]
+fn schema_fields_carry_their_defaults() {
+    let s =
+        Served::new("CREATE COMPONENT Unit (hp f32 DEFAULT 100, name string DEFAULT 'grunt', kills i32)", false, None);
+    let schema = s.http().call("schema", json!({})).unwrap();
+    let unit = schema["components"].as_array().unwrap().iter().find(|c| c["name"] == "Unit").unwrap();
+    assert_eq!(
+        unit["fields"],
+        json!([
+            {"name": "hp", "type": "f32", "default": 100.0},
+            {"name": "name", "type": "string", "default": "grunt"},
+            {"name": "kills", "type": "i32"},
+        ])
+    );
+}
+
 #[test]
 fn every_error_code() {
     let s = Served::new(WORLD, false, None);
