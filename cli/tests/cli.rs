@@ -140,6 +140,39 @@ fn a_bad_statement_exits_1_with_kind_line_caret_and_suggestion() {
 }
 
 #[test]
+fn a_migration_script_changes_a_saved_world_and_a_refused_one_leaves_it_unchanged() {
+    let dir = temp_dir("migrate");
+    let world = make_world(&dir);
+    std::fs::write(
+        dir.join("migrate.sql"),
+        "ALTER COMPONENT Health ADD FIELD armor f32 DEFAULT 5;\nALTER COMPONENT Health RENAME FIELD max TO cap;\n\
+         ALTER COMPONENT Team DROP FIELD name;\nRENAME COMPONENT Frozen TO Stunned;\n",
+    )
+    .unwrap();
+    let o = run_in(&dir, &["exec", "world.ecsdb", "migrate.sql", "--quiet"], None);
+    assert_exit(&o, 0);
+    let q = "SELECT Health.hp, Health.cap, Health.armor, has(Stunned) FROM Health ORDER BY Health.hp";
+    let o = run_in(&dir, &["query", "world.ecsdb", q, "--format", "csv"], None);
+    assert_exit(&o, 0);
+    assert_eq!(
+        stdout(&o),
+        "Health.hp,Health.cap,Health.armor,has(Stunned)\r\n8.0,100.0,5.0,true\r\n42.5,100.0,5.0,false\r\n\
+         100.0,100.0,5.0,false\r\n"
+    );
+    // A step that fails takes the whole script back: the file keeps the migrated schema.
+    let before = std::fs::read(&world).unwrap();
+    std::fs::write(
+        dir.join("bad.sql"),
+        "ALTER COMPONENT Health DROP FIELD armor;\nALTER COMPONENT Health DROP FIELD nope;\n",
+    )
+    .unwrap();
+    let o = run_in(&dir, &["exec", "world.ecsdb", "bad.sql", "--quiet"], None);
+    assert_exit(&o, 1);
+    assert!(stderr(&o).contains("has no field 'nope'"), "{}", stderr(&o));
+    assert_eq!(std::fs::read(&world).unwrap(), before);
+}
+
+#[test]
 fn a_failing_script_leaves_the_world_file_byte_for_byte_unchanged() {
     let dir = temp_dir("all-or-nothing");
     let world = make_world(&dir);

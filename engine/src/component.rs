@@ -176,8 +176,10 @@ impl fmt::Display for FieldType {
 
 mod field_value;
 pub(crate) mod opaque_serde;
+mod relayout;
 pub use field_value::FieldValue;
 pub(crate) use opaque_serde::{OpaqueSerde, OpaqueSerdes};
+pub(crate) use relayout::FieldMove;
 
 mod sealed {
     pub trait Sealed {}
@@ -535,6 +537,25 @@ fn layout_fields(fields: &[(String, FieldType)]) -> (Layout, Vec<FieldInfo>) {
     (layout.pad_to_align(), infos)
 }
 
+/// Checks run-time field names: identifiers, none twice.
+fn check_field_names(component: &str, fields: &[(String, FieldType)]) -> Result<()> {
+    for (i, (name, _)) in fields.iter().enumerate() {
+        if !is_identifier(name) {
+            return Err(EngineError::InvalidDefinition(format!("'{name}' is not a valid field name")));
+        }
+        if fields[..i].iter().any(|(n, _)| n == name) {
+            return Err(EngineError::DuplicateField { component: component.to_string(), field: name.clone() });
+        }
+    }
+    Ok(())
+}
+
+/// What dropping a run-time value must do: drop its strings, if it has any.
+fn strings_drop(fields: &[FieldInfo]) -> Option<DropFn> {
+    let strings: Box<[usize]> = fields.iter().filter(|f| f.ty == FieldType::String).map(|f| f.offset).collect();
+    (!strings.is_empty()).then_some(DropFn::Strings(strings))
+}
+
 /// Whether a name is a valid identifier of the query language.
 pub fn is_identifier(name: &str) -> bool {
     let mut chars = name.chars();
@@ -573,9 +594,25 @@ pub struct Components {
     infos: Vec<ComponentInfo>,
     by_name: HashMap<String, ComponentId>,
     by_type: TypeIdMap<ComponentId>,
+    /// Bumped by every change: a component defined or registered, its fields or defaults.
+    version: u64,
+    /// Bumped when a component that exists changes its fields (and so its layout): what was
+    /// planned before holds offsets that are no longer the component's.
+    layout_version: u64,
 }
 
 impl Components {
+    /// The catalog's version: it changes whenever a component is defined or registered, or
+    /// one's fields or defaults change.
+    pub fn version(&self) -> u64 {
+        self.version
+    }
+    /// The layout version: it changes whenever a component that exists changes its fields
+    /// (`ALTER COMPONENT`). Field positions and offsets taken from the catalog before hold
+    /// only while it stays the same.
+    pub fn layout_version(&self) -> u64 {
+        self.layout_version
+    }
     /// All components, in id order.
     pub fn iter(&self) -> impl Iterator<Item = &ComponentInfo> {
         self.infos.iter()
@@ -644,6 +681,8 @@ impl Components {
             info.fields = schema.fields;
             info.typed_references = T::REFERENCES;
             self.by_type.insert(TypeId::of::<T>(), id);
+            self.version += 1;
+            self.layout_version += 1;
             return Ok(id);
         }
         let id = ComponentId(self.infos.len() as u32);
@@ -661,6 +700,7 @@ impl Components {
         });
         self.by_name.insert(schema.name.to_string(), id);
         self.by_type.insert(TypeId::of::<T>(), id);
+        self.version += 1;
         Ok(id)
     }
 
@@ -672,22 +712,14 @@ impl Components {
         if self.by_name.contains_key(&def.name) {
             return Err(EngineError::DuplicateComponent(def.name.clone()));
         }
-        for (i, (name, _)) in def.fields.iter().enumerate() {
-            if !is_identifier(name) {
-                return Err(EngineError::InvalidDefinition(format!("'{name}' is not a valid field name")));
-            }
-            if def.fields[..i].iter().any(|(n, _)| n == name) {
-                return Err(EngineError::DuplicateField { component: def.name.clone(), field: name.clone() });
-            }
-        }
+        check_field_names(&def.name, &def.fields)?;
         let (layout, fields) = layout_fields(&def.fields);
-        let strings: Box<[usize]> = fields.iter().filter(|f| f.ty == FieldType::String).map(|f| f.offset).collect();
         let id = ComponentId(self.infos.len() as u32);
         self.infos.push(ComponentInfo {
             id,
             name: def.name.clone(),
             layout,
-            drop: (!strings.is_empty()).then_some(DropFn::Strings(strings)),
+            drop: strings_drop(&fields),
             storage: def.storage,
             fields,
             opaque: false,
@@ -696,6 +728,7 @@ impl Components {
             defaults: None,
         });
         self.by_name.insert(def.name.clone(), id);
+        self.version += 1;
         Ok(id)
     }
 }
@@ -729,6 +762,7 @@ impl Components {
             }
         }
         info.defaults = defaults.iter().any(Option::is_some).then(|| defaults.into());
+        self.version += 1;
         Ok(())
     }
 }

@@ -108,6 +108,14 @@ pub enum EngineError {
     /// A write or despawn would break a reference constraint (`RESTRICT`, `ACYCLIC`).
     #[error("{0}")]
     Constraint(String),
+    /// A schema change would break what depends on the thing it changes.
+    #[error("cannot {change}: {dependents} depends on it")]
+    InUse {
+        /// The change, as a phrase ("drop field 'Health.hp'").
+        change: String,
+        /// What depends on it.
+        dependents: String,
+    },
     /// Parts a world was to be assembled from disagree (a loader's bug or a corrupt input
     /// that got past its checks); nothing was built.
     #[error("inconsistent world parts: {0}")]

@@ -97,6 +97,14 @@ impl References {
     pub(crate) fn push(&mut self, r: Reference) {
         self.list.push(r);
     }
+    /// Makes the references of component `info` follow its new fields: old field `i` is now
+    /// `positions[i]` (the caller keeps every reference field).
+    pub(crate) fn relaid(&mut self, info: &crate::component::ComponentInfo, positions: &[Option<usize>]) {
+        for r in self.list.iter_mut().filter(|r| r.component == info.id()) {
+            r.field = positions[r.field].expect("the caller refuses to drop a reference field");
+            r.offset = info.fields()[r.field].offset;
+        }
+    }
 }
 
 /// One reference a write would store: `entity`'s (`None` for an entity being spawned)

@@ -764,6 +764,8 @@ fn sparse_mut<'a>(
     sparse[i].get_or_insert_with(|| SparseSet::new(components.info(id)))
 }
 
+mod alter;
+pub use alter::{AlteredComponent, ComponentChange};
 mod columnar;
 mod defaults;
 mod dynamic;

@@ -25,6 +25,7 @@ use crate::schedule::{self, Body, Schedule, Step, SystemStatement, TickFailure};
 /// to look each table up rarely, few enough that their values stay in cache.
 const SPAWN_RUN: usize = 1024;
 
+mod alter;
 mod prepared;
 mod statement_cache;
 mod systems;
@@ -395,7 +396,11 @@ impl Database {
     /// What a statement cache entry depends on besides its text.
     fn catalog_stamp(&self) -> CatalogStamp {
         let world = self.world.get();
-        CatalogStamp { world: world.id(), components: world.components().len(), indexes: world.index_catalog_version() }
+        CatalogStamp {
+            world: world.id(),
+            components: world.components().version(),
+            indexes: world.index_catalog_version(),
+        }
     }
 
     /// The statement of `text`, from the cache (with its key) or parsed, bound and planned.
@@ -880,6 +885,7 @@ enum Executable {
     CreateComponent(ComponentDef, Vec<ecsdb_engine::ReferenceDef>, Vec<(String, Value)>),
     CreateIndex { def: ecsdb_engine::index::IndexDef, span: Span },
     DropIndex(String, Span),
+    AlterComponent(crate::plan::logical::AlterPlan),
     Show(ShowKind),
     Describe(ComponentId),
     Schedule(ScheduleOp),

@@ -17,6 +17,7 @@ mod added;
 mod bulk;
 mod heads;
 mod mirror;
+mod relayout;
 mod write_log;
 
 use added::AddedTicks;

@@ -13,6 +13,7 @@
 //! - Parameters get numbers (`$1` and `$name` alike); their types are checked when they are
 //!   bound, at run time.
 
+mod alter;
 mod expr;
 mod statements;
 

@@ -53,6 +53,8 @@ impl Binder<'_> {
             }
             ast::Statement::Update(u) => self.update(u),
             ast::Statement::CreateComponent(c) => self.create_component(c),
+            ast::Statement::AlterComponent(a) => self.alter_component(a),
+            ast::Statement::RenameComponent(r) => self.rename_component(r),
             ast::Statement::CreateIndex(c) => self.create_index(c),
             ast::Statement::DropIndex(d) => Ok(LogicalPlan::DropIndex(d.name.name.clone(), d.name.span)),
             ast::Statement::Show(s) => Ok(LogicalPlan::Show(match s.what {
@@ -433,7 +435,7 @@ impl Binder<'_> {
 
 /// The value of `DEFAULT expr` for field declaration `f` of component `component`: a
 /// constant, converted to the field's type as a write would convert it.
-fn field_default(component: &str, f: &ast::FieldDecl, d: &ast::Expr) -> Result<Value, Error> {
+pub(super) fn field_default(component: &str, f: &ast::FieldDecl, d: &ast::Expr) -> Result<Value, Error> {
     let value = super::constant_value(d).map_err(|e| match e.kind {
         ErrorKind::Type | ErrorKind::UnknownFunction => {
             type_err(format!("the default of '{component}.{}' must be a constant: {}", f.name.name, e.message), d.span)

@@ -19,6 +19,9 @@ use super::*;
 #[derive(Clone, Debug)]
 pub struct Prepared {
     world_id: u64,
+    /// [`ecsdb_engine::Components::layout_version`] when it was planned: its plan holds
+    /// field positions and offsets that only that layout has.
+    layout_version: u64,
     pub(super) exec: Executable,
     pub(super) params: Vec<ParamSpec>,
     columns: Vec<String>,
@@ -71,7 +74,9 @@ impl Prepared {
                 vec!["count".into()]
             }
             LogicalPlan::CreateIndex { .. } => vec!["name".into()],
-            LogicalPlan::CreateComponent(..) | LogicalPlan::DropIndex(..) => Vec::new(),
+            LogicalPlan::CreateComponent(..) | LogicalPlan::AlterComponent(..) | LogicalPlan::DropIndex(..) => {
+                Vec::new()
+            }
             LogicalPlan::Show(k) => catalog::show_columns(*k),
             LogicalPlan::Describe(_) => catalog::describe_columns(),
             LogicalPlan::Schedule(ScheduleOp::Tick { .. }) => tick_columns(),
@@ -93,6 +98,7 @@ impl Prepared {
             LogicalPlan::CreateComponent(def, refs, defaults) => Executable::CreateComponent(def, refs, defaults),
             LogicalPlan::CreateIndex { def, span } => Executable::CreateIndex { def, span },
             LogicalPlan::DropIndex(name, span) => Executable::DropIndex(name, span),
+            LogicalPlan::AlterComponent(plan) => Executable::AlterComponent(plan),
             LogicalPlan::Show(k) => Executable::Show(k),
             LogicalPlan::Describe(id) => Executable::Describe(id),
             LogicalPlan::Schedule(op) => Executable::Schedule(op),
@@ -107,7 +113,8 @@ impl Prepared {
                 _ => {}
             }
         }
-        Prepared { world_id: world.id(), exec, params, columns, span, tracks_changes }
+        let layout_version = world.components().layout_version();
+        Prepared { world_id: world.id(), layout_version, exec, params, columns, span, tracks_changes }
     }
 
     /// The result's column names.
@@ -122,6 +129,7 @@ impl Prepared {
             && !matches!(
                 self.exec,
                 Executable::CreateComponent(..)
+                    | Executable::AlterComponent(..)
                     | Executable::CreateIndex { .. }
                     | Executable::DropIndex(..)
                     | Executable::Schedule(_)
@@ -154,6 +162,14 @@ impl Prepared {
         if world.id() != self.world_id {
             return Err(Error::new(ErrorKind::Constraint, "this prepared statement belongs to another database"));
         }
+        if world.components().layout_version() != self.layout_version {
+            return Err(Error::new(
+                ErrorKind::Constraint,
+                "a component this database holds changed its fields (ALTER COMPONENT) since this statement was \
+                 prepared: prepare it again",
+            )
+            .with_span(self.span));
+        }
         Ok(())
     }
 
@@ -169,6 +185,9 @@ impl Prepared {
         let values = resolve_params(&self.params, params)?;
         if let Executable::Schedule(op) = &self.exec {
             return db.run_schedule_op(op);
+        }
+        if let Executable::AlterComponent(plan) = &self.exec {
+            return db.run_alter(plan);
         }
         if let Executable::Show(ShowKind::Systems) = &self.exec {
             return Ok(db.schedule.show(db.world.get()));

@@ -22,8 +22,8 @@ const CAPACITY: usize = 256;
 pub(crate) struct CatalogStamp {
     /// [`ecsdb_engine::World::id`]: a loaded snapshot is another world.
     pub world: u64,
-    /// Components are never removed: their count tells the catalog has grown.
-    pub components: usize,
+    /// [`ecsdb_engine::Components::version`]: a component defined or changed.
+    pub components: u64,
     /// [`ecsdb_engine::World::index_catalog_version`].
     pub indexes: u64,
 }

@@ -58,15 +58,17 @@ mod tests {
         for word in ["SELECT", "FROM", "WHERE", "AND", "NULL", "USING", "ON", "TO"] {
             assert!(reserved.contains(&word), "{word} is reserved");
         }
-        for word in ["BY", "ASC", "COMPONENT", "INDEX", "TABLES", "COUNT", "SYSTEM", "PHASE", "BEGIN", "END"] {
+        for word in
+            ["BY", "ASC", "COMPONENT", "INDEX", "TABLES", "COUNT", "SYSTEM", "PHASE", "BEGIN", "END", "ALTER", "FIELD"]
+        {
             assert!(keyword(word).is_some_and(|k| !k.reserved), "{word} is contextual");
         }
         let starts: Vec<&str> = KEYWORDS.iter().filter(|k| k.starts_statement).map(|k| k.word).collect();
         assert_eq!(
             starts,
             [
-                "ADD", "CREATE", "DESCRIBE", "DESPAWN", "DROP", "EXPLAIN", "REMOVE", "SELECT", "SET", "SHOW", "SPAWN",
-                "TICK", "UPDATE"
+                "ADD", "ALTER", "CREATE", "DESCRIBE", "DESPAWN", "DROP", "EXPLAIN", "REMOVE", "RENAME", "SELECT",
+                "SET", "SHOW", "SPAWN", "TICK", "UPDATE"
             ]
         );
     }

@@ -146,7 +146,9 @@ const SPARE_WAIT: Duration = Duration::from_millis(250);
 /// The parts of the writer's world whose change makes the next copy a full one.
 #[derive(PartialEq)]
 struct Layout {
-    components: usize,
+    /// [`ecsdb_engine::Components::version`]: components defined, or their fields or
+    /// defaults changed.
+    catalog: u64,
     indexes: Vec<IndexDef>,
     references: Vec<ReferenceDef>,
     systems: Vec<SystemRecord>,
@@ -157,7 +159,7 @@ impl Layout {
     fn of(writer: &World) -> Layout {
         let schedule = writer.schedule_record();
         Layout {
-            components: writer.components().len(),
+            catalog: writer.components().version(),
             indexes: writer.index_definitions(),
             references: writer.reference_definitions(),
             systems: schedule.systems.clone(),
@@ -169,7 +171,7 @@ impl Layout {
     /// count means the same components).
     fn holds_for(&self, writer: &World) -> bool {
         let schedule = writer.schedule_record();
-        self.components == writer.components().len()
+        self.catalog == writer.components().version()
             && self.fixed_hz == schedule.fixed_hz
             && self.systems == schedule.systems
             && self.indexes == writer.index_definitions()

@@ -72,6 +72,10 @@ pub enum Statement {
     Update(Update),
     /// `CREATE COMPONENT C [(f type, …)]`.
     CreateComponent(CreateComponent),
+    /// `ALTER COMPONENT C <change>`.
+    AlterComponent(AlterComponent),
+    /// `RENAME COMPONENT C TO D`.
+    RenameComponent(RenameComponent),
     /// `CREATE INDEX [name] ON C [(f, …)] USING kind`.
     CreateIndex(CreateIndex),
     /// `DROP INDEX name`.
@@ -104,6 +108,8 @@ impl Statement {
             Statement::Remove(s) => s.span,
             Statement::Update(s) => s.span,
             Statement::CreateComponent(s) => s.span,
+            Statement::AlterComponent(s) => s.span,
+            Statement::RenameComponent(s) => s.span,
             Statement::CreateIndex(s) => s.span,
             Statement::DropIndex(s) => s.span,
             Statement::Show(s) => s.span,
@@ -379,6 +385,51 @@ pub struct ReferenceClause {
     /// `ACYCLIC`.
     pub acyclic: bool,
     /// The clause.
+    pub span: Span,
+}
+
+/// `ALTER COMPONENT C <change>`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct AlterComponent {
+    /// The component.
+    pub component: Ident,
+    /// What changes.
+    pub change: FieldChange,
+    /// The whole statement.
+    pub span: Span,
+}
+
+/// The change of an `ALTER COMPONENT`.
+#[derive(Clone, Debug, PartialEq)]
+pub enum FieldChange {
+    /// `ADD FIELD f type [DEFAULT expr] [REFERENCES …]`.
+    Add(FieldDecl),
+    /// `DROP FIELD f`.
+    Drop(Ident),
+    /// `RENAME FIELD a TO b`.
+    Rename {
+        /// The field.
+        from: Ident,
+        /// Its new name.
+        to: Ident,
+    },
+    /// `ALTER FIELD f SET DEFAULT expr` (`Some`) or `ALTER FIELD f DROP DEFAULT` (`None`).
+    SetDefault {
+        /// The field.
+        field: Ident,
+        /// The new default.
+        default: Option<Expr>,
+    },
+}
+
+/// `RENAME COMPONENT C TO D`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RenameComponent {
+    /// The component.
+    pub from: Ident,
+    /// Its new name.
+    pub to: Ident,
+    /// The whole statement.
     pub span: Span,
 }
 

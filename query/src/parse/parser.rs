@@ -265,15 +265,34 @@ impl Builder {
                 let name = ident(&first(pair.clone(), Rule::component_name), self.base);
                 let mut fields = Vec::new();
                 for p in all(pair, Rule::field_decl) {
-                    let mut decl = field_decl(p.clone(), self.base)?;
-                    if let Some(d) = p.into_inner().find(|q| q.as_rule() == Rule::field_default) {
-                        let e =
-                            d.into_inner().find(|q| q.as_rule() == Rule::expr).expect("grammar: DEFAULT has a value");
-                        decl.default = Some(self.expr(e)?);
-                    }
-                    fields.push(decl);
+                    fields.push(self.field_decl_with_default(p)?);
                 }
                 Statement::CreateComponent(CreateComponent { name, fields, span })
+            }
+            Rule::alter_component => {
+                let component = ident(&first(pair.clone(), Rule::component_name), self.base);
+                let action = pair.into_inner().last().expect("grammar: ALTER COMPONENT has a change");
+                let rule = action.as_rule();
+                let names: Vec<Ident> = all(action.clone(), Rule::field_name).map(|p| ident(&p, self.base)).collect();
+                let change = match rule {
+                    Rule::add_field => FieldChange::Add(self.field_decl_with_default(first(action, Rule::field_decl))?),
+                    Rule::drop_field => FieldChange::Drop(names[0].clone()),
+                    Rule::rename_field => FieldChange::Rename { from: names[0].clone(), to: names[1].clone() },
+                    _ => {
+                        let default = match action.into_inner().find(|q| q.as_rule() == Rule::field_default) {
+                            Some(d) => Some(self.default_expr(d)?),
+                            None => None,
+                        };
+                        FieldChange::SetDefault { field: names[0].clone(), default }
+                    }
+                };
+                Statement::AlterComponent(AlterComponent { component, change, span })
+            }
+            Rule::rename_component => {
+                let mut names = all(pair, Rule::component_name).map(|p| ident(&p, self.base));
+                let from = names.next().expect("grammar: RENAME COMPONENT names it");
+                let to = names.next().expect("grammar: RENAME COMPONENT names the new name");
+                Statement::RenameComponent(RenameComponent { from, to, span })
             }
             Rule::create_index => {
                 let mut name = None;
@@ -344,6 +363,21 @@ impl Builder {
             }
             other => return Err(Error::internal(format!("parser: unexpected statement rule {other:?}"))),
         })
+    }
+
+    /// A field declaration with its `DEFAULT` expression.
+    fn field_decl_with_default(&mut self, pair: Pair<'_, Rule>) -> Result<FieldDecl> {
+        let mut decl = field_decl(pair.clone(), self.base)?;
+        if let Some(d) = pair.into_inner().find(|q| q.as_rule() == Rule::field_default) {
+            decl.default = Some(self.default_expr(d)?);
+        }
+        Ok(decl)
+    }
+
+    /// The expression of a `DEFAULT expr` clause.
+    fn default_expr(&mut self, clause: Pair<'_, Rule>) -> Result<Expr> {
+        let e = clause.into_inner().find(|q| q.as_rule() == Rule::expr).expect("grammar: DEFAULT has a value");
+        self.expr(e)
     }
 
     fn create_system(&mut self, pair: Pair<'_, Rule>, span: Span) -> Result<CreateSystem> {

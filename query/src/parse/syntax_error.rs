@@ -27,6 +27,8 @@ pub(super) fn expected_label(rule: Rule) -> Option<(u8, &'static str)> {
         kw_drop => (STATEMENT_RANK, "`DROP`"),
         kw_show => (STATEMENT_RANK, "`SHOW`"),
         kw_describe => (STATEMENT_RANK, "`DESCRIBE`"),
+        kw_alter => (STATEMENT_RANK, "`ALTER`"),
+        kw_rename => (STATEMENT_RANK, "`RENAME`"),
         single | script => (1, "a statement"),
 
         expr | bound | order_key | paren_expr | vector | count_star | name_ref | call_args | entity_lit | number
@@ -61,6 +63,7 @@ pub(super) fn expected_label(rule: Rule) -> Option<(u8, &'static str)> {
         kw_by => (51, "`BY`"),
         kw_component => (52, "`COMPONENT`"),
         kw_components => (53, "`COMPONENTS`"),
+        kw_field => (53, "`FIELD`"),
         kw_index => (54, "`INDEX`"),
         kw_indexes => (55, "`INDEXES`"),
         kw_not => (56, "`NOT`"),
@@ -100,6 +103,7 @@ pub(super) fn expected_label(rule: Rule) -> Option<(u8, &'static str)> {
         setting_name => (29, "a setting name"),
         kw_tick | tick => (STATEMENT_RANK, "`TICK`"),
         kw_set_statement => (STATEMENT_RANK, "`SET`"),
+        alter_component | rename_component | add_field | drop_field | rename_field | alter_field => (1, "a statement"),
         create_system | drop_system | set_setting | system_body | system_block | single_system_body => {
             (1, "a statement")
         }

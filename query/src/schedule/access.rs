@@ -47,6 +47,7 @@ impl Access {
                 self.writes.insert(*component);
             }
             LogicalPlan::CreateComponent(..)
+            | LogicalPlan::AlterComponent(..)
             | LogicalPlan::CreateIndex { .. }
             | LogicalPlan::DropIndex(..)
             | LogicalPlan::Show(_)

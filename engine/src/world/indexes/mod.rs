@@ -14,6 +14,8 @@
 
 mod catalog;
 mod feed;
+mod relayout;
+pub(crate) use relayout::SavedIndexes;
 #[cfg(test)]
 mod tests;
 

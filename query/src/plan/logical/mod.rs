@@ -176,6 +176,9 @@ pub enum LogicalPlan {
     /// CREATE COMPONENT, with the references its fields declare.
     /// The definition, its references, and its fields' defaults (constants that fit them).
     CreateComponent(ComponentDef, Vec<ecsdb_engine::ReferenceDef>, Vec<(String, ecsdb_engine::Value)>),
+    /// ALTER COMPONENT and RENAME COMPONENT: run by the database, which checks its stored
+    /// systems against the changed catalog.
+    AlterComponent(AlterPlan),
     /// CREATE INDEX: built by the engine's index layer.
     CreateIndex {
         /// What to build (the engine resolves default fields and the default name).
@@ -192,6 +195,32 @@ pub enum LogicalPlan {
     /// A statement about the schedule (CREATE/DROP SYSTEM, EXPLAIN SCHEDULE, SET, TICK): run
     /// by the database's schedule, which binds system bodies itself.
     Schedule(ScheduleOp),
+}
+
+/// A bound `ALTER COMPONENT` or `RENAME COMPONENT`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct AlterPlan {
+    /// The component.
+    pub component: ComponentId,
+    /// What changes.
+    pub change: AlterChange,
+    /// The statement (errors found when it runs point here).
+    pub span: Span,
+}
+
+/// The change of an [`AlterPlan`].
+#[derive(Clone, Debug, PartialEq)]
+pub enum AlterChange {
+    /// A change of fields or name the engine makes; for an added field declared a
+    /// reference, its declaration.
+    Engine(ecsdb_engine::ComponentChange, Option<ecsdb_engine::ReferenceDef>),
+    /// A field's default set (`Some`) or taken away (`None`).
+    Default {
+        /// The field.
+        field: String,
+        /// The default, a constant that fits the field.
+        value: Option<ecsdb_engine::Value>,
+    },
 }
 
 /// A statement about the schedule, checked as far as it can be without the schedule.
@@ -251,6 +280,7 @@ impl LogicalPlan {
                 assignments.iter().for_each(|(_, e)| f(e));
             }
             LogicalPlan::CreateComponent(..)
+            | LogicalPlan::AlterComponent(..)
             | LogicalPlan::CreateIndex { .. }
             | LogicalPlan::DropIndex(..)
             | LogicalPlan::Show(_)
