@@ -24,6 +24,7 @@ mod snapshot;
 mod spatial;
 mod systems;
 mod transfer;
+mod types;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -55,6 +56,7 @@ const SUITES: &[(&str, SuiteFn)] = &[
     ("transfer", transfer::run),
     ("live", live::run),
     ("systems", systems::run),
+    ("types", types::run),
 ];
 
 const USAGE: &str = "usage: ecsdb-bench <suite|all> [--json FILE] [--time SECS] [--filter WORKLOAD]

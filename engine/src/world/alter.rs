@@ -146,12 +146,16 @@ impl World {
             for (t, table) in self.storage.tables.iter_mut().enumerate() {
                 if let Some(c) = table.column_index(id) {
                     let fresh = table.columns()[c].relaid(&new_info, &relayout.moves);
-                    old_columns.push((TableId(t as u32), c, std::mem::replace(table.column_at_mut(c), fresh)));
+                    let mut old = std::mem::replace(table.column_at_mut(c), fresh);
+                    table.column_at_mut(c).swap_ticks(&mut old);
+                    old_columns.push((TableId(t as u32), c, old));
                 }
             }
             if let Some(Some(set)) = self.storage.sparse.get_mut(id.index()) {
                 let fresh = set.column().relaid(&new_info, &relayout.moves);
-                old_sparse = Some(std::mem::replace(set.column_mut(), fresh));
+                let mut old = std::mem::replace(set.column_mut(), fresh);
+                set.column_mut().swap_ticks(&mut old);
+                old_sparse = Some(old);
             }
         }
         let old_references = self.references.clone();
@@ -173,10 +177,13 @@ impl World {
     pub fn undo_alter(&mut self, altered: AlteredComponent) {
         let AlteredComponent { component, old_info, old_columns, old_sparse, old_references, old_indexes } = altered;
         self.components.restore(old_info);
-        for (t, c, column) in old_columns {
-            *self.storage.tables[t.index()].column_at_mut(c) = column;
+        for (t, c, mut column) in old_columns {
+            let slot = self.storage.tables[t.index()].column_at_mut(c);
+            slot.swap_ticks(&mut column);
+            *slot = column;
         }
-        if let (Some(column), Some(Some(set))) = (old_sparse, self.storage.sparse.get_mut(component.index())) {
+        if let (Some(mut column), Some(Some(set))) = (old_sparse, self.storage.sparse.get_mut(component.index())) {
+            set.column_mut().swap_ticks(&mut column);
             *set.column_mut() = column;
         }
         self.references = old_references;
