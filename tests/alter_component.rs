@@ -126,11 +126,13 @@ fn an_index_or_a_reference_on_a_field_keeps_it_and_the_error_names_it() {
     let (e, _) = refused(&mut db, "ALTER COMPONENT Unit DROP FIELD boss");
     assert!(e.message.contains("reference"), "{}", e.message);
     assert_eq!(units(&db), before);
-    // A rename carries the index along.
-    run(&mut db, "DROP INDEX by_lvl");
-    run(&mut db, "CREATE INDEX by_lvl ON Unit (lvl) USING btree");
-    let (e, _) = refused(&mut db, "ALTER COMPONENT Unit RENAME FIELD lvl TO level");
-    assert!(e.message.contains("by_lvl"), "{}", e.message);
+    // A rename carries the index along: it keeps its name and answers on the new one.
+    run(&mut db, "ALTER COMPONENT Unit RENAME FIELD lvl TO level");
+    let shown = rows(&db, "SHOW INDEXES");
+    assert_eq!(shown[0][..4], [s("by_lvl"), s("bitmap"), s("Unit"), s("level")]);
+    let plan = common::db::explain(&db, "SELECT entity FROM Unit WHERE Unit.level = 1");
+    assert!(plan.contains("by_lvl"), "{plan}");
+    assert_eq!(int(&db, "SELECT count(*) FROM Unit WHERE Unit.level = 1"), 1);
 }
 
 #[test]
@@ -196,4 +198,41 @@ fn a_script_can_migrate_between_spawns_and_the_world_saves_and_loads_changed() {
     assert_eq!(rows(&loaded, "DESCRIBE Unit"), rows(&db, "DESCRIBE Unit"));
     assert!(loaded.tick(1, 0.1).unwrap().is_empty());
     assert_eq!(int(&loaded, "SELECT Unit.mana FROM Unit WHERE Unit.hp = 42"), 8);
+}
+
+#[test]
+fn a_field_changes_type_losslessly_or_with_using_and_a_value_that_does_not_fit_changes_nothing() {
+    let mut db = db_with(SCHEMA);
+    run(&mut db, "CREATE SYSTEM grow AS UPDATE Unit SET lvl = Unit.lvl + 1");
+    // A wider type holds every value: no USING needed.
+    run(&mut db, "ALTER COMPONENT Unit ALTER FIELD lvl TYPE u32");
+    assert_eq!(rows(&db, "DESCRIBE Unit")[2], vec![s("lvl"), s("u32"), Value::Null]);
+    run(&mut db, "UPDATE Unit SET lvl = 100000 WHERE Unit.hp = 30");
+    assert_eq!(
+        rows(&db, "SELECT Unit.lvl FROM Unit ORDER BY entity"),
+        vec![vec![i(3)], vec![i(1)], vec![i(100000)]],
+        "the values kept, and the wider range usable"
+    );
+    assert!(db.tick(1, 0.1).unwrap().is_empty(), "the system was planned again");
+    assert_eq!(int(&db, "SELECT Unit.lvl FROM Unit WHERE Unit.hp = 30"), 100001);
+    // A narrower or other type needs USING.
+    let (e, at) = refused(&mut db, "ALTER COMPONENT Unit ALTER FIELD hp TYPE i32");
+    assert_eq!((e.kind, at.as_str()), (ErrorKind::Type, "i32"), "{e}");
+    assert!(e.message.contains("could lose information") && e.message.contains("USING"), "{}", e.message);
+    run(&mut db, "ALTER COMPONENT Unit ALTER FIELD hp TYPE i32 USING round(Unit.hp / 3)");
+    assert_eq!(rows(&db, "SELECT Unit.hp FROM Unit ORDER BY entity"), vec![vec![i(3)], vec![i(7)], vec![i(10)]]);
+    run(&mut db, "ALTER COMPONENT Unit ALTER FIELD name TYPE string USING Unit.name || '!'");
+    assert_eq!(int(&db, "SELECT count(*) FROM Unit WHERE Unit.name = 'grunt!'"), 2);
+    // A value that does not fit the new type: an error at USING naming the entity, and
+    // nothing changed.
+    let before = units(&db);
+    let (e, at) = refused(&mut db, "ALTER COMPONENT Unit ALTER FIELD lvl TYPE u8 USING Unit.lvl * 100");
+    assert_eq!((e.kind, at.as_str()), (ErrorKind::Type, "Unit.lvl * 100"), "{e}");
+    assert!(e.message.contains("of entity") && e.message.contains("as u8"), "{}", e.message);
+    assert_eq!(units(&db), before);
+    // An index on the field keeps it.
+    run(&mut db, "CREATE INDEX ON Unit (hp) USING btree");
+    let (e, _) = refused(&mut db, "ALTER COMPONENT Unit ALTER FIELD hp TYPE i64");
+    assert!(e.message.contains("Unit_hp_btree"), "{}", e.message);
+    assert_eq!(units(&db), before);
 }

@@ -166,6 +166,47 @@ impl FieldType {
     pub fn is_plain(self) -> bool {
         !matches!(self, FieldType::String)
     }
+
+    /// Whether every value of type `from` is a value of this type, unchanged: the changes of
+    /// a field's type that lose nothing (an integer to a wider one of a sign that holds it,
+    /// an integer to a float whose mantissa holds it, `f32` to `f64`).
+    ///
+    /// ```
+    /// use ecsdb_engine::FieldType;
+    /// assert!(FieldType::I64.holds_every(FieldType::U32));
+    /// assert!(FieldType::F64.holds_every(FieldType::I32));
+    /// assert!(!FieldType::F32.holds_every(FieldType::I32)); // 2^24 + 1 is not an f32
+    /// assert!(!FieldType::U64.holds_every(FieldType::I8)); // -1 is not a u64
+    /// ```
+    pub fn holds_every(self, from: FieldType) -> bool {
+        use FieldType::*;
+        /// (signed, bits) of an integer type.
+        fn int(t: FieldType) -> Option<(bool, u32)> {
+            Some(match t {
+                I8 => (true, 8),
+                I16 => (true, 16),
+                I32 => (true, 32),
+                I64 => (true, 64),
+                U8 => (false, 8),
+                U16 => (false, 16),
+                U32 => (false, 32),
+                U64 => (false, 64),
+                _ => return None,
+            })
+        }
+        if self == from {
+            return true;
+        }
+        match (int(from), int(self), self) {
+            // Unsigned into wider of either sign; signed only into wider signed.
+            (Some((fs, fb)), Some((ts, tb)), _) => (fs == ts && tb > fb) || (!fs && ts && tb > fb),
+            // Integers whose magnitude fits the mantissa (24 bits for f32, 53 for f64).
+            (Some((_, fb)), None, F32) => fb <= 16,
+            (Some((_, fb)), None, F64) => fb <= 32,
+            (None, None, F64) => from == F32,
+            _ => false,
+        }
+    }
 }
 
 impl fmt::Display for FieldType {

@@ -32,7 +32,7 @@ pub enum ComponentChange {
     },
     /// A field removed with its values. Refused while an index or a reference reads it.
     DropField(String),
-    /// A field renamed; its values stay.
+    /// A field renamed; its values stay, and so do the indexes on it (under their names).
     RenameField {
         /// The name it has.
         from: String,
@@ -41,6 +41,16 @@ pub enum ComponentChange {
     },
     /// The component renamed; its values stay.
     Rename(String),
+    /// A field given another type. Its values become the new type's zero (or its default,
+    /// where the old default converts): the caller writes the converted values after, as
+    /// `ALTER FIELD … TYPE … [USING expr]` does. Refused while an index or a reference
+    /// reads it.
+    RetypeField {
+        /// The field.
+        name: String,
+        /// Its new type.
+        ty: FieldType,
+    },
 }
 
 /// A change applied to the world but not final: dropping it lets it stand, and
@@ -108,21 +118,30 @@ impl World {
             }
             ComponentChange::DropField(field) => {
                 let i = field_index(field)?;
-                self.refuse_dependents(id, i, "drop")?;
-                if self.references.get(id, i).is_some() {
-                    return Err(EngineError::InUse {
-                        change: format!("drop field '{name}.{field}'"),
-                        dependents: format!("the reference declared on '{name}.{field}'"),
-                    });
-                }
+                self.refuse_dependents(id, i, "drop", true)?;
                 fields.remove(i);
                 kept.remove(i);
                 defaults.remove(i);
             }
             ComponentChange::RenameField { from, to } => {
                 let i = field_index(from)?;
-                self.refuse_dependents(id, i, "rename")?;
+                self.refuse_dependents(id, i, "rename", false)?;
                 fields[i].0 = to.clone();
+            }
+            ComponentChange::RetypeField { name: field, ty } => {
+                let i = field_index(field)?;
+                self.refuse_dependents(id, i, "change the type of", true)?;
+                // The old default carries over where it is a value of the new type.
+                let at = FieldInfo { name: field.clone(), ty: *ty, offset: 0 };
+                let default = self
+                    .field_default(id, field)
+                    .ok()
+                    .flatten()
+                    .and_then(|v| convert_value(&name, &at, &v).ok())
+                    .filter(|_| ty.holds_every(fields[i].1));
+                fields[i].1 = *ty;
+                kept[i] = None;
+                defaults[i] = default;
             }
             ComponentChange::Rename(to) => {
                 self.components.rename(id, to)?;
@@ -190,18 +209,21 @@ impl World {
         self.indexes.restore(old_indexes);
     }
 
-    /// Refuses to `verb` field `field` of `id` while an index reads it.
-    fn refuse_dependents(&mut self, id: ComponentId, field: usize, verb: &str) -> Result<()> {
-        let names = self.indexes.depending_on_field(id, field);
+    /// Refuses to `verb` field `field` of `id` while a function index exists on `id` or,
+    /// `by_position` (the field's values go), an index or a reference reads the field.
+    fn refuse_dependents(&mut self, id: ComponentId, field: usize, verb: &str, by_position: bool) -> Result<()> {
+        let names = self.indexes.depending_on_field(id, field, by_position);
+        let info = self.components.info(id);
+        let change = || format!("{verb} field '{}.{}'", info.name(), info.fields()[field].name);
+        if by_position && self.references.get(id, field).is_some() {
+            let dependents = format!("the reference declared on '{}.{}'", info.name(), info.fields()[field].name);
+            return Err(EngineError::InUse { change: change(), dependents });
+        }
         if names.is_empty() {
             return Ok(());
         }
-        let info = self.components.info(id);
         let list = names.iter().map(|n| format!("'{n}'")).collect::<Vec<_>>().join(", ");
-        Err(EngineError::InUse {
-            change: format!("{verb} field '{}.{}'", info.name(), info.fields()[field].name),
-            dependents: format!("index {list} (drop it first)"),
-        })
+        Err(EngineError::InUse { change: change(), dependents: format!("index {list} (drop it first)") })
     }
 }
 
@@ -308,8 +330,6 @@ mod tests {
         let unit = w.component_id("Unit").unwrap();
         let e = w.alter_component(unit, &ComponentChange::DropField("lvl".into())).err().unwrap();
         assert!(matches!(&e, EngineError::InUse { dependents, .. } if dependents.contains("Unit_lvl_btree")), "{e}");
-        let e = w.alter_component(unit, &ComponentChange::RenameField { from: "lvl".into(), to: "level".into() });
-        assert!(matches!(e, Err(EngineError::InUse { .. })));
         let e = w.alter_component(unit, &ComponentChange::DropField("boss".into())).err().unwrap();
         assert!(e.to_string().contains("reference"), "{e}");
         let e = w.alter_component(unit, &ComponentChange::DropField("nope".into())).err().unwrap();
@@ -389,6 +409,22 @@ mod tests {
         let e = w.alter_component(id, &ComponentChange::DropField("v".into())).err().unwrap();
         assert!(e.to_string().contains("Rust type"), "{e}");
         assert!(w.alter_component(id, &ComponentChange::Rename("Velocity".into())).is_err());
+    }
+
+    #[test]
+    fn a_retyped_field_starts_at_the_new_zero_and_undo_gives_the_old_values_back() {
+        let (mut w, es) = world();
+        let before = unit_rows(&w, &es);
+        let unit = w.component_id("Unit").unwrap();
+        let retype = ComponentChange::RetypeField { name: "hp".into(), ty: FieldType::String };
+        let altered = w.alter_component(unit, &retype).unwrap();
+        assert_eq!(w.get_field(es[2], "Unit", "hp").unwrap(), Value::Str(String::new()));
+        assert_eq!(w.get_field(es[2], "Unit", "name").unwrap(), before[2][1], "the other fields keep theirs");
+        w.set_fields(es[2], "Unit", &[("hp", Value::Str("high".into()))]).unwrap();
+        w.undo_alter(altered);
+        assert_eq!(unit_rows(&w, &es), before);
+        let e = w.alter_component(unit, &ComponentChange::RetypeField { name: "lvl".into(), ty: FieldType::U32 });
+        assert!(matches!(e, Err(EngineError::InUse { .. })), "the btree reads lvl");
     }
 
     #[test]

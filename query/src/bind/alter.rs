@@ -66,6 +66,37 @@ impl Binder<'_> {
                 let rename = ComponentChange::RenameField { from: from.name.clone(), to: to.name.clone() };
                 AlterChange::Engine(rename, None)
             }
+            ast::FieldChange::Retype { field, ty, ty_span, using } => {
+                existing(field)?;
+                let from = info.field(&field.name).expect("checked above").ty;
+                if using.is_none() && !ty.holds_every(from) {
+                    return Err(type_err(
+                        format!(
+                            "changing '{name}.{}' from {from} to {ty} could lose information: say how with \
+                             USING, for example USING {name}.{}",
+                            field.name, field.name
+                        ),
+                        *ty_span,
+                    ));
+                }
+                // The new values: `USING expr` (or the field) for every entity with the
+                // component, computed before the change.
+                let value = using.clone().unwrap_or(ast::Expr {
+                    kind: ast::ExprKind::Field { component: a.component.clone(), field: field.clone() },
+                    span: field.span,
+                });
+                let value_span = value.span;
+                let entity = ast::Expr { kind: ast::ExprKind::EntityId, span: a.component.span };
+                let item =
+                    |expr: ast::Expr| ast::SelectItem::Expr { span: expr.span, expr, alias: None, text: String::new() };
+                let from = ast::Term { kind: ast::TermKind::Required(a.component.clone()), span: a.component.span };
+                let select = ast::Select::new(vec![item(entity), item(value)], vec![from], a.span);
+                let values = Arc::new(self.select(&select)?);
+                if values.aggregated {
+                    return Err(type_err("USING gives one value per row: it cannot aggregate", value_span));
+                }
+                AlterChange::Retype { field: field.name.clone(), ty: *ty, values, value_span }
+            }
             ast::FieldChange::SetDefault { field, default } => {
                 existing(field)?;
                 let value = match default {

@@ -281,7 +281,7 @@ impl Binder<'_> {
         Ok(LogicalPlan::CreateIndex { def, span: c.kind.span })
     }
 
-    fn select(&mut self, s: &ast::Select) -> Result<SelectPlan, Error> {
+    pub(super) fn select(&mut self, s: &ast::Select) -> Result<SelectPlan, Error> {
         let terms = self.terms(&s.from)?;
         let filter = match &s.where_ {
             Some(w) => Some(self.condition(w, "WHERE")?),

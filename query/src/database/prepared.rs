@@ -187,7 +187,7 @@ impl Prepared {
             return db.run_schedule_op(op);
         }
         if let Executable::AlterComponent(plan) = &self.exec {
-            return db.run_alter(plan);
+            return db.run_alter(plan, &values);
         }
         if let Executable::Show(ShowKind::Systems) = &self.exec {
             return Ok(db.schedule.show(db.world.get()));

@@ -148,6 +148,23 @@ pub struct Select {
     pub span: Span,
 }
 
+impl Select {
+    /// A SELECT of `items` from `from`, with no other clause.
+    pub fn new(items: Vec<SelectItem>, from: Vec<Term>, span: Span) -> Select {
+        Select {
+            items,
+            from,
+            where_: None,
+            group_by: Vec::new(),
+            order_by: Vec::new(),
+            limit: None,
+            offset: None,
+            bare: false,
+            span,
+        }
+    }
+}
+
 /// One item of a SELECT list.
 #[derive(Clone, Debug, PartialEq)]
 pub enum SelectItem {
@@ -412,6 +429,18 @@ pub enum FieldChange {
         from: Ident,
         /// Its new name.
         to: Ident,
+    },
+    /// `ALTER FIELD f TYPE t [USING expr]`.
+    Retype {
+        /// The field.
+        field: Ident,
+        /// The new type.
+        ty: FieldType,
+        /// Where the type is written.
+        ty_span: Span,
+        /// Each row's new value; without it, the old value (a type that holds every value
+        /// of the old one).
+        using: Option<Expr>,
     },
     /// `ALTER FIELD f SET DEFAULT expr` (`Some`) or `ALTER FIELD f DROP DEFAULT` (`None`).
     SetDefault {

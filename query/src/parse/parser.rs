@@ -278,9 +278,17 @@ impl Builder {
                     Rule::add_field => FieldChange::Add(self.field_decl_with_default(first(action, Rule::field_decl))?),
                     Rule::drop_field => FieldChange::Drop(names[0].clone()),
                     Rule::rename_field => FieldChange::Rename { from: names[0].clone(), to: names[1].clone() },
+                    _ if action.clone().into_inner().any(|q| q.as_rule() == Rule::type_name) => {
+                        let (ty, ty_span) = field_type(&first(action.clone(), Rule::type_name), self.base)?;
+                        let using = match action.into_inner().find(|q| q.as_rule() == Rule::field_using) {
+                            Some(u) => Some(self.clause_expr(u)?),
+                            None => None,
+                        };
+                        FieldChange::Retype { field: names[0].clone(), ty, ty_span, using }
+                    }
                     _ => {
                         let default = match action.into_inner().find(|q| q.as_rule() == Rule::field_default) {
-                            Some(d) => Some(self.default_expr(d)?),
+                            Some(d) => Some(self.clause_expr(d)?),
                             None => None,
                         };
                         FieldChange::SetDefault { field: names[0].clone(), default }
@@ -369,14 +377,14 @@ impl Builder {
     fn field_decl_with_default(&mut self, pair: Pair<'_, Rule>) -> Result<FieldDecl> {
         let mut decl = field_decl(pair.clone(), self.base)?;
         if let Some(d) = pair.into_inner().find(|q| q.as_rule() == Rule::field_default) {
-            decl.default = Some(self.default_expr(d)?);
+            decl.default = Some(self.clause_expr(d)?);
         }
         Ok(decl)
     }
 
-    /// The expression of a `DEFAULT expr` clause.
-    fn default_expr(&mut self, clause: Pair<'_, Rule>) -> Result<Expr> {
-        let e = clause.into_inner().find(|q| q.as_rule() == Rule::expr).expect("grammar: DEFAULT has a value");
+    /// The expression of a `DEFAULT expr` or `USING expr` clause.
+    fn clause_expr(&mut self, clause: Pair<'_, Rule>) -> Result<Expr> {
+        let e = clause.into_inner().find(|q| q.as_rule() == Rule::expr).expect("grammar: the clause has a value");
         self.expr(e)
     }
 
@@ -421,17 +429,7 @@ impl Builder {
 
     fn select(&mut self, pair: Pair<'_, Rule>) -> Result<Select> {
         let span = span_of(&pair, self.base);
-        let mut select = Select {
-            items: Vec::new(),
-            from: Vec::new(),
-            where_: None,
-            group_by: Vec::new(),
-            order_by: Vec::new(),
-            limit: None,
-            offset: None,
-            bare: false,
-            span,
-        };
+        let mut select = Select::new(Vec::new(), Vec::new(), span);
         for p in pair.into_inner() {
             match p.as_rule() {
                 Rule::select_item => select.items.push(self.select_item(p)?),
@@ -586,8 +584,14 @@ fn field_decl(pair: Pair<'_, Rule>, base: usize) -> Result<FieldDecl> {
     let span = span_of(&pair, base);
     let pair_of_decl = pair.clone();
     let name = ident(&first(pair.clone(), Rule::field_name), base);
-    let ty_pair = first(pair, Rule::type_name);
-    let ty_span = span_of(&ty_pair, base);
+    let (ty, ty_span) = field_type(&first(pair, Rule::type_name), base)?;
+    let reference = pair_reference(&pair_of_decl, base);
+    Ok(FieldDecl { name, ty, ty_span, reference, default: None, span })
+}
+
+/// A type name and where it is written.
+fn field_type(ty_pair: &Pair<'_, Rule>, base: usize) -> Result<(FieldType, Span)> {
+    let ty_span = span_of(ty_pair, base);
     let ty = FieldType::from_name(ty_pair.as_str()).ok_or_else(|| {
         let known = FieldType::ALL.map(FieldType::name);
         let mut err = Error::new(
@@ -600,8 +604,7 @@ fn field_decl(pair: Pair<'_, Rule>, base: usize) -> Result<FieldDecl> {
         }
         err
     })?;
-    let reference = pair_reference(&pair_of_decl, base);
-    Ok(FieldDecl { name, ty, ty_span, reference, default: None, span })
+    Ok((ty, ty_span))
 }
 
 /// The `REFERENCES …` clause of a field declaration, if any.

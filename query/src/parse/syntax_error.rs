@@ -64,6 +64,8 @@ pub(super) fn expected_label(rule: Rule) -> Option<(u8, &'static str)> {
         kw_component => (52, "`COMPONENT`"),
         kw_components => (53, "`COMPONENTS`"),
         kw_field => (53, "`FIELD`"),
+        kw_type => (53, "`TYPE`"),
+        field_using => (64, "`USING`"),
         kw_index => (54, "`INDEX`"),
         kw_indexes => (55, "`INDEXES`"),
         kw_not => (56, "`NOT`"),

@@ -12,16 +12,22 @@ use crate::index::IndexDef;
 pub(crate) struct SavedIndexes(Vec<(u64, IndexDef, Source)>);
 
 impl IndexRegistry {
-    /// The names of the indexes that read field `field` (a schema position) of `component`,
-    /// and of its function indexes, which may read any field: what dropping or renaming the
-    /// field would break.
-    pub(crate) fn depending_on_field(&mut self, component: ComponentId, field: usize) -> Vec<String> {
+    /// The names of `component`'s function indexes, which may read any of its fields by
+    /// name, and with `by_position`, of the indexes that read field `field` (a schema
+    /// position): what dropping the field (`by_position`) or renaming it would break. An
+    /// index on fields follows a rename.
+    pub(crate) fn depending_on_field(
+        &mut self,
+        component: ComponentId,
+        field: usize,
+        by_position: bool,
+    ) -> Vec<String> {
         let set = self.get_mut();
         set.slots
             .iter()
             .filter(|s| s.component == component)
             .filter(|s| match &s.source {
-                Source::Fields(fields) => fields.contains(&field),
+                Source::Fields(fields) => by_position && fields.contains(&field),
                 Source::Presence => false,
                 Source::Dynamic(_) | Source::Typed(_) => true,
             })

@@ -198,7 +198,7 @@ pub enum LogicalPlan {
 }
 
 /// A bound `ALTER COMPONENT` or `RENAME COMPONENT`.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug)]
 pub struct AlterPlan {
     /// The component.
     pub component: ComponentId,
@@ -209,11 +209,23 @@ pub struct AlterPlan {
 }
 
 /// The change of an [`AlterPlan`].
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug)]
 pub enum AlterChange {
     /// A change of fields or name the engine makes; for an added field declared a
     /// reference, its declaration.
     Engine(ecsdb_engine::ComponentChange, Option<ecsdb_engine::ReferenceDef>),
+    /// `ALTER FIELD … TYPE`: `values` gives each entity with the component (first item) its
+    /// field's new value (second item), computed before the change and converted after.
+    Retype {
+        /// The field.
+        field: String,
+        /// Its new type.
+        ty: ecsdb_engine::FieldType,
+        /// The new values.
+        values: Arc<SelectPlan>,
+        /// Where they are written (`USING expr`, else the field name).
+        value_span: Span,
+    },
     /// A field's default set (`Some`) or taken away (`None`).
     Default {
         /// The field.
