@@ -269,6 +269,34 @@ fn exec_applies_all_or_nothing_and_reports_its_tick() {
 }
 
 #[test]
+fn an_alter_over_exec_reaches_the_schema_and_queries_of_its_tick() {
+    let s = Served::new(WORLD, true, None);
+    let mut c = s.http();
+    let ok = c
+        .call(
+            "exec",
+            json!({"text": "ALTER COMPONENT Health ADD FIELD armor i32 DEFAULT 3; \
+        ALTER COMPONENT Health RENAME FIELD max TO cap"}),
+        )
+        .unwrap();
+    let tick = ok["tick"].as_u64().unwrap();
+    let answer = eventually("a state of the ALTER's tick", Duration::from_secs(10), || {
+        let a = c.call("query", json!({"text": "SELECT Health.hp, Health.cap, Health.armor ORDER BY entity"})).ok()?;
+        (a["tick"].as_u64()? >= tick).then_some(a)
+    });
+    assert_eq!(answer["rows"], json!([[10, 20, 3], [50, 50, 3]]));
+    let schema = c.call("schema", json!({})).unwrap();
+    let health = schema["components"].as_array().unwrap().iter().find(|c| c["name"] == "Health").unwrap();
+    assert_eq!(
+        health["fields"],
+        json!([{"name": "hp", "type": "i32"}, {"name": "cap", "type": "i32"}, {"name": "armor", "type": "i32", "default": 3}])
+    );
+    // A refused change is an error with its kind, and the world keeps its fields.
+    let (k, data) = code(c.call("exec", json!({"text": "ALTER COMPONENT Health DROP FIELD nope"})));
+    assert_eq!((k, data.unwrap()["kind"].clone()), (-32000, json!("unknown_field")));
+}
+
+#[test]
 fn websocket_auth_methods_and_subscriptions() {
     let s = Served::new(WORLD, true, Some(Duration::from_millis(5)));
     // Wrong token: the error, then close code 4401.
