@@ -79,9 +79,10 @@ impl World {
     /// Applies `change` to the run-time component `id`: its values move to the new layout at
     /// once (the added field taking its default), and its indexes and references follow. A
     /// component of a Rust type is changed by changing the type. Refused, with nothing
-    /// changed, when a dropped or renamed field is read by an index (a function index may
-    /// read any field) or a dropped one is a reference. Returns the applied change, which
-    /// [`World::undo_alter`] can take back.
+    /// changed, when an index or a reference reads a field that is dropped or retyped, or a
+    /// function index (which may read any field by name) is on a component whose field is
+    /// dropped, renamed or retyped. Returns the applied change, which [`World::undo_alter`]
+    /// can take back.
     ///
     /// ```
     /// use ecsdb_engine::{ComponentChange, ComponentDef, FieldType, Value, World};
