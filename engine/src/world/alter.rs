@@ -7,7 +7,7 @@
 //! longer binds. Until then the old values are kept beside the new ones, so taking a change
 //! back loses nothing.
 
-use crate::component::{ComponentId, ComponentInfo, FieldInfo, FieldType, FieldValue};
+use crate::component::{ComponentId, ComponentInfo, FieldInfo, FieldMove, FieldType, FieldValue};
 use crate::error::{EngineError, Result};
 use crate::reference::References;
 use crate::storage::Column;
@@ -64,6 +64,8 @@ pub struct AlteredComponent {
     /// not move).
     old_columns: Vec<(TableId, usize, Column)>,
     old_sparse: Option<Column>,
+    /// How the kept fields moved (the old columns' kept strings are the new ones').
+    moves: Vec<FieldMove>,
     old_references: References,
     old_indexes: SavedIndexes,
 }
@@ -153,6 +155,7 @@ impl World {
                     old_info: info,
                     old_columns: Vec::new(),
                     old_sparse: None,
+                    moves: Vec::new(),
                     old_references: self.references.clone(),
                     old_indexes,
                 });
@@ -165,14 +168,14 @@ impl World {
         if !relayout.same_layout {
             for (t, table) in self.storage.tables.iter_mut().enumerate() {
                 if let Some(c) = table.column_index(id) {
-                    let fresh = table.columns()[c].relaid(&new_info, &relayout.moves);
+                    let fresh = table.column_at_mut(c).relaid(&new_info, &relayout.moves);
                     let mut old = std::mem::replace(table.column_at_mut(c), fresh);
                     table.column_at_mut(c).swap_ticks(&mut old);
                     old_columns.push((TableId(t as u32), c, old));
                 }
             }
             if let Some(Some(set)) = self.storage.sparse.get_mut(id.index()) {
-                let fresh = set.column().relaid(&new_info, &relayout.moves);
+                let fresh = set.column_mut().relaid(&new_info, &relayout.moves);
                 let mut old = std::mem::replace(set.column_mut(), fresh);
                 set.column_mut().swap_ticks(&mut old);
                 old_sparse = Some(old);
@@ -186,6 +189,7 @@ impl World {
             old_info: relayout.old,
             old_columns,
             old_sparse,
+            moves: relayout.moves,
             old_references,
             old_indexes,
         })
@@ -194,18 +198,26 @@ impl World {
     /// Takes back a change [`World::alter_component`] applied: the component, its values,
     /// indexes and references are as they were before it. Values written to the component
     /// since are lost with the change; the caller takes it back before anything else runs.
+    ///
+    /// # Panics
+    /// If entities gained or lost the component since the change (a table's rows changed).
     pub fn undo_alter(&mut self, altered: AlteredComponent) {
-        let AlteredComponent { component, old_info, old_columns, old_sparse, old_references, old_indexes } = altered;
+        let AlteredComponent { component, old_info, old_columns, old_sparse, moves, old_references, old_indexes } =
+            altered;
+        // Each old column goes back in place and takes its ticks and kept strings back from
+        // the new one, which then frees only what it made.
+        let put_back = |slot: &mut Column, mut old: Column| {
+            old.swap_ticks(slot);
+            let new = std::mem::replace(slot, old);
+            slot.take_back(&old_info, new, &moves);
+        };
+        for (t, c, old) in old_columns {
+            put_back(self.storage.tables[t.index()].column_at_mut(c), old);
+        }
+        if let (Some(old), Some(Some(set))) = (old_sparse, self.storage.sparse.get_mut(component.index())) {
+            put_back(set.column_mut(), old);
+        }
         self.components.restore(old_info);
-        for (t, c, mut column) in old_columns {
-            let slot = self.storage.tables[t.index()].column_at_mut(c);
-            slot.swap_ticks(&mut column);
-            *slot = column;
-        }
-        if let (Some(mut column), Some(Some(set))) = (old_sparse, self.storage.sparse.get_mut(component.index())) {
-            set.column_mut().swap_ticks(&mut column);
-            *set.column_mut() = column;
-        }
         self.references = old_references;
         self.indexes.restore(old_indexes);
     }

@@ -1,8 +1,10 @@
 //! A column copied into a component's new layout (`ALTER COMPONENT`).
 //!
-//! The copy is a new column: the old one stays whole, so a change its caller refuses after
-//! all can put it back. Strings are cloned rather than moved for that reason; an ALTER is
-//! rare, and a load from a snapshot allocates them too.
+//! The copy is a new column, and the old one keeps its bytes, so that a change its caller
+//! refuses after all can be taken back ([`Column::take_back`]). Kept strings are moved, not
+//! cloned: their bytes are in both columns, and only the new one drops them (the old one's
+//! drop then covers only the strings of fields that went) until they are taken back. A
+//! million strings cloned and the old ones freed cost twice a load's allocations.
 //!
 //! Plain bytes move a piece at a time over all rows (a piece is a run of kept fields that
 //! lie side by side in both layouts, or a new field's fill), each in a loop whose copy has a
@@ -10,8 +12,19 @@
 //! does, where a `memcpy` call per field and row cost three times that.
 
 use super::Column;
-use crate::component::{ComponentInfo, FieldMove, FieldType};
+use crate::component::{ComponentInfo, DropFn, FieldMove, FieldType};
 use crate::entity::Entity;
+
+/// `drop` without the strings at `offsets`.
+fn strings_except(drop: Option<DropFn>, offsets: impl Iterator<Item = usize> + Clone) -> Option<DropFn> {
+    match drop {
+        Some(DropFn::Strings(list)) => {
+            let left: Box<[usize]> = list.iter().copied().filter(|o| offsets.clone().all(|x| x != *o)).collect();
+            (!left.is_empty()).then_some(DropFn::Strings(left))
+        }
+        other => other,
+    }
+}
 
 /// Bytes that go to the same place in every row.
 enum Piece {
@@ -19,8 +32,8 @@ enum Piece {
     Copy { from: usize, to: usize, len: usize },
     /// The first `len` bytes of `bytes` at offset `to` of every new row.
     Fill { to: usize, bytes: [u8; 12], len: usize },
-    /// A string field kept: cloned from `from` to `to`.
-    CloneString { from: usize, to: usize },
+    /// A string field kept: moved from `from` to `to`.
+    MoveString { from: usize, to: usize },
     /// A new string field: `value` at `to`.
     NewString { to: usize, value: String },
 }
@@ -42,7 +55,7 @@ fn pieces(new: &ComponentInfo, moves: &[FieldMove]) -> Vec<Piece> {
         out.push(Piece::Copy { from: m.from, to: m.to, len });
     }
     for m in moves.iter().filter(|m| m.ty == FieldType::String) {
-        out.push(Piece::CloneString { from: m.from, to: m.to });
+        out.push(Piece::MoveString { from: m.from, to: m.to });
     }
     for (i, f) in new.fields().iter().enumerate() {
         if moves.iter().any(|m| m.to == f.offset) {
@@ -117,7 +130,9 @@ impl Column {
     /// A column of `new`'s values, one per row here: each kept field of `moves` taken from
     /// this row, each new field holding its default (else its type's zero). It has no ticks
     /// yet: [`Column::swap_ticks`] hands it this column's (the kept fields did not change).
-    pub(crate) fn relaid(&self, new: &ComponentInfo, moves: &[FieldMove]) -> Column {
+    /// Kept strings move: from here on this column drops only the strings of fields that
+    /// are not kept, and must be dropped or given them back with [`Column::take_back`].
+    pub(crate) fn relaid(&mut self, new: &ComponentInfo, moves: &[FieldMove]) -> Column {
         let mut out = Column::new(new);
         let n = self.len;
         let size = new.layout().size();
@@ -142,10 +157,14 @@ impl Column {
                         Piece::Fill { to, bytes, len } => {
                             copy_strided(bytes.as_ptr(), dst.add(to), n, (0, size), len);
                         }
-                        Piece::CloneString { from, to } => {
+                        Piece::MoveString { from, to } => {
+                            // The old column stops dropping these below: they are the new one's.
                             for row in 0..n {
-                                let old = &*(src.add(row * old_size + from) as *const String);
-                                std::ptr::write(dst.add(row * size + to) as *mut String, old.clone());
+                                std::ptr::copy_nonoverlapping(
+                                    src.add(row * old_size + from),
+                                    dst.add(row * size + to),
+                                    std::mem::size_of::<String>(),
+                                );
                             }
                         }
                         Piece::NewString { to, value } => {
@@ -158,7 +177,34 @@ impl Column {
             }
         }
         out.len = n;
+        self.drop = strings_except(self.drop.take(), moves.iter().map(|m| m.from));
         out
+    }
+
+    /// Takes back a [`Column::relaid`] of this column (`info`'s, as it was): the kept strings
+    /// move back from `new`, which then drops only what it made (strings of added fields).
+    /// `new` must have as many rows as this column, and its kept strings must be the ones it
+    /// was made with or what was written over them since.
+    pub(crate) fn take_back(&mut self, info: &ComponentInfo, mut new: Column, moves: &[FieldMove]) {
+        assert_eq!(self.len, new.len, "a relayout is taken back before rows come or go");
+        let (old_size, size) = (self.item.size(), new.item.size());
+        for m in moves.iter().filter(|m| m.ty == FieldType::String) {
+            for row in 0..self.len {
+                // SAFETY: row `row` lies in both columns (equal lengths); `m.to` in the new
+                // and `m.from` in the old layout hold the same string field. The bytes here
+                // are this string's old copy, which this column does not drop (`relaid`), so
+                // overwriting them loses nothing; the new column stops dropping it below.
+                unsafe {
+                    std::ptr::copy_nonoverlapping(
+                        new.data.as_ptr().add(row * size + m.to),
+                        self.data.as_ptr().add(row * old_size + m.from),
+                        std::mem::size_of::<String>(),
+                    );
+                }
+            }
+        }
+        self.drop = info.drop_fn().cloned();
+        new.drop = strings_except(new.drop.take(), moves.iter().map(|m| m.to));
     }
 
     /// Exchanges the rows' ticks with `other`, a column of as many rows: a relaid column
