@@ -45,7 +45,7 @@ fn an_added_field_holds_its_default_in_stored_values_and_is_read_and_written_lik
     run(&mut db, "SPAWN Unit {hp: 1}");
     assert_eq!(rows(&db, "SELECT Unit.armor, Unit.name FROM Unit WHERE Unit.hp = 1"), vec![vec![f(1.5), s("grunt")]]);
     let d = rows(&db, "DESCRIBE Unit");
-    assert_eq!(d.last().unwrap(), &vec![s("armor"), s("f64"), f(1.5)]);
+    assert_eq!(d.last().unwrap(), &vec![s("armor"), s("f64"), f(1.5), s("table")]);
     // The index on another field still answers, and is still chosen.
     assert_eq!(int(&db, "SELECT count(*) FROM Unit WHERE Unit.lvl = 2"), 1);
     let plan = common::db::explain(&db, "SELECT entity FROM Unit WHERE Unit.lvl = 2");
@@ -206,7 +206,7 @@ fn a_field_changes_type_losslessly_or_with_using_and_a_value_that_does_not_fit_c
     run(&mut db, "CREATE SYSTEM grow AS UPDATE Unit SET lvl = Unit.lvl + 1");
     // A wider type holds every value: no USING needed.
     run(&mut db, "ALTER COMPONENT Unit ALTER FIELD lvl TYPE u32");
-    assert_eq!(rows(&db, "DESCRIBE Unit")[2], vec![s("lvl"), s("u32"), Value::Null]);
+    assert_eq!(rows(&db, "DESCRIBE Unit")[2], vec![s("lvl"), s("u32"), Value::Null, s("table")]);
     run(&mut db, "UPDATE Unit SET lvl = 100000 WHERE Unit.hp = 30");
     assert_eq!(
         rows(&db, "SELECT Unit.lvl FROM Unit ORDER BY entity"),

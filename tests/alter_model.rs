@@ -17,7 +17,10 @@ const TYPES: [(&str, Option<&str>); 4] =
 
 #[derive(Clone, Debug)]
 enum Op {
-    Add { ty: usize, default: bool },
+    Add {
+        ty: usize,
+        default: bool,
+    },
     Drop(usize),
     Rename(usize),
     Widen(usize),
@@ -25,6 +28,8 @@ enum Op {
     DropDefault(usize),
     Spawn,
     Update(usize),
+    /// `SET STORAGE SPARSE` (true) or `TABLE`.
+    Storage(bool),
 }
 
 fn op() -> impl Strategy<Value = Op> {
@@ -37,12 +42,14 @@ fn op() -> impl Strategy<Value = Op> {
         1 => (0..8usize).prop_map(Op::DropDefault),
         2 => Just(Op::Spawn),
         2 => (0..8usize).prop_map(Op::Update),
+        1 => any::<bool>().prop_map(Op::Storage),
     ]
 }
 
 /// The model: fields (name, type, default) and each entity's values, in spawn order.
 struct Model {
     fields: Vec<(String, String, Option<Value>)>,
+    sparse: bool,
     rows: Vec<Vec<Value>>,
     next_name: usize,
 }
@@ -144,6 +151,10 @@ fn step(m: &mut Model, op: &Op, seed: usize) -> Option<(String, bool)> {
             m.fields[i].2 = None;
             (format!("ALTER COMPONENT Unit ALTER FIELD {} DROP DEFAULT", m.fields[i].0), true)
         }
+        Op::Storage(sparse) => {
+            m.sparse = *sparse;
+            (format!("ALTER COMPONENT Unit SET STORAGE {}", if *sparse { "SPARSE" } else { "TABLE" }), true)
+        }
         Op::Spawn => {
             // Half the spawns give every field, half only `kept` (the rest take defaults).
             let full = seed.is_multiple_of(2);
@@ -187,7 +198,7 @@ fn world(sparse: bool) -> (Database, Model) {
     db.world_mut().define_component(&if sparse { def.sparse() } else { def }).unwrap();
     db.execute("CREATE COMPONENT Tag", ()).unwrap();
     db.execute("CREATE SYSTEM keep AS UPDATE Unit SET kept = Unit.kept + 0", ()).unwrap();
-    let mut m = Model { fields: vec![("kept".into(), "i32".into(), None)], rows: Vec::new(), next_name: 0 };
+    let mut m = Model { fields: vec![("kept".into(), "i32".into(), None)], sparse, rows: Vec::new(), next_name: 0 };
     for seed in 0..6 {
         let (text, _) = step(&mut m, &Op::Spawn, seed).unwrap();
         db.execute(&text, ()).unwrap();
@@ -206,10 +217,11 @@ proptest! {
             let result = db.execute(&text, ());
             prop_assert_eq!(result.is_ok(), accepted, "{}: {:?}", text, result);
             prop_assert_eq!(dump(&db, &m), m.rows.clone(), "after {}", text);
+            let storage = Value::Str(if m.sparse { "sparse" } else { "table" }.into());
             let described: Vec<Vec<Value>> = m
                 .fields
                 .iter()
-                .map(|(n, t, d)| vec![Value::Str(n.clone()), Value::Str(t.clone()), d.clone().unwrap_or(Value::Null)])
+                .map(|(n, t, d)| vec![Value::Str(n.clone()), Value::Str(t.clone()), d.clone().unwrap_or(Value::Null), storage.clone()])
                 .collect();
             prop_assert_eq!(common::db::rows(&db, "DESCRIBE Unit"), described, "after {}", text);
         }

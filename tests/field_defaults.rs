@@ -40,10 +40,10 @@ fn fields_left_out_take_their_defaults_on_every_write_path() {
 fn describe_and_show_components_give_the_defaults() {
     let db = db_with(SCHEMA);
     let d = rows(&db, "DESCRIBE Unit");
-    assert_eq!(d[0], vec![s("hp"), s("f32"), f(100.0)]);
-    assert_eq!(d[1], vec![s("name"), s("string"), s("grunt")]);
-    assert_eq!(d[2], vec![s("lvl"), s("u8"), i(3)]);
-    assert_eq!(d[5], vec![s("kills"), s("i32"), Value::Null]);
+    assert_eq!(d[0], vec![s("hp"), s("f32"), f(100.0), s("table")]);
+    assert_eq!(d[1], vec![s("name"), s("string"), s("grunt"), s("table")]);
+    assert_eq!(d[2], vec![s("lvl"), s("u8"), i(3), s("table")]);
+    assert_eq!(d[5], vec![s("kills"), s("i32"), Value::Null, s("table")]);
     let shown = rows(&db, "SHOW COMPONENTS");
     let unit = shown.iter().find(|r| r[0] == s("Unit")).unwrap();
     assert_eq!(

@@ -307,3 +307,84 @@ fn a_change_of_fields_reaches_the_readers() {
     }
     assert!(reader.copy_stats().full >= full_before + 4, "each change of fields makes a full copy");
 }
+
+/// `ALTER COMPONENT … SET STORAGE` under readers querying from other threads all along:
+/// every answer a reader gets is the writer's answer at the tick it names, whichever side
+/// of a move that tick is, and the readers' catalog shows the storage of their tick.
+#[test]
+fn a_storage_change_under_concurrent_readers_changes_no_answer() {
+    use std::collections::HashMap;
+    use std::sync::Mutex;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    const QUERY: &str =
+        "SELECT entity, Pos.x, Boost.v, Name.s FROM Pos, ?Boost, Name WHERE Pos.x < 200 ORDER BY entity";
+    let mut db = world();
+    db.execute("ADD Boost {v: 1} WHERE Pos.x < 150", ()).unwrap();
+    let mut publisher = Publisher::with_pool_size(1);
+    let reader = publisher.reader();
+    let expected: Mutex<HashMap<u64, Vec<Vec<ecsdb::Value>>>> = Mutex::new(HashMap::new());
+    let storage_at: Mutex<HashMap<u64, String>> = Mutex::new(HashMap::new());
+    // Every tick since the last recorded one holds the same world (`publish` may end several
+    // ticks, with no write between them).
+    let last = std::cell::Cell::new(0u64);
+    let record = |db: &Database, tick: u64| {
+        let answer = rows(db, QUERY);
+        let names = rows(db, "DESCRIBE Pos").iter().map(|r| format!("{:?}", r[3])).collect::<Vec<_>>().join(",");
+        for t in last.get()..=tick {
+            expected.lock().unwrap().insert(t, answer.clone());
+            storage_at.lock().unwrap().insert(t, names.clone());
+        }
+        last.set(tick + 1);
+    };
+    let tick = publish(&mut publisher, &mut db, &reader);
+    record(&db, tick);
+    let stop = AtomicBool::new(false);
+    let checked = std::sync::atomic::AtomicUsize::new(0);
+    std::thread::scope(|s| {
+        for _ in 0..2 {
+            s.spawn(|| {
+                while !stop.load(Ordering::Acquire) {
+                    let (tick, got) = reader.query(QUERY, ()).unwrap();
+                    let (dtick, described) = reader.query("DESCRIBE Pos", ()).unwrap();
+                    // The writer records a tick's answer just after publishing it.
+                    let want = loop {
+                        if let Some(w) = expected.lock().unwrap().get(&tick) {
+                            break w.clone();
+                        }
+                        std::thread::yield_now();
+                    };
+                    assert_eq!(got.rows, want, "at tick {tick}");
+                    let storage = loop {
+                        if let Some(w) = storage_at.lock().unwrap().get(&dtick) {
+                            break w.clone();
+                        }
+                        std::thread::yield_now();
+                    };
+                    let shown = described.rows.iter().map(|r| format!("{:?}", r[3])).collect::<Vec<_>>().join(",");
+                    assert_eq!(shown, storage, "DESCRIBE at tick {dtick}");
+                    checked.fetch_add(1, Ordering::Relaxed);
+                }
+            });
+        }
+        for round in 0..16 {
+            let text = match round % 4 {
+                0 => "ALTER COMPONENT Pos SET STORAGE SPARSE",
+                1 => "ALTER COMPONENT Name SET STORAGE SPARSE",
+                2 => "ALTER COMPONENT Pos SET STORAGE TABLE",
+                _ => "ALTER COMPONENT Name SET STORAGE TABLE",
+            };
+            db.execute(text, ()).unwrap();
+            db.execute(&format!("UPDATE Pos SET x = Pos.x + 1 WHERE Pos.x < {}", 100 + round * 5), ()).unwrap();
+            db.execute(
+                &format!("ADD Boost {{v: {round}}} WHERE Pos.x > {} AND Pos.x < {}", round * 10, round * 10 + 7),
+                (),
+            )
+            .unwrap();
+            let tick = publish(&mut publisher, &mut db, &reader);
+            record(&db, tick);
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        stop.store(true, Ordering::Release);
+    });
+    assert!(checked.into_inner() >= 2, "the readers ran");
+}

@@ -25,6 +25,9 @@
 //!   phases) run by two `TICK`s each, against a model that stages their writes as the
 //!   language says (`differential/systems.rs`): TICK's failures, the whole world and a few
 //!   queries are compared after every tick;
+//! - `differential_select_sparse`, `differential_mutations_sparse`: the same with every
+//!   component sparse (12 and 6 worlds): created `STORAGE SPARSE`, or moved there by
+//!   `ALTER COMPONENT … SET STORAGE SPARSE` once the world is built;
 //! - `reference_*` (in `differential/hand_cases.rs`, `differential/hand_relations.rs`): the
 //!   reference itself against hand-worked answers.
 //!
@@ -74,7 +77,7 @@ use model::Model;
 use mutate::Effect;
 use reference::{RefError, Reference};
 use rng::{Rng, mix};
-use world_gen::TestWorld;
+use world_gen::{Storage, TestWorld};
 
 /// The secondary indexes the queries are run again with, one at a time and then all together:
 /// `(name, indexed component, CREATE INDEX statement)`. **The hook for indexes**: add entries
@@ -454,8 +457,8 @@ fn drop_index(db: &mut Database, name: &str) -> Result<(), String> {
 // -------------------------------------------------------------------------------------------------
 // The SELECT differential
 
-fn select_world(seed: u64, queries: usize, report: &mut Report) {
-    let mut w = match world_gen::build(seed) {
+fn select_world(seed: u64, storage: Storage, queries: usize, report: &mut Report) {
+    let mut w = match world_gen::build_with(seed, storage) {
         Ok(w) => w,
         Err(why) => return report.fail(seed, None, format!("building the world failed: {why}")),
     };
@@ -497,7 +500,7 @@ fn differential_select() {
     let cfg = config("differential_select", 40, 100);
     let mut report = Report::new("differential_select");
     for &seed in &cfg.seeds {
-        select_world(seed, cfg.per_world, &mut report);
+        select_world(seed, Storage::Mixed, cfg.per_world, &mut report);
     }
     // Over many worlds, every index must have answered some cases (one world alone, as
     // DIFF_SEED reruns, may not name every indexed component), and the planner must have
@@ -640,8 +643,8 @@ fn reparent_shape(aim: reparent::Aim) -> &'static str {
     }
 }
 
-fn mutation_world(seed: u64, steps: usize, report: &mut Report) {
-    let mut w = match world_gen::build(seed) {
+fn mutation_world(seed: u64, storage: Storage, steps: usize, report: &mut Report) {
+    let mut w = match world_gen::build_with(seed, storage) {
         Ok(w) => w,
         Err(why) => return report.fail(seed, None, format!("building the world failed: {why}")),
     };
@@ -713,7 +716,33 @@ fn differential_mutations() {
     let cfg = config("differential_mutations", 12, 40);
     let mut report = Report::new("differential_mutations");
     for &seed in &cfg.seeds {
-        mutation_world(seed, cfg.per_world, &mut report);
+        mutation_world(seed, Storage::Mixed, cfg.per_world, &mut report);
+    }
+    report.finish();
+}
+
+/// Every world's storage for the sparse runs: every component created `STORAGE SPARSE`, or
+/// moved there by `ALTER COMPONENT … SET STORAGE SPARSE` once built (alternately).
+fn sparse_storage(i: usize) -> Storage {
+    if i.is_multiple_of(2) { Storage::AllSparse } else { Storage::MovedToSparse }
+}
+
+#[test]
+fn differential_select_sparse() {
+    let cfg = config("differential_select_sparse", 12, 100);
+    let mut report = Report::new("differential_select_sparse");
+    for (i, &seed) in cfg.seeds.iter().enumerate() {
+        select_world(seed, sparse_storage(i), cfg.per_world, &mut report);
+    }
+    report.finish();
+}
+
+#[test]
+fn differential_mutations_sparse() {
+    let cfg = config("differential_mutations_sparse", 6, 40);
+    let mut report = Report::new("differential_mutations_sparse");
+    for (i, &seed) in cfg.seeds.iter().enumerate() {
+        mutation_world(seed, sparse_storage(i), cfg.per_world, &mut report);
     }
     report.finish();
 }

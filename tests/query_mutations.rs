@@ -184,11 +184,11 @@ fn schema_statements() {
     assert_eq!(
         q(&db, "DESCRIBE Mana"),
         [
-            [s("current"), s("f64"), Value::Null],
-            [s("regen"), s("u8"), Value::Null],
-            [s("label"), s("string"), Value::Null],
-            [s("at"), s("vec2"), Value::Null],
-            [s("owner"), s("entity"), Value::Null]
+            [s("current"), s("f64"), Value::Null, s("table")],
+            [s("regen"), s("u8"), Value::Null, s("table")],
+            [s("label"), s("string"), Value::Null, s("table")],
+            [s("at"), s("vec2"), Value::Null, s("table")],
+            [s("owner"), s("entity"), Value::Null, s("table")]
         ]
     );
     x(&mut db, "SPAWN Mana {current: 2.5, at: [1, 2], label: 'hi'}");

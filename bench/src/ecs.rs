@@ -9,6 +9,7 @@
 //! - `heavy_compute`: 1k entities; in parallel, invert each Transform 100 times, then move
 //!   Position by it.
 //! - `add_remove`: 10k entities with A; add B to all, then remove B from all.
+//! - `toggle_text`, `sparse_join`: sparse against table storage from text (`ecs_storage.rs`).
 //!
 //! How queries are set up, per library, as its users write them:
 //! - `ecsdb`: a one-shot query from the world in every run (`world.query_mut`, or
@@ -220,6 +221,7 @@ pub fn run(s: &mut Suite) {
     frag_iter(s);
     heavy_compute(s);
     add_remove(s);
+    crate::ecs_storage::run(s);
 }
 
 fn simple_insert(s: &mut Suite) {

@@ -13,6 +13,7 @@
 
 mod data;
 mod ecs;
+mod ecs_storage;
 mod expr;
 mod harness;
 mod index;

@@ -249,6 +249,13 @@ impl World {
         &self.storage.tables
     }
 
+    /// Whether `table` is one that `ALTER COMPONENT … SET STORAGE SPARSE` emptied: its set
+    /// names a component now stored sparse. It holds no rows and never will unless the
+    /// component returns to the tables; snapshots and listings leave it out.
+    pub fn is_retired_table(&self, table: &ArchetypeTable) -> bool {
+        table.components().iter().any(|&c| self.components.info(c).storage() != StorageKind::Table)
+    }
+
     /// The sparse set of a sparse component, if any value was ever stored.
     pub fn sparse_set(&self, id: ComponentId) -> Option<&SparseSet> {
         self.storage.sparse.get(id.index())?.as_ref()
@@ -779,6 +786,7 @@ pub(crate) use parts::{RefusedParts, WorldParts};
 mod query_cache;
 mod references;
 mod rewrite;
+mod storage_switch;
 pub use rewrite::{RowByRow, RowRewrite};
 mod ticks;
 mod writers;

@@ -59,8 +59,9 @@ impl CompDef {
 
     /// `CREATE COMPONENT …` for this component.
     pub fn create_text(&self) -> String {
+        let storage = if self.sparse { " STORAGE SPARSE" } else { "" };
         if self.fields.is_empty() {
-            return format!("CREATE COMPONENT {}", self.name);
+            return format!("CREATE COMPONENT {}{storage}", self.name);
         }
         let fields: Vec<String> = self
             .fields
@@ -79,7 +80,7 @@ impl CompDef {
                 None => format!("{n} {}", t.name()),
             })
             .collect();
-        format!("CREATE COMPONENT {} ({})", self.name, fields.join(", "))
+        format!("CREATE COMPONENT {} ({}){storage}", self.name, fields.join(", "))
     }
 }
 

@@ -1,6 +1,7 @@
-//! Random worlds: the schema defined through `CREATE COMPONENT` (sparse components through
-//! the engine API, which the language has no syntax for; `ChildOf` and `Link` are sparse in
-//! some worlds), entities spawned with random component subsets and values — through `SPAWN`
+//! Random worlds: the schema defined through `CREATE COMPONENT` (`ChildOf` and `Link` are
+//! `STORAGE SPARSE` in some worlds; with [`Storage::AllSparse`] every component is, and with
+//! [`Storage::MovedToSparse`] every one is moved there by `ALTER COMPONENT … SET STORAGE
+//! SPARSE` once the world is built), entities spawned with random component subsets and values — through `SPAWN`
 //! text and through the engine API, in some worlds with ids spread over several skip-index
 //! blocks — some despawned and their ids recycled, some moved between archetypes by adding
 //! and removing components. Every step is applied to the [`Model`] as well, from the values
@@ -13,7 +14,7 @@
 //! despawning `NO ACTION` targets), and despawns that apply the policies.
 
 use ecsdb::query::Database;
-use ecsdb::{ComponentDef, EngineError, Entity, FieldType, OnDelete, ReferenceDef, Value};
+use ecsdb::{EngineError, Entity, FieldType, OnDelete, Value};
 
 use super::r#gen::{NAMES, TEAMS};
 use super::model::{Model, RefDecl, Schema};
@@ -191,8 +192,26 @@ pub fn spawn_random(rng: &mut Rng, w: &mut TestWorld) -> Result<Entity, String> 
     Ok(e)
 }
 
+/// Where a world's components are stored.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Storage {
+    /// In the tables, but `ChildOf` and `Link` sparse in some worlds.
+    Mixed,
+    /// Every component created `STORAGE SPARSE`.
+    AllSparse,
+    /// Every component created in the tables and moved to sparse sets by `ALTER COMPONENT …
+    /// SET STORAGE SPARSE` once the world is built (its values, change ticks and references
+    /// moved on a live world).
+    MovedToSparse,
+}
+
 /// Builds a random world from `seed`.
 pub fn build(seed: u64) -> Result<TestWorld, String> {
+    build_with(seed, Storage::Mixed)
+}
+
+/// Builds a random world from `seed`, its components stored as `storage` says.
+pub fn build_with(seed: u64, storage: Storage) -> Result<TestWorld, String> {
     let mut rng = Rng::new(seed);
     let mut schema = Schema::standard();
     declare_references(&mut rng, &mut schema);
@@ -206,23 +225,16 @@ pub fn build(seed: u64) -> Result<TestWorld, String> {
             schema.comps.iter_mut().find(|d| d.name == c).expect("in the schema").sparse = true;
         }
     }
+    for c in schema.comps.iter_mut() {
+        match storage {
+            Storage::Mixed => {}
+            Storage::AllSparse => c.sparse = true,
+            Storage::MovedToSparse => c.sparse = false,
+        }
+    }
     let mut db = Database::new();
     for c in &schema.comps {
-        if c.sparse {
-            // The language has no storage option: sparse components come from the engine API,
-            // their references declared there too.
-            let fields: Vec<(&str, FieldType)> = c.fields.iter().map(|(n, t)| (n.as_str(), *t)).collect();
-            db.world_mut()
-                .define_component(&ComponentDef::new(c.name.clone(), &fields).sparse())
-                .map_err(|e| format!("define_component({}) failed: {e}", c.name))?;
-            for (f, d) in &c.refs {
-                db.world_mut()
-                    .declare_reference(&ReferenceDef::new(&c.name, f, d.on_delete, d.acyclic))
-                    .map_err(|e| format!("declare_reference({}.{f}) failed: {e}", c.name))?;
-            }
-        } else {
-            exec(&mut db, &c.create_text())?;
-        }
+        exec(&mut db, &c.create_text())?;
     }
     let mut w = TestWorld { db, model: Model::new(schema), dead: Vec::new() };
     // Mostly 10 to 120 entities; now and then an empty or a tiny world.
@@ -286,6 +298,12 @@ pub fn build(seed: u64) -> Result<TestWorld, String> {
         }
     }
     link_entities(&mut rng, &mut w)?;
+    if storage == Storage::MovedToSparse {
+        for c in w.model.schema.comps.iter_mut() {
+            exec(&mut w.db, &format!("ALTER COMPONENT {} SET STORAGE SPARSE", c.name))?;
+            c.sparse = true;
+        }
+    }
     Ok(w)
 }
 

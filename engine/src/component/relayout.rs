@@ -1,12 +1,12 @@
 //! A run-time component's fields redefined (`ALTER COMPONENT`): the new schema and layout,
-//! and where each kept field's bytes move from and to.
+//! and where each kept field's bytes move from and to; or its name or storage changed.
 //!
 //! The registry only changes the description here; the world moves the values
 //! (`World::alter_component`), keeping the old ones until the change is committed.
 
 use super::{
-    ComponentId, ComponentInfo, Components, FieldInfo, FieldType, FieldValue, check_field_names, layout_fields,
-    strings_drop,
+    ComponentId, ComponentInfo, Components, FieldInfo, FieldType, FieldValue, StorageKind, check_field_names,
+    layout_fields, strings_drop,
 };
 use crate::error::{EngineError, Result};
 
@@ -101,6 +101,23 @@ impl Components {
         }
         self.version += 1;
         self.layout_version += 1;
+    }
+
+    /// Gives run-time component `id` another storage kind; returns the one it had. The
+    /// registry only changes the description: the world moves the values
+    /// (`World::alter_component`).
+    pub(crate) fn set_storage(&mut self, id: ComponentId, storage: StorageKind) -> Result<StorageKind> {
+        let info = &mut self.infos[id.index()];
+        if info.type_id.is_some() || info.opaque {
+            return Err(EngineError::InvalidDefinition(format!(
+                "component '{}' is defined by a Rust type: its storage is the type's (`#[component(storage = \"sparse\")]`)",
+                info.name
+            )));
+        }
+        let old = std::mem::replace(&mut info.storage, storage);
+        self.version += 1;
+        self.layout_version += 1;
+        Ok(old)
     }
 
     /// Renames a run-time component (its id and values stay).

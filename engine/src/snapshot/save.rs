@@ -616,7 +616,8 @@ fn lay_out<'w>(world: &'w World, opts: &SaveOptions) -> Result<Encoder<'w>, Snap
         }
     }
     let ticks = opts.change_ticks;
-    let tables: &[ArchetypeTable] = if rows { &world.storage.tables } else { &[] };
+    let tables: Vec<&ArchetypeTable> =
+        if rows { world.storage.tables.iter().filter(|t| !world.is_retired_table(t)).collect() } else { Vec::new() };
     w.len(tables.len());
     for t in tables {
         let present: Vec<(ComponentId, &Column)> =

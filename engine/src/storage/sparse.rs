@@ -103,6 +103,53 @@ impl SparseSet {
         true
     }
 
+    /// Appends entity `e` (which has no value here) with the value `push` appends to the
+    /// dense column (moving it there with its ticks, as [`Column::move_row_to`] does).
+    pub(crate) fn push_with<R>(&mut self, e: Entity, push: impl FnOnce(&mut Column) -> R) -> R {
+        debug_assert!(!self.contains(e));
+        let before = self.dense.len();
+        let out = push(&mut self.dense);
+        assert_eq!(self.dense.len(), before + 1, "one value pushed");
+        let i = e.index() as usize;
+        if self.sparse.len() <= i {
+            self.sparse.resize(i + 1, ABSENT);
+        }
+        self.sparse[i] = self.entities.len() as u32;
+        self.entities.push(e);
+        out
+    }
+
+    /// Appends entity `e`, which has no value here, with the value `write` makes in the new
+    /// dense row (stamped added at `tick`).
+    ///
+    /// # Safety
+    /// `write` leaves a valid value of this set's component at the pointer it is given.
+    pub(crate) unsafe fn push_written(&mut self, e: Entity, tick: Tick, write: impl FnOnce(*mut u8)) {
+        debug_assert!(!self.contains(e));
+        // SAFETY: `write` initialises the row before the set is used again (the caller's promise).
+        write(unsafe { self.dense.push_uninit(tick) });
+        let i = e.index() as usize;
+        if self.sparse.len() <= i {
+            self.sparse.resize(i + 1, ABSENT);
+        }
+        self.sparse[i] = self.entities.len() as u32;
+        self.entities.push(e);
+    }
+
+    /// Takes out the last entity, moving its value with its ticks to the end of `dst`.
+    pub(crate) fn pop_into(&mut self, dst: &mut Column) -> Option<Entity> {
+        let e = self.entities.pop()?;
+        self.sparse[e.index() as usize] = ABSENT;
+        self.dense.move_row_to(self.entities.len(), dst);
+        Some(e)
+    }
+
+    /// Makes room for `additional` more entities.
+    pub(crate) fn reserve(&mut self, additional: usize) {
+        self.entities.reserve(additional);
+        self.dense.reserve(additional);
+    }
+
     /// Changed tick of the entity's value.
     pub fn changed_tick(&self, e: Entity) -> Option<Tick> {
         self.row(e).map(|r| self.dense.row_ticks(r).1)

@@ -191,16 +191,7 @@ impl ArchetypeTable {
     /// `dst` lacks are dropped. Returns the new row in `dst` and the entity swapped into `row`.
     /// The caller must then push values for the columns only `dst` has.
     pub(crate) fn move_row(&mut self, row: usize, dst: &mut ArchetypeTable) -> (usize, Option<Entity>) {
-        let e = self.entities[row];
-        let new_row = dst.push_entity(e);
-        for (i, &c) in self.components.iter().enumerate() {
-            match dst.column_mut(c) {
-                Some(d) => self.columns[i].move_row_to(row, d),
-                None => self.columns[i].swap_remove_drop(row),
-            }
-        }
-        self.entities.swap_remove(row);
-        (new_row, self.entities.get(row).copied())
+        self.move_row_with(row, dst, |_, column, row| column.swap_remove_drop(row))
     }
 
     /// Moves a row out, handing each value whose component `dst` lacks to `take` (which must
@@ -211,20 +202,54 @@ impl ArchetypeTable {
         dst: &mut ArchetypeTable,
         mut take: impl FnMut(ComponentId, *const u8),
     ) -> (usize, Option<Entity>) {
+        self.move_row_with(row, dst, |c, column, row| {
+            take(c, column.get_ptr(row));
+            // SAFETY: `take` moved the value out.
+            unsafe { column.swap_remove_forget(row, None) };
+        })
+    }
+
+    /// Moves a row into `dst` as [`ArchetypeTable::move_row`] does, except that the value of
+    /// component `aside` (which `dst` lacks) moves to the end of `into`, keeping its ticks:
+    /// a component leaving the tables for a sparse set (`ALTER … SET STORAGE SPARSE`).
+    pub(crate) fn move_row_aside(
+        &mut self,
+        row: usize,
+        dst: &mut ArchetypeTable,
+        aside: ComponentId,
+        into: &mut Column,
+    ) -> (usize, Option<Entity>) {
+        self.move_row_with(row, dst, |c, column, row| match c == aside {
+            true => column.move_row_to(row, into),
+            false => column.swap_remove_drop(row),
+        })
+    }
+
+    /// The moves above: shared columns move to `dst`; `lacking(c, column, row)` must remove
+    /// row `row` from the column of each component `dst` lacks.
+    fn move_row_with(
+        &mut self,
+        row: usize,
+        dst: &mut ArchetypeTable,
+        mut lacking: impl FnMut(ComponentId, &mut Column, usize),
+    ) -> (usize, Option<Entity>) {
         let e = self.entities[row];
         let new_row = dst.push_entity(e);
         for (i, &c) in self.components.iter().enumerate() {
             match dst.column_mut(c) {
                 Some(d) => self.columns[i].move_row_to(row, d),
-                None => {
-                    take(c, self.columns[i].get_ptr(row));
-                    // SAFETY: `take` moved the value out.
-                    unsafe { self.columns[i].swap_remove_forget(row, None) };
-                }
+                None => lacking(c, &mut self.columns[i], row),
             }
         }
         self.entities.swap_remove(row);
         (new_row, self.entities.get(row).copied())
+    }
+
+    /// Forgets the graph edges (the tables they lead to may no longer be the ones a bundle
+    /// reaches, once a component changed its storage); they are found again when next used.
+    pub(crate) fn clear_edges(&mut self) {
+        self.insert_edges.clear();
+        self.remove_edges.clear();
     }
 
     #[inline]

@@ -7,7 +7,7 @@
 //! longer binds. Until then the old values are kept beside the new ones, so taking a change
 //! back loses nothing.
 
-use crate::component::{ComponentId, ComponentInfo, FieldInfo, FieldMove, FieldType, FieldValue};
+use crate::component::{ComponentId, ComponentInfo, FieldInfo, FieldMove, FieldType, FieldValue, StorageKind};
 use crate::error::{EngineError, Result};
 use crate::reference::References;
 use crate::storage::Column;
@@ -41,6 +41,10 @@ pub enum ComponentChange {
     },
     /// The component renamed; its values stay.
     Rename(String),
+    /// The component's values moved to the archetype tables or to a sparse set (see
+    /// [`StorageKind`]), with their change ticks; indexes, references and queries keep
+    /// working.
+    SetStorage(StorageKind),
     /// A field given another type. Its values become the new type's zero (or its default,
     /// where the old default converts): the caller writes the converted values after, as
     /// `ALTER FIELD … TYPE … [USING expr]` does. Refused while an index or a reference
@@ -146,19 +150,13 @@ impl World {
                 kept[i] = None;
                 defaults[i] = default;
             }
+            ComponentChange::SetStorage(to) => {
+                self.move_storage(id, *to)?;
+                return Ok(self.unmoved_change(id, info));
+            }
             ComponentChange::Rename(to) => {
                 self.components.rename(id, to)?;
-                let renamed = self.components.info(id).clone();
-                let old_indexes = self.indexes.relaid(&renamed, None);
-                return Ok(AlteredComponent {
-                    component: id,
-                    old_info: info,
-                    old_columns: Vec::new(),
-                    old_sparse: None,
-                    moves: Vec::new(),
-                    old_references: self.references.clone(),
-                    old_indexes,
-                });
+                return Ok(self.unmoved_change(id, info));
             }
         }
         let relayout = self.components.redefine(id, &fields, &kept, defaults)?;
@@ -195,6 +193,22 @@ impl World {
         })
     }
 
+    /// A change that kept the component's values in their layout (a rename, a storage
+    /// change): what undoing it needs is the old description.
+    fn unmoved_change(&mut self, id: ComponentId, old_info: ComponentInfo) -> AlteredComponent {
+        let changed = self.components.info(id).clone();
+        let old_indexes = self.indexes.relaid(&changed, None);
+        AlteredComponent {
+            component: id,
+            old_info,
+            old_columns: Vec::new(),
+            old_sparse: None,
+            moves: Vec::new(),
+            old_references: self.references.clone(),
+            old_indexes,
+        }
+    }
+
     /// Takes back a change [`World::alter_component`] applied: the component, its values,
     /// indexes and references are as they were before it. Values written to the component
     /// since are lost with the change; the caller takes it back before anything else runs.
@@ -216,6 +230,9 @@ impl World {
         }
         if let (Some(old), Some(Some(set))) = (old_sparse, self.storage.sparse.get_mut(component.index())) {
             put_back(set.column_mut(), old);
+        }
+        if self.components.info(component).storage() != old_info.storage() {
+            self.move_storage(component, old_info.storage()).expect("a storage change it made is undone");
         }
         self.components.restore(old_info);
         self.references = old_references;

@@ -190,12 +190,20 @@ impl World {
                 };
                 match (info.storage(), first) {
                     (StorageKind::Sparse, _) => {
+                        let set = sparse_mut(sparse, c, &self.components);
                         for &i in &g.targets {
-                            let v = OwnedValue::from_converted(info, take(i));
-                            let set = sparse_mut(sparse, c, &self.components);
-                            // SAFETY: a valid value of `c`, given up below (not dropped).
-                            unsafe { set.insert(targets[i], v.ptr.as_ptr(), tick) };
-                            forget(v);
+                            let e = targets[i];
+                            if set.contains(e) {
+                                let v = OwnedValue::from_converted(info, take(i));
+                                // SAFETY: a valid value of `c`, given up below (not dropped).
+                                unsafe { set.insert(e, v.ptr.as_ptr(), tick) };
+                                forget(v);
+                            } else {
+                                let fields = take(i);
+                                // SAFETY: the zero value is written into the fresh row, then
+                                // fields converted for this component over it.
+                                unsafe { set.push_written(e, tick, |p| write_value(info, p, fields)) };
+                            }
                         }
                     }
                     // A new column of zero values: pushed for every moved row at once.

@@ -116,6 +116,7 @@ impl Binder<'_> {
                 };
                 AlterChange::Default { field: field.name.clone(), value }
             }
+            ast::FieldChange::SetStorage(kind) => AlterChange::Engine(ComponentChange::SetStorage(*kind), None),
         };
         Ok(LogicalPlan::AlterComponent(AlterPlan { component, change, span: a.span }))
     }

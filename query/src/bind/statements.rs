@@ -238,7 +238,7 @@ impl Binder<'_> {
                 references.push(ecsdb_engine::ReferenceDef::new(&c.name.name, &f.name.name, r.on_delete, r.acyclic));
             }
         }
-        let def = ComponentDef { name: c.name.name.clone(), fields, storage: ecsdb_engine::StorageKind::Table };
+        let def = ComponentDef { name: c.name.name.clone(), fields, storage: c.storage };
         Ok(LogicalPlan::CreateComponent(def, references, defaults))
     }
 

@@ -29,7 +29,7 @@ pub fn show_columns(kind: ShowKind) -> Vec<String> {
 
 /// The result columns of DESCRIBE.
 pub fn describe_columns() -> Vec<String> {
-    columns(&["field", "type", "default"])
+    columns(&["field", "type", "default", "storage"])
 }
 
 /// `CREATE COMPONENT`.
@@ -113,19 +113,13 @@ pub fn show(world: &World, kind: ShowKind) -> ResultSet {
                 rs.rows.push(vec![
                     Value::Str(info.name().to_string()),
                     Value::Str(fields_text(world, info.id())),
-                    Value::Str(
-                        match info.storage() {
-                            StorageKind::Table => "table",
-                            StorageKind::Sparse => "sparse",
-                        }
-                        .to_string(),
-                    ),
+                    Value::Str(storage_name(info.storage()).to_string()),
                     Value::Int(world.component_count(info.id()) as i64),
                 ]);
             }
         }
         ShowKind::Tables => {
-            for t in world.tables() {
+            for t in world.tables().iter().filter(|t| !world.is_retired_table(t)) {
                 let names: Vec<&str> = t.components().iter().map(|c| world.components().info(*c).name()).collect();
                 rs.rows.push(vec![Value::Str(names.join(", ")), Value::Int(t.len() as i64)]);
             }
@@ -148,14 +142,27 @@ pub fn show(world: &World, kind: ShowKind) -> ResultSet {
     rs
 }
 
-/// `DESCRIBE C`.
+/// `DESCRIBE C`: a row per field, each with the component's storage; a component without
+/// fields (a tag) has one row, its field and type null, so that its storage shows too.
 pub fn describe(world: &World, id: ComponentId) -> ResultSet {
     let info = world.components().info(id);
+    let storage = Value::Str(storage_name(info.storage()).to_string());
     let mut rs = ResultSet::empty(describe_columns());
     for f in info.fields() {
         // A default that cannot read (a u64 above i64::MAX, set from Rust) shows as null.
         let default = world.field_default(id, &f.name).ok().flatten().unwrap_or(Value::Null);
-        rs.rows.push(vec![Value::Str(f.name.clone()), Value::Str(f.ty.name().to_string()), default]);
+        rs.rows.push(vec![Value::Str(f.name.clone()), Value::Str(f.ty.name().to_string()), default, storage.clone()]);
+    }
+    if info.fields().is_empty() {
+        rs.rows.push(vec![Value::Null, Value::Null, Value::Null, storage]);
     }
     rs
+}
+
+/// How the language writes a storage kind (`STORAGE SPARSE`), in lower case as listings show it.
+fn storage_name(kind: StorageKind) -> &'static str {
+    match kind {
+        StorageKind::Table => "table",
+        StorageKind::Sparse => "sparse",
+    }
 }

@@ -22,8 +22,8 @@ use crate::error::Error;
 use crate::execute::outcome::{count, write_failed};
 use crate::execute::scan::{Sink, TableCtx, run_scan};
 use crate::execute::update::StagedUpdate;
-use crate::expr::Expr;
 use crate::expr::{Evaluator, NoRows};
+use crate::expr::{Expr, ExprKind};
 use crate::plan::logical::ComponentValue;
 use crate::plan::physical::ScanPlan;
 use crate::result::ResultSet;
@@ -314,19 +314,36 @@ pub(crate) fn stage_add(
     scan: &ScanPlan,
     params: &[Value],
 ) -> Result<Staged, Error> {
-    let exprs: Vec<&Expr> = comps.iter().flat_map(|c| c.fields.iter().map(|(_, e)| e)).collect();
+    // Values that are the same for every target (literals and parameters, the usual `ADD
+    // Burning {t: 1} WHERE …`) are computed and converted once, not per row.
+    let constant = |e: &Expr| matches!(e.kind, ExprKind::Literal(_) | ExprKind::Param(_));
+    let all_constant = comps.iter().all(|c| c.fields.iter().all(|(_, e)| constant(e)));
+    let exprs: Vec<&Expr> =
+        if all_constant { Vec::new() } else { comps.iter().flat_map(|c| c.fields.iter().map(|(_, e)| e)).collect() };
     let (entities, values) = targets(scan, world, params, &exprs)?;
     // Check every conversion for every target before the first write. Components given
     // without fields (tags, or every field zero) take their zero values with nothing built
     // per target (the engine's form for "every value zero" is no values).
     let mut fields: Vec<Vec<(usize, FieldValue)>> = Vec::new();
-    if comps.iter().any(|c| !c.fields.is_empty()) {
+    if comps.iter().any(|c| !c.fields.is_empty()) && !entities.is_empty() {
         fields.reserve(entities.len() * comps.len());
-        for t in 0..entities.len() {
-            let mut k = 0;
+        if all_constant {
+            let ev = Evaluator::new(&NoRows, params);
+            let mut once = Vec::with_capacity(comps.len());
             for c in comps {
-                fields.push(convert_component(world, c, |i| values[k + i].get(t).unwrap_or(&Value::Null))?);
-                k += c.fields.len();
+                let values: Vec<Value> = c.fields.iter().map(|(_, e)| ev.eval_one(e)).collect::<Result<_, _>>()?;
+                once.push(convert_component(world, c, |k| &values[k])?);
+            }
+            for _ in 0..entities.len() {
+                fields.extend(once.iter().cloned());
+            }
+        } else {
+            for t in 0..entities.len() {
+                let mut k = 0;
+                for c in comps {
+                    fields.push(convert_component(world, c, |i| values[k + i].get(t).unwrap_or(&Value::Null))?);
+                    k += c.fields.len();
+                }
             }
         }
     }

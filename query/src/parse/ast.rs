@@ -20,7 +20,7 @@ mod expr;
 
 use std::fmt;
 
-use ecsdb_engine::FieldType;
+use ecsdb_engine::{FieldType, StorageKind};
 
 pub use crate::error::Span;
 pub(crate) use expr::prec;
@@ -373,6 +373,8 @@ pub struct CreateComponent {
     pub name: Ident,
     /// Its fields in declaration order (names may repeat: the binder rejects it).
     pub fields: Vec<FieldDecl>,
+    /// `STORAGE SPARSE | TABLE` (table when not written).
+    pub storage: StorageKind,
     /// The whole statement.
     pub span: Span,
 }
@@ -449,6 +451,8 @@ pub enum FieldChange {
         /// The new default.
         default: Option<Expr>,
     },
+    /// `SET STORAGE SPARSE | TABLE`.
+    SetStorage(StorageKind),
 }
 
 /// `RENAME COMPONENT C TO D`.

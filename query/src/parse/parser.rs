@@ -21,7 +21,7 @@ use super::spawn_shapes::SpawnShapes;
 use super::syntax_error::syntax_error;
 use crate::error::{Error, ErrorKind, suggest};
 use crate::lex::{Lexer, Splitter};
-use ecsdb_engine::{FieldType, OnDelete};
+use ecsdb_engine::{FieldType, OnDelete, StorageKind};
 use expr::leaf;
 
 /// Which grammar rule to parse the whole input as.
@@ -264,10 +264,11 @@ impl Builder {
             Rule::create_component => {
                 let name = ident(&first(pair.clone(), Rule::component_name), self.base);
                 let mut fields = Vec::new();
-                for p in all(pair, Rule::field_decl) {
+                for p in all(pair.clone(), Rule::field_decl) {
                     fields.push(self.field_decl_with_default(p)?);
                 }
-                Statement::CreateComponent(CreateComponent { name, fields, span })
+                let storage = all(pair, Rule::storage_clause).next().map_or(StorageKind::Table, |c| storage_kind(&c));
+                Statement::CreateComponent(CreateComponent { name, fields, storage, span })
             }
             Rule::alter_component => {
                 let component = ident(&first(pair.clone(), Rule::component_name), self.base);
@@ -278,6 +279,7 @@ impl Builder {
                     Rule::add_field => FieldChange::Add(self.field_decl_with_default(first(action, Rule::field_decl))?),
                     Rule::drop_field => FieldChange::Drop(names[0].clone()),
                     Rule::rename_field => FieldChange::Rename { from: names[0].clone(), to: names[1].clone() },
+                    Rule::set_storage => FieldChange::SetStorage(storage_kind(&first(action, Rule::storage_clause))),
                     _ if action.clone().into_inner().any(|q| q.as_rule() == Rule::type_name) => {
                         let (ty, ty_span) = field_type(&first(action.clone(), Rule::type_name), self.base)?;
                         let using = match action.into_inner().find(|q| q.as_rule() == Rule::field_using) {
@@ -699,3 +701,11 @@ pub(crate) fn collapse_whitespace(text: &str) -> String {
 
 #[cfg(test)]
 mod tests;
+
+/// The kind a `storage_clause` names.
+fn storage_kind(clause: &Pair<'_, Rule>) -> StorageKind {
+    match clause.clone().into_inner().nth(1).map(|p| p.as_rule()) {
+        Some(Rule::kw_sparse) => StorageKind::Sparse,
+        _ => StorageKind::Table,
+    }
+}

@@ -82,6 +82,9 @@ pub(super) fn expected_label(rule: Rule) -> Option<(u8, &'static str)> {
         kw_using => (64, "`USING`"),
         kw_references | reference => (65, "`REFERENCES`"),
         kw_default | field_default => (65, "`DEFAULT`"),
+        kw_storage | storage_clause => (65, "`STORAGE`"),
+        kw_sparse => (64, "`SPARSE`"),
+        kw_table => (64, "`TABLE`"),
         kw_acyclic => (66, "`ACYCLIC`"),
         kw_delete => (67, "`DELETE`"),
         kw_cascade => (68, "`CASCADE`"),
@@ -105,7 +108,9 @@ pub(super) fn expected_label(rule: Rule) -> Option<(u8, &'static str)> {
         setting_name => (29, "a setting name"),
         kw_tick | tick => (STATEMENT_RANK, "`TICK`"),
         kw_set_statement => (STATEMENT_RANK, "`SET`"),
-        alter_component | rename_component | add_field | drop_field | rename_field | alter_field => (1, "a statement"),
+        alter_component | rename_component | add_field | drop_field | rename_field | alter_field | set_storage => {
+            (1, "a statement")
+        }
         create_system | drop_system | set_setting | system_body | system_block | single_system_body => {
             (1, "a statement")
         }

@@ -110,14 +110,21 @@ pub fn explain_select(phys: &PhysicalSelect, world: &World, params: &[ParamSpec]
         let mut est = base;
         for check in &tp.checks {
             let name = |s: &usize| plan.source.slots.get(*s).map_or("?", |c| c.name.as_str()).to_string();
-            text.push_str(&match check {
-                RowCheck::Has(s) => format!("; has sparse {}", name(s)),
-                RowCheck::Lacks(s) => format!("; lacks sparse {}", name(s)),
-                RowCheck::AnyOf(ss) => {
-                    format!("; has one of sparse {}", ss.iter().map(name).collect::<Vec<_>>().join(", "))
-                }
-            });
-            est *= 0.5;
+            // The share of the world's entities that hold a sparse component.
+            let held = |s: &usize| {
+                let len = scan.slots.get(*s).and_then(|c| world.sparse_set(c.id)).map_or(0, |set| set.len());
+                len as f64 / world.len().max(1) as f64
+            };
+            let (what, share) = match check {
+                RowCheck::Has(s) => (format!("; has sparse {}", name(s)), held(s)),
+                RowCheck::Lacks(s) => (format!("; lacks sparse {}", name(s)), 1.0 - held(s)),
+                RowCheck::AnyOf(ss) => (
+                    format!("; has one of sparse {}", ss.iter().map(name).collect::<Vec<_>>().join(", ")),
+                    ss.iter().map(held).sum::<f64>().min(1.0),
+                ),
+            };
+            text.push_str(&what);
+            est *= share.clamp(0.0, 1.0);
         }
         match &*tp.filter {
             TableFilter::Never => {
@@ -183,7 +190,7 @@ pub fn explain_select(phys: &PhysicalSelect, world: &World, params: &[ParamSpec]
         ),
         Access::Index(ix) => format!(
             "SEARCH {terms} USING {} (index est. {} rows; {})",
-            ix.description,
+            ix.lookup.describe_now(world, total_rows).unwrap_or_else(|| ix.description.clone()),
             ix.estimated_rows,
             rows(estimate)
         ),

@@ -63,6 +63,13 @@ pub trait IndexLookup: Send + Sync {
     fn component(&self) -> Option<ComponentId> {
         None
     }
+
+    /// What EXPLAIN shows after `USING` when it depends on the world as it is now (a cached
+    /// plan's [`IndexScan::description`] was written when it was planned); `scan_rows` are
+    /// the matched tables' rows now. `None`: the description stands.
+    fn describe_now(&self, _world: &World, _scan_rows: usize) -> Option<String> {
+        None
+    }
 }
 
 /// An access path through secondary indexes: one index's answer, or several combined.

@@ -12,6 +12,7 @@ pub mod index_choice;
 pub mod index_lookup;
 pub mod logical;
 pub mod physical;
+mod sparse_drive;
 
 use std::sync::Arc;
 

@@ -329,7 +329,9 @@ impl ScanPlan {
         let tables = world.tables();
         let mut changed = false;
         if self.tables_seen < tables.len() {
-            for t in &tables[self.tables_seen..] {
+            // A retired table (emptied by `SET STORAGE SPARSE`) stays empty while the plan
+            // lives: a storage change makes statements prepare again.
+            for t in tables[self.tables_seen..].iter().filter(|t| !world.is_retired_table(t)) {
                 if let Some(tp) = self.match_table(t) {
                     self.tables.push(tp);
                 }
@@ -423,9 +425,15 @@ fn choose_access(source: &Source, world: &World, scan_rows: usize, options: crat
             }
         }
     }
-    match crate::plan::index_choice::choose_index_or_why(source, world, scan_rows, options) {
-        Ok(ix) => Access::Index(ix),
-        Err(reason) => Access::Scan { reason },
+    // A small sparse set of a required component beats both a scan and an index answering
+    // more rows (it decides at run time between itself and the scan).
+    let sparse = crate::plan::sparse_drive::smallest_required_set(source, world, scan_rows);
+    match (crate::plan::index_choice::choose_index_or_why(source, world, scan_rows, options), sparse) {
+        (Ok(ix), Some(Ok((len, set)))) if len < ix.estimated_rows => Access::Index(set),
+        (Ok(ix), _) => Access::Index(ix),
+        (Err(_), Some(Ok((_, set)))) => Access::Index(set),
+        (Err(no_index), Some(Err(no_set))) => Access::Scan { reason: format!("{no_index}; {no_set}") },
+        (Err(reason), None) => Access::Scan { reason },
     }
 }
 
