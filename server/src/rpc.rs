@@ -403,6 +403,7 @@ impl Methods {
                 let tables: Vec<Json> = w
                     .tables()
                     .iter()
+                    .filter(|t| !w.is_retired_table(t))
                     .map(|t| {
                         let names: Vec<&str> = t.components().iter().map(|c| w.components().info(*c).name()).collect();
                         json!({ "components": names, "rows": t.len() })
@@ -473,7 +474,7 @@ impl Methods {
                 json!({
                     "tick": s.tick,
                     "entities": w.len(),
-                    "tables": w.tables().len(),
+                    "tables": w.tables().iter().filter(|t| !w.is_retired_table(t)).count(),
                     "tick_ms": { "last": times.last, "p50": times.p50, "p99": times.p99 },
                     "systems": systems,
                     "memory_bytes": m.component_bytes + m.overhead_bytes,

@@ -294,6 +294,18 @@ fn an_alter_over_exec_reaches_the_schema_and_queries_of_its_tick() {
     // A refused change is an error with its kind, and the world keeps its fields.
     let (k, data) = code(c.call("exec", json!({"text": "ALTER COMPONENT Health DROP FIELD nope"})));
     assert_eq!((k, data.unwrap()["kind"].clone()), (-32000, json!("unknown_field")));
+    // A storage change: the schema of its tick says so, and the answers stay.
+    let ok = c.call("exec", json!({"text": "ALTER COMPONENT Health SET STORAGE SPARSE"})).unwrap();
+    let tick = ok["tick"].as_u64().unwrap();
+    let storage = eventually("a schema of the storage change's tick", Duration::from_secs(10), || {
+        let schema = c.call("schema", json!({})).ok()?;
+        (schema["tick"].as_u64()? >= tick).then_some(schema)
+    });
+    let health = storage["components"].as_array().unwrap().iter().find(|c| c["name"] == "Health").unwrap();
+    assert_eq!(health["storage"], json!("sparse"));
+    let answer =
+        c.call("query", json!({"text": "SELECT Health.hp, Health.cap, Health.armor ORDER BY entity"})).unwrap();
+    assert_eq!(answer["rows"], json!([[10, 20, 3], [50, 50, 3]]));
 }
 
 #[test]

@@ -373,3 +373,25 @@ fn field_defaults_travel_in_the_schema() {
         fs::remove_dir_all(&dir).unwrap();
     }
 }
+
+/// A component moved between storages on a live world (`ALTER COMPONENT … SET STORAGE`)
+/// exports and imports with its new storage and the same values, in every format.
+#[test]
+fn a_moved_storage_round_trips() {
+    use ecsdb_engine::{ComponentChange, StorageKind};
+    let mut world = sample_world();
+    let (pos, note) = (world.component_id("Pos").unwrap(), world.component_id("Note").unwrap());
+    drop(world.alter_component(pos, &ComponentChange::SetStorage(StorageKind::Sparse)).unwrap());
+    drop(world.alter_component(note, &ComponentChange::SetStorage(StorageKind::Table)).unwrap());
+    for format in Format::ALL {
+        let dir = temp_dir(&format!("moved-{format}"));
+        export(&world, &dir, &ExportOptions { format, components: None }).unwrap();
+        let mut back = World::new();
+        import(&mut back, &dir, &ImportOptions::default()).unwrap();
+        assert_eq!(dump(&back), dump(&world), "{format}");
+        let storage = |w: &World, name: &str| w.components().by_name(name).unwrap().storage();
+        assert_eq!(storage(&back, "Pos"), StorageKind::Sparse, "{format}");
+        assert_eq!(storage(&back, "Note"), StorageKind::Table, "{format}");
+        fs::remove_dir_all(&dir).unwrap();
+    }
+}

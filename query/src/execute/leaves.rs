@@ -107,7 +107,17 @@ impl<'w> TableCtx<'w> {
                 Some(reader) => gather_field(reader, rows).map_err(oor),
                 None => Ok(Vector::nulls(rows.len())),
             },
-            Some(SlotReader::Sparse(..)) => {
+            Some(SlotReader::Sparse(set, readers)) => {
+                // Every row's entity holds it (a required term): its dense rows, gathered as
+                // a typed column read is.
+                let Some(reader) = readers.get(field) else { return Ok(Vector::nulls(rows.len())) };
+                let dense: Option<Vec<u32>> = rows
+                    .iter()
+                    .map(|&r| self.entities.get(r as usize).and_then(|e| set.row(*e)).map(|d| d as u32))
+                    .collect();
+                if let Some(dense) = dense {
+                    return gather_field(reader, &dense).map_err(oor);
+                }
                 let mut out = Vec::with_capacity(rows.len());
                 for &r in rows {
                     out.push(match self.locate(slot, r) {

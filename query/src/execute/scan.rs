@@ -12,7 +12,7 @@ use std::rc::Rc;
 
 use ecsdb_engine::index::IndexPredicate;
 use ecsdb_engine::storage::{ArchetypeTable, FieldPlace, FieldView, SparseSet, TableId};
-use ecsdb_engine::{ChangeWindow, Entity, FieldType, Value, World};
+use ecsdb_engine::{ChangeWindow, ComponentId, Entity, FieldType, Value, World};
 use roaring::RoaringBitmap;
 
 use crate::error::{Error, ErrorKind};
@@ -512,6 +512,13 @@ pub fn run_scan<'w>(
         _ => &[],
     };
     let live = |s: &&FilterStep| !decided.contains(&s.expr().span);
+    // Every entity a sparse set answers holds its component: that presence check is decided
+    // on the answer's rows.
+    let held: Option<ComponentId> = match (&plan.access, &restrict) {
+        (Access::Index(ix), Some(_)) => ix.lookup.holders_of(),
+        _ => None,
+    };
+    let needed = |c: &&RowCheck| !matches!(c, RowCheck::Has(s) if plan.slots.get(*s).map(|s| s.id) == held);
     // Made for the first table whose rows are read (a bare count reads none).
     let mut function_sets = None;
     for (plan_index, tp) in plan.tables.iter().enumerate() {
@@ -522,7 +529,8 @@ pub fn run_scan<'w>(
         };
         let Some(table) = world.tables().get(tp.table.index()) else { continue };
         let left = if decided.is_empty() { steps.len() } else { steps.iter().filter(live).count() };
-        let bare_count = left == 0 && tp.checks.is_empty() && sink.count_only();
+        let checks = || tp.checks.iter().filter(needed);
+        let bare_count = left == 0 && checks().next().is_none() && sink.count_only();
         let mut sel = match &restrict {
             None if table.is_empty() => continue,
             None => Selection::All(table.len()),
@@ -544,7 +552,7 @@ pub fn run_scan<'w>(
         }
         let sets = function_sets.get_or_insert_with(|| FunctionSets::new(world));
         let Some(ctx) = TableCtx::new(world, plan, plan_index, sets) else { continue };
-        for check in &tp.checks {
+        for check in checks() {
             apply_check(check, &ctx, &mut sel);
         }
         let mut counted = None;

@@ -64,6 +64,13 @@ pub trait IndexLookup: Send + Sync {
         None
     }
 
+    /// A component every entity of a run's answer holds at that moment (the entities of a
+    /// sparse set), so that the scan need not check it again; `None` for an index, whose
+    /// removals may wait in a buffer.
+    fn holders_of(&self) -> Option<ComponentId> {
+        None
+    }
+
     /// What EXPLAIN shows after `USING` when it depends on the world as it is now (a cached
     /// plan's [`IndexScan::description`] was written when it was planned); `scan_rows` are
     /// the matched tables' rows now. `None`: the description stands.

@@ -48,6 +48,10 @@ impl IndexLookup for SparseSetLookup {
         Some(self.component)
     }
 
+    fn holders_of(&self) -> Option<ComponentId> {
+        Some(self.component)
+    }
+
     fn describe_now(&self, world: &World, scan_rows: usize) -> Option<String> {
         let len = world.sparse_set(self.component).map_or(0, |s| s.len());
         let name = world.components().info(self.component).name();
