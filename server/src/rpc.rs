@@ -3,7 +3,7 @@
 
 use std::str::FromStr;
 
-use ecsdb_engine::{Entity, StorageKind, Value};
+use ecsdb_engine::{Entity, Value};
 use ecsdb_query::lex::KEYWORDS;
 use ecsdb_query::live::Reader;
 use ecsdb_query::{BUILTIN_FUNCTIONS, Error, ErrorKind, Params, ResultSet, value_to_json};
@@ -388,11 +388,7 @@ impl Methods {
                                 field
                             })
                             .collect();
-                        let storage = match info.storage() {
-                            StorageKind::Table => "table",
-                            StorageKind::Sparse => "sparse",
-                        };
-                        json!({ "name": info.name(), "fields": fields, "storage": storage, "entities": w.component_count(info.id()) })
+                        json!({ "name": info.name(), "fields": fields, "storage": info.storage().to_string(), "entities": w.component_count(info.id()) })
                     })
                     .collect();
                 let indexes: Vec<Json> = w

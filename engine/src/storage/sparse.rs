@@ -73,14 +73,9 @@ impl SparseSet {
             unsafe { self.dense.replace(r, src, tick) };
             return;
         }
-        let i = e.index() as usize;
-        if self.sparse.len() <= i {
-            self.sparse.resize(i + 1, ABSENT);
-        }
-        self.sparse[i] = self.entities.len() as u32;
-        self.entities.push(e);
         // SAFETY: forwarded from the caller.
         unsafe { self.dense.push_from(src, tick) };
+        self.push_entity(e);
     }
 
     /// Removes the entity's value, handing it to `take` (which must move it out) or dropping
@@ -110,12 +105,7 @@ impl SparseSet {
         let before = self.dense.len();
         let out = push(&mut self.dense);
         assert_eq!(self.dense.len(), before + 1, "one value pushed");
-        let i = e.index() as usize;
-        if self.sparse.len() <= i {
-            self.sparse.resize(i + 1, ABSENT);
-        }
-        self.sparse[i] = self.entities.len() as u32;
-        self.entities.push(e);
+        self.push_entity(e);
         out
     }
 
@@ -128,6 +118,11 @@ impl SparseSet {
         debug_assert!(!self.contains(e));
         // SAFETY: `write` initialises the row before the set is used again (the caller's promise).
         write(unsafe { self.dense.push_uninit(tick) });
+        self.push_entity(e);
+    }
+
+    /// Records `e` as the entity of the value just appended to the dense column.
+    fn push_entity(&mut self, e: Entity) {
         let i = e.index() as usize;
         if self.sparse.len() <= i {
             self.sparse.resize(i + 1, ABSENT);

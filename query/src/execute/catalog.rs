@@ -1,6 +1,6 @@
 //! Schema statements: CREATE COMPONENT, CREATE / DROP INDEX, SHOW, DESCRIBE.
 
-use ecsdb_engine::{ComponentDef, ComponentId, StorageKind, Value, World};
+use ecsdb_engine::{ComponentDef, ComponentId, Value, World};
 
 use crate::error::{Error, ErrorKind, Span};
 use crate::plan::logical::ShowKind;
@@ -113,7 +113,7 @@ pub fn show(world: &World, kind: ShowKind) -> ResultSet {
                 rs.rows.push(vec![
                     Value::Str(info.name().to_string()),
                     Value::Str(fields_text(world, info.id())),
-                    Value::Str(storage_name(info.storage()).to_string()),
+                    Value::Str(info.storage().to_string()),
                     Value::Int(world.component_count(info.id()) as i64),
                 ]);
             }
@@ -146,7 +146,7 @@ pub fn show(world: &World, kind: ShowKind) -> ResultSet {
 /// fields (a tag) has one row, its field and type null, so that its storage shows too.
 pub fn describe(world: &World, id: ComponentId) -> ResultSet {
     let info = world.components().info(id);
-    let storage = Value::Str(storage_name(info.storage()).to_string());
+    let storage = Value::Str(info.storage().to_string());
     let mut rs = ResultSet::empty(describe_columns());
     for f in info.fields() {
         // A default that cannot read (a u64 above i64::MAX, set from Rust) shows as null.
@@ -157,12 +157,4 @@ pub fn describe(world: &World, id: ComponentId) -> ResultSet {
         rs.rows.push(vec![Value::Null, Value::Null, Value::Null, storage]);
     }
     rs
-}
-
-/// How the language writes a storage kind (`STORAGE SPARSE`), in lower case as listings show it.
-fn storage_name(kind: StorageKind) -> &'static str {
-    match kind {
-        StorageKind::Table => "table",
-        StorageKind::Sparse => "sparse",
-    }
 }

@@ -59,9 +59,14 @@ impl IndexLookup for SparseSetLookup {
     }
 }
 
+/// `n entities`.
+fn entities(len: usize) -> String {
+    format!("{len} entit{}", if len == 1 { "y" } else { "ies" })
+}
+
 /// `SPARSE SET C (n entities, …)`, as EXPLAIN shows the access path.
 fn describe(name: &str, len: usize, drives: bool) -> String {
-    let entities = format!("{len} entit{}", if len == 1 { "y" } else { "ies" });
+    let entities = entities(len);
     if drives {
         format!("SPARSE SET {name} ({entities}, each located)")
     } else {
@@ -89,9 +94,8 @@ pub(crate) fn smallest_required_set(
         .filter(|s| components.info(s.id).storage() == StorageKind::Sparse)
         .map(|s| (world.sparse_set(s.id).map_or(0, |set| set.len()), s.id, s.name.as_str()))
         .min_by_key(|(len, ..)| *len)?;
-    let entities = format!("{len} entit{}", if len == 1 { "y" } else { "ies" });
     if scan_rows > 0 && !drives(len, scan_rows) {
-        return Some(Err(format!("the sparse set of {name} ({entities}) is not small enough to drive it")));
+        return Some(Err(format!("the sparse set of {name} ({}) is not small enough to drive it", entities(len))));
     }
     let scan = IndexScan {
         description: describe(name, len, true),
