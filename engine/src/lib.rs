@@ -85,8 +85,8 @@ pub use value::{
     read_object,
 };
 pub use world::{
-    AlteredComponent, ComponentChange, ComponentWriter, FieldRows, IndexFunction, IndexReader, MemoryUsage, Mirrored,
-    RowByRow, RowRewrite, TypedFieldValues, World,
+    AlteredComponent, BulkValues, ComponentChange, ComponentWriter, FieldRows, IndexFunction, IndexReader, MemoryUsage,
+    Mirrored, RowByRow, RowRewrite, TypedFieldValues, World,
 };
 
 #[doc(hidden)]

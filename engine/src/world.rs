@@ -277,6 +277,7 @@ impl World {
     }
 
     /// Whether the handle refers to a live entity.
+    #[inline]
     pub fn is_alive(&self, e: Entity) -> bool {
         self.entities.contains(e)
     }
@@ -797,5 +798,6 @@ pub use mirror::Mirrored;
 pub use writers::ComponentWriter;
 
 mod bulk;
+pub use bulk::BulkValues;
 #[cfg(test)]
 mod tests;

@@ -12,11 +12,72 @@ use super::{OwnedValue, Storage, World, sparse_mut};
 use crate::component::{ComponentId, ComponentInfo, StorageKind};
 use crate::entity::{Entity, EntityLocation};
 use crate::error::{EngineError, Result};
-use crate::storage::TableId;
+use crate::storage::{SparseSet, TableId};
+use crate::tick::Tick;
 use crate::value::{ComponentValues, FieldValue};
 
 /// Converted field values of one component for one entity (see [`World::convert_fields`]).
 type ComponentFields = Vec<(usize, FieldValue)>;
+
+/// The values [`World::insert_many`] gives its targets: fields left out of a component's
+/// converted fields take their zero values.
+#[derive(Clone, Debug, PartialEq)]
+pub enum BulkValues {
+    /// Every component's zero value on every target (`ADD Frozen`, a tag): nothing per target
+    /// to build or check.
+    Zero,
+    /// The same converted fields on every target (`ADD Burning {t: 1} WHERE …`), one entry
+    /// per component: checked once, not copied per target before the write.
+    Same(Vec<ComponentFields>),
+    /// `values[t * k + j]` holds target `t`'s converted fields of component `j` (`k`
+    /// components).
+    PerTarget(Vec<ComponentFields>),
+}
+
+/// [`BulkValues`] being written: hands each target's fields of each component out once.
+enum FieldSource {
+    Zero,
+    Same(Vec<ComponentFields>),
+    PerTarget(Vec<Option<ComponentFields>>, usize),
+}
+
+impl FieldSource {
+    fn new(values: BulkValues, k: usize) -> FieldSource {
+        match values {
+            BulkValues::Zero => FieldSource::Zero,
+            BulkValues::Same(v) => FieldSource::Same(v),
+            BulkValues::PerTarget(v) => FieldSource::PerTarget(v.into_iter().map(Some).collect(), k),
+        }
+    }
+
+    /// Target `i`'s fields of component `j`.
+    fn take(&mut self, i: usize, j: usize) -> Fields<'_> {
+        match self {
+            FieldSource::Zero => Fields::Owned(Vec::new().into_iter()),
+            FieldSource::Same(v) => Fields::Shared(v[j].iter()),
+            FieldSource::PerTarget(v, k) => {
+                Fields::Owned(v[i * *k + j].take().expect("each value is used once").into_iter())
+            }
+        }
+    }
+}
+
+/// One target's converted fields of one component, moved or cloned.
+enum Fields<'a> {
+    Owned(std::vec::IntoIter<(usize, FieldValue)>),
+    Shared(std::slice::Iter<'a, (usize, FieldValue)>),
+}
+
+impl Iterator for Fields<'_> {
+    type Item = (usize, FieldValue);
+
+    fn next(&mut self) -> Option<Self::Item> {
+        match self {
+            Fields::Owned(it) => it.next(),
+            Fields::Shared(it) => it.next().cloned(),
+        }
+    }
+}
 
 /// The targets of one source table: their rows (ascending) and their positions in the
 /// caller's target list.
@@ -53,6 +114,36 @@ impl World {
             }
         }
         Ok(groups)
+    }
+
+    /// Fails (changing nothing) on a stale or repeated target, as [`World::group_targets`]
+    /// does, for operations that move no rows and so need no grouping.
+    fn check_targets(&self, targets: &[Entity]) -> Result<()> {
+        let slots = self.entities.capacity_used();
+        let twice = |e: Entity| EngineError::Invalid(format!("entity {e} given twice"));
+        for &e in targets {
+            if !self.entities.contains(e) {
+                return Err(EngineError::StaleEntity(e));
+            }
+        }
+        // A bit per entity slot when the targets are many; sorted indexes when few.
+        if targets.len() >= slots / 64 {
+            let mut seen = vec![0u64; slots.div_ceil(64)];
+            for &e in targets {
+                let (word, bit) = (e.index() as usize / 64, 1u64 << (e.index() % 64));
+                if seen[word] & bit != 0 {
+                    return Err(twice(e));
+                }
+                seen[word] |= bit;
+            }
+        } else {
+            let mut order: Vec<Entity> = targets.to_vec();
+            order.sort_unstable_by_key(|e| e.index());
+            if let Some(w) = order.windows(2).find(|w| w[0] == w[1]) {
+                return Err(twice(w[0]));
+            }
+        }
+        Ok(())
     }
 
     /// Records the new rows of entities moved by a bulk operation.
@@ -99,18 +190,25 @@ impl World {
     /// target and id, but table by table. Returns how many targets had at least one of them.
     /// Fails, changing nothing, if a target is stale or repeated.
     pub fn remove_many(&mut self, targets: &[Entity], ids: &[ComponentId]) -> Result<usize> {
-        let groups = self.group_targets(targets)?;
+        let is_sparse = |c: &ComponentId| self.components.info(*c).storage() == StorageKind::Sparse;
+        let only_sparse = ids.iter().all(is_sparse);
+        let groups = if only_sparse {
+            self.check_targets(targets)?;
+            Vec::new()
+        } else {
+            self.group_targets(targets)?
+        };
         let mut had = vec![false; targets.len()];
         for &id in ids {
-            if self.components.info(id).storage() != StorageKind::Sparse {
+            if !is_sparse(&id) {
                 continue;
             }
-            for (i, &e) in targets.iter().enumerate() {
-                if self.sparse_set(id).is_some_and(|s| s.contains(e)) {
-                    self.note_removed(e, id);
-                    self.storage.sparse[id.index()].as_mut().expect("contains it").remove(e, None);
+            let Self { storage, indexes, .. } = self;
+            if let Some(set) = storage.sparse.get_mut(id.index()).and_then(Option::as_mut) {
+                set.remove_entities(targets, |i| {
+                    indexes.note_removed(targets[i], id);
                     had[i] = true;
-                }
+                });
             }
         }
         for g in groups {
@@ -144,30 +242,32 @@ impl World {
     }
 
     /// Adds (or overwrites) components on every target; as [`World::insert_values`] on each,
-    /// but table by table. `components` lists the component ids; `values[t * k + j]` holds
-    /// target `t`'s converted fields of component `j` (`k = components.len()`; fields left
-    /// out are zero), or `values` is empty and every component takes its zero value on every
-    /// target (`ADD Frozen`, a tag: nothing per target to build or check). Fails, changing
-    /// nothing, if a target is stale or repeated, a component is opaque or listed twice, or a
-    /// value does not fit its field.
-    pub fn insert_many(
-        &mut self,
-        targets: &[Entity],
-        components: &[ComponentId],
-        values: Vec<Vec<(usize, FieldValue)>>,
-    ) -> Result<()> {
-        let zero = values.is_empty();
-        if zero {
-            self.check_components(components)?;
-        } else {
-            self.check_component_values(components, &values, targets.len())?;
+    /// but table by table. `components` lists the component ids and `values` their values
+    /// (see [`BulkValues`]). Only entities whose table components are new move; sparse
+    /// components are written where the entities are. Fails, changing nothing, if a target is
+    /// stale or repeated, a component is opaque or listed twice, or a value does not fit its
+    /// field.
+    pub fn insert_many(&mut self, targets: &[Entity], components: &[ComponentId], values: BulkValues) -> Result<()> {
+        match &values {
+            BulkValues::Zero => self.check_components(components)?,
+            BulkValues::Same(v) => self.check_component_values(components, v, 1)?,
+            BulkValues::PerTarget(v) => self.check_component_values(components, v, targets.len())?,
         }
-        let groups = self.group_targets(targets)?;
+        let zero = values == BulkValues::Zero;
         let tick = self.change_tick();
-        let k = components.len();
-        let mut values: Vec<Option<ComponentFields>> = values.into_iter().map(Some).collect();
+        let mut values = FieldSource::new(values, components.len());
         let table_ids: Vec<ComponentId> =
             components.iter().copied().filter(|&c| self.components.info(c).storage() == StorageKind::Table).collect();
+        if table_ids.is_empty() {
+            // Nothing moves: no grouping by table, each component written in one pass.
+            self.check_targets(targets)?;
+            for (j, &c) in components.iter().enumerate() {
+                let set = sparse_mut(&mut self.storage.sparse, c, &self.components);
+                write_sparse(set, self.components.info(c), tick, targets, 0..targets.len(), &mut values, j);
+            }
+            return Ok(());
+        }
+        let groups = self.group_targets(targets)?;
         for g in &groups {
             let from = g.table;
             let mut set: Vec<ComponentId> = self.storage.tables[from.index()].components().to_vec();
@@ -181,30 +281,10 @@ impl World {
             let dst = &mut tables[to.index()];
             for (j, &c) in components.iter().enumerate() {
                 let info = self.components.info(c);
-                // Every target's fields of this component (none: its zero value).
-                let mut take = |i: usize| {
-                    if zero {
-                        return Vec::new();
-                    }
-                    values[i * k + j].take().expect("each value is used once")
-                };
                 match (info.storage(), first) {
                     (StorageKind::Sparse, _) => {
                         let set = sparse_mut(sparse, c, &self.components);
-                        for &i in &g.targets {
-                            let e = targets[i];
-                            if set.contains(e) {
-                                let v = OwnedValue::from_converted(info, take(i));
-                                // SAFETY: a valid value of `c`, given up below (not dropped).
-                                unsafe { set.insert(e, v.ptr.as_ptr(), tick) };
-                                forget(v);
-                            } else {
-                                let fields = take(i);
-                                // SAFETY: the zero value is written into the fresh row, then
-                                // fields converted for this component over it.
-                                unsafe { set.push_written(e, tick, |p| write_value(info, p, fields)) };
-                            }
-                        }
+                        write_sparse(set, info, tick, targets, g.targets.iter().copied(), &mut values, j);
                     }
                     // A new column of zero values: pushed for every moved row at once.
                     (StorageKind::Table, Some(_)) if !had[j] && zero => {
@@ -220,7 +300,7 @@ impl World {
                             // fields converted for this component over it.
                             unsafe {
                                 let p = col.push_uninit(tick);
-                                write_value(info, p, take(i));
+                                write_value(info, p, values.take(i, j));
                             }
                         }
                     }
@@ -232,7 +312,7 @@ impl World {
                                 Some(f) => f + n,
                                 None => g.rows[n] as usize,
                             };
-                            let v = OwnedValue::from_converted(info, take(i));
+                            let v = OwnedValue::from_converted(info, values.take(i, j));
                             // SAFETY: a valid value of `c`, given up below (not dropped).
                             unsafe { col.replace(row, v.ptr.as_ptr(), tick) };
                             forget(v);
@@ -377,6 +457,35 @@ impl World {
             }
         }
         Ok(())
+    }
+}
+
+/// Writes sparse component `info` (component `j` of the bulk write) of `targets[i]` for each
+/// `i` of `which`, with its fields from `values` over its zero value: overwritten where the
+/// entity has the component, appended where it does not. The fields have passed
+/// [`check_fields`].
+fn write_sparse(
+    set: &mut SparseSet,
+    info: &ComponentInfo,
+    tick: Tick,
+    targets: &[Entity],
+    which: impl ExactSizeIterator<Item = usize>,
+    values: &mut FieldSource,
+    j: usize,
+) {
+    set.reserve(which.len());
+    for i in which {
+        let e = targets[i];
+        if set.contains(e) {
+            let v = OwnedValue::from_converted(info, values.take(i, j));
+            // SAFETY: a valid value of this set's component, given up below (not dropped).
+            unsafe { set.insert(e, v.ptr.as_ptr(), tick) };
+            forget(v);
+        } else {
+            // SAFETY: the zero value is written into the fresh row, then fields converted for
+            // this component over it.
+            unsafe { set.push_written(e, tick, |p| write_value(info, p, values.take(i, j))) };
+        }
     }
 }
 

@@ -16,7 +16,9 @@
 //! re-checks what may have changed since: targets that died meanwhile are skipped, and
 //! references are checked against the world being written.
 
-use ecsdb_engine::{ComponentId, ComponentValues, Entity, FieldValue, ReferenceWrite, Value, World, convert_value};
+use ecsdb_engine::{
+    BulkValues, ComponentId, ComponentValues, Entity, FieldValue, ReferenceWrite, Value, World, convert_value,
+};
 
 use crate::error::Error;
 use crate::execute::outcome::{count, write_failed};
@@ -202,8 +204,8 @@ pub(crate) enum Staged {
     Spawn(SpawnValues),
     /// DESPAWN: the targets (ON DELETE is decided when written).
     Despawn(Vec<Entity>),
-    /// ADD: the targets, the components and, per target and component, the converted fields.
-    Add { entities: Vec<Entity>, ids: Vec<ComponentId>, fields: Vec<Vec<(usize, FieldValue)>> },
+    /// ADD: the targets, the components and their converted fields.
+    Add { entities: Vec<Entity>, ids: Vec<ComponentId>, fields: BulkValues },
     /// REMOVE: the targets and the components removed.
     Remove(Vec<Entity>, Vec<ComponentId>),
     /// UPDATE: the converted values of every target row.
@@ -253,15 +255,17 @@ impl Staged {
             }
             Staged::Add { mut entities, ids, mut fields } => {
                 if entities.iter().any(|e| !world.is_alive(*e)) {
-                    let per = ids.len();
-                    let mut kept = Vec::with_capacity(fields.len());
-                    for (e, f) in entities.iter().zip(fields.chunks_mut(per)) {
-                        if world.is_alive(*e) {
-                            kept.extend(f.iter_mut().map(std::mem::take));
+                    if let BulkValues::PerTarget(per_target) = &mut fields {
+                        let per = ids.len();
+                        let mut kept = Vec::with_capacity(per_target.len());
+                        for (e, f) in entities.iter().zip(per_target.chunks_mut(per)) {
+                            if world.is_alive(*e) {
+                                kept.extend(f.iter_mut().map(std::mem::take));
+                            }
                         }
+                        *per_target = kept;
                     }
                     entities.retain(|e| world.is_alive(*e));
-                    fields = kept;
                 }
                 // Checked when the statement ran; again here, against the world being written
                 // (a target may have died since, or a loop formed).
@@ -323,30 +327,28 @@ pub(crate) fn stage_add(
     let (entities, values) = targets(scan, world, params, &exprs)?;
     // Check every conversion for every target before the first write. Components given
     // without fields (tags, or every field zero) take their zero values with nothing built
-    // per target (the engine's form for "every value zero" is no values).
-    let mut fields: Vec<Vec<(usize, FieldValue)>> = Vec::new();
-    if comps.iter().any(|c| !c.fields.is_empty()) && !entities.is_empty() {
-        fields.reserve(entities.len() * comps.len());
-        if all_constant {
-            let ev = Evaluator::new(&NoRows, params);
-            let mut once = Vec::with_capacity(comps.len());
+    // per target; constant values are converted once and shared by every target.
+    let fields = if comps.iter().all(|c| c.fields.is_empty()) || entities.is_empty() {
+        BulkValues::Zero
+    } else if all_constant {
+        let ev = Evaluator::new(&NoRows, params);
+        let mut once = Vec::with_capacity(comps.len());
+        for c in comps {
+            let values: Vec<Value> = c.fields.iter().map(|(_, e)| ev.eval_one(e)).collect::<Result<_, _>>()?;
+            once.push(convert_component(world, c, |k| &values[k])?);
+        }
+        BulkValues::Same(once)
+    } else {
+        let mut per_target = Vec::with_capacity(entities.len() * comps.len());
+        for t in 0..entities.len() {
+            let mut k = 0;
             for c in comps {
-                let values: Vec<Value> = c.fields.iter().map(|(_, e)| ev.eval_one(e)).collect::<Result<_, _>>()?;
-                once.push(convert_component(world, c, |k| &values[k])?);
-            }
-            for _ in 0..entities.len() {
-                fields.extend(once.iter().cloned());
-            }
-        } else {
-            for t in 0..entities.len() {
-                let mut k = 0;
-                for c in comps {
-                    fields.push(convert_component(world, c, |i| values[k + i].get(t).unwrap_or(&Value::Null))?);
-                    k += c.fields.len();
-                }
+                per_target.push(convert_component(world, c, |i| values[k + i].get(t).unwrap_or(&Value::Null))?);
+                k += c.fields.len();
             }
         }
-    }
+        BulkValues::PerTarget(per_target)
+    };
     // References too, as SPAWN and UPDATE check theirs: a refusal is this statement's, so in
     // a system it ends the block.
     let ids: Vec<ComponentId> = comps.iter().map(|c| c.id).collect();
@@ -354,14 +356,13 @@ pub(crate) fn stage_add(
     Ok(Staged::Add { entities, ids, fields })
 }
 
-/// Checks the references an ADD of components `ids` to `entities` would write (`fields`: per
-/// target, per component, the converted fields), on the statement's final state: each target
-/// live or null, no `ACYCLIC` loop.
+/// Checks the references an ADD of components `ids` to `entities` would write, on the
+/// statement's final state: each target live or null, no `ACYCLIC` loop.
 fn check_add_references(
     world: &World,
     entities: &[Entity],
     ids: &[ComponentId],
-    fields: &[Vec<(usize, FieldValue)>],
+    fields: &BulkValues,
 ) -> Result<(), Error> {
     // A tag, or components without reference fields (the common ADD): nothing to check.
     let declares =
@@ -370,10 +371,16 @@ fn check_add_references(
         return Ok(());
     }
     let mut refs = Vec::new();
-    for (e, per_target) in entities.iter().zip(fields.chunks(ids.len().max(1))) {
-        for (id, f) in ids.iter().zip(per_target) {
-            reference_writes(world, Some(*e), *id, f, &mut refs);
+    let mut check = |e: Entity, per_component: &[Vec<(usize, FieldValue)>]| {
+        for (id, f) in ids.iter().zip(per_component) {
+            reference_writes(world, Some(e), *id, f, &mut refs);
         }
+    };
+    match fields {
+        // Zero values write null references: nothing to check.
+        BulkValues::Zero => {}
+        BulkValues::Same(once) => entities.iter().for_each(|&e| check(e, once)),
+        BulkValues::PerTarget(v) => entities.iter().zip(v.chunks(ids.len().max(1))).for_each(|(&e, f)| check(e, f)),
     }
     world.check_reference_writes(&refs)?;
     Ok(())
@@ -384,7 +391,7 @@ fn write_add(
     world: &mut World,
     entities: &[Entity],
     ids: &[ComponentId],
-    fields: Vec<Vec<(usize, FieldValue)>>,
+    fields: BulkValues,
 ) -> Result<ResultSet, Error> {
     world.insert_many(entities, ids, fields).map_err(write_failed)?;
     Ok(count(entities.len()))

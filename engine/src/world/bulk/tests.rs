@@ -7,7 +7,7 @@ use proptest::prelude::*;
 use crate::component::{ComponentDef, FieldType};
 use crate::entity::Entity;
 use crate::value::{FieldValue, Value};
-use crate::world::World;
+use crate::world::{BulkValues, World};
 
 const NAMES: [&str; 4] = ["A", "B", "T", "S"];
 
@@ -94,6 +94,17 @@ fn dump(w: &World) -> Dump {
     (entities, w.entities().state())
 }
 
+/// How an [`Op::Insert`] gives its values (the three [`BulkValues`]).
+#[derive(Clone, Copy, Debug)]
+enum Given {
+    /// Each target its own, from consecutive seeds.
+    PerTarget,
+    /// One set of values for every target.
+    Same,
+    /// None: every component at its zero value.
+    Zero,
+}
+
 #[derive(Clone, Debug)]
 enum Op {
     Spawn {
@@ -104,8 +115,7 @@ enum Op {
         picks: Vec<usize>,
         mask: u8,
         seed: u32,
-        /// Every component at its zero value (no values given).
-        zero: bool,
+        values: Given,
     },
     Remove {
         picks: Vec<usize>,
@@ -122,12 +132,13 @@ fn op() -> impl Strategy<Value = Op> {
     let picks = proptest::collection::vec(0usize..64, 0..12);
     prop_oneof![
         (any::<u8>(), proptest::collection::vec(0u32..200, 0..10)).prop_map(|(mask, seeds)| Op::Spawn { mask, seeds }),
-        (picks.clone(), any::<u8>(), 0u32..200, any::<bool>()).prop_map(|(picks, mask, seed, zero)| Op::Insert {
-            picks,
-            mask,
-            seed,
-            zero
-        }),
+        (
+            picks.clone(),
+            any::<u8>(),
+            0u32..200,
+            prop_oneof![Just(Given::PerTarget), Just(Given::Same), Just(Given::Zero)]
+        )
+            .prop_map(|(picks, mask, seed, values)| Op::Insert { picks, mask, seed, values }),
         (picks.clone(), any::<u8>()).prop_map(|(picks, mask)| Op::Remove { picks, mask }),
         picks.prop_map(|picks| Op::Despawn { picks }),
         Just(Op::Tick),
@@ -168,24 +179,32 @@ fn apply(bulk: &mut World, model: &mut World, op: &Op) {
                 .collect();
             assert_eq!(got, want);
         }
-        Op::Insert { picks, mask, seed, zero: false } => {
+        Op::Insert { picks, mask, seed, values: Given::Zero } => {
             let targets = pick(model, picks);
             let comps = names(*mask);
-            let seeds: Vec<u32> = (0..targets.len() as u32).map(|i| seed + i).collect();
-            let (ids, values) = bulk_values(bulk, &comps, &seeds);
-            bulk.insert_many(&targets, &ids, values).unwrap();
-            for (e, s) in targets.iter().zip(seeds) {
-                one_by_one_insert(model, *e, &comps, s);
-            }
-        }
-        Op::Insert { picks, mask, zero: true, .. } => {
-            let targets = pick(model, picks);
-            let comps = names(*mask);
+            let _ = seed;
             let ids: Vec<_> = comps.iter().map(|c| bulk.component_id(c).unwrap()).collect();
-            bulk.insert_many(&targets, &ids, Vec::new()).unwrap();
+            bulk.insert_many(&targets, &ids, BulkValues::Zero).unwrap();
             let spec: Vec<(&str, &[(&str, Value)])> = comps.iter().map(|c| (*c, &[][..])).collect();
             for e in &targets {
                 model.insert_values(*e, &spec).unwrap();
+            }
+        }
+        Op::Insert { picks, mask, seed, values: given } => {
+            let targets = pick(model, picks);
+            let comps = names(*mask);
+            let same = matches!(given, Given::Same);
+            let seeds: Vec<u32> = (0..targets.len() as u32).map(|i| if same { *seed } else { seed + i }).collect();
+            let values = if same {
+                let (ids, once) = bulk_values(bulk, &comps, &[*seed]);
+                bulk.insert_many(&targets, &ids, BulkValues::Same(once))
+            } else {
+                let (ids, values) = bulk_values(bulk, &comps, &seeds);
+                bulk.insert_many(&targets, &ids, BulkValues::PerTarget(values))
+            };
+            values.unwrap();
+            for (e, s) in targets.iter().zip(seeds) {
+                one_by_one_insert(model, *e, &comps, s);
             }
         }
         Op::Remove { picks, mask } => {
@@ -247,14 +266,23 @@ fn failing_checks_change_nothing() {
     assert!(w.despawn_bulk(&targets).is_err());
     assert!(w.remove_many(&targets, &[a]).is_err());
     let (_, values) = bulk_values(&w, &["T"], &[0, 0, 0]);
-    assert!(w.insert_many(&targets, &[t], values).is_err());
+    assert!(w.insert_many(&targets, &[t], BulkValues::PerTarget(values)).is_err());
+    // Sparse components only: no rows move, but the same checks hold.
+    let s = w.component_id("S").unwrap();
+    let (_, once) = bulk_values(&w, &["S"], &[7]);
+    assert!(w.insert_many(&targets, &[s], BulkValues::Same(once.clone())).is_err());
+    assert!(w.insert_many(&[es[0], es[1], es[0]], &[s], BulkValues::Same(once)).is_err());
+    assert!(w.remove_many(&targets, &[s]).is_err());
+    assert!(w.remove_many(&[es[1], es[1]], &[s]).is_err());
     // A repeated target.
     assert!(w.despawn_bulk(&[es[0], es[1], es[0]]).is_err());
     // Values that do not fit their field, or do not match the targets.
     let bad = vec![vec![(0, FieldValue::Str("no".into()))]];
-    assert!(w.insert_many(&[es[0]], &[a], bad.clone()).is_err());
+    assert!(w.insert_many(&[es[0]], &[a], BulkValues::PerTarget(bad.clone())).is_err());
+    assert!(w.insert_many(&[es[0], es[1]], &[a], BulkValues::Same(bad.clone())).is_err());
     assert!(w.spawn_many(1, &[a], bad).is_err());
-    assert!(w.insert_many(&[es[0], es[1]], &[t], vec![vec![]]).is_err());
+    assert!(w.insert_many(&[es[0], es[1]], &[t], BulkValues::PerTarget(vec![vec![]])).is_err());
+    assert!(w.insert_many(&[es[0], es[1]], &[t], BulkValues::Same(vec![vec![], vec![]])).is_err());
     assert!(w.spawn_many(2, &[t, t], vec![vec![]; 4]).is_err());
     assert_eq!(dump(&w), before);
 }

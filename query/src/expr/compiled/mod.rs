@@ -23,6 +23,7 @@
 
 pub mod build;
 pub mod cond;
+mod int_div;
 pub mod num;
 pub mod pair;
 #[cfg(test)]

@@ -7,6 +7,7 @@
 
 use ecsdb_engine::storage::{FieldColumn, FieldView};
 
+use crate::expr::compiled::int_div;
 use crate::expr::compiled::pair::FieldPair;
 use crate::expr::compiled::{ArithOp, Bail, CHUNK, Chunk, PairOp, mask1, mask2};
 
@@ -596,26 +597,11 @@ impl IntNode<'_> {
 /// `xs[i] op ys[i]` in place over the `valid` rows; returns the rows that stay valid.
 /// Overflow on a valid row gives up.
 fn int_arith(op: ArithOp, xs: &mut [i64], ys: &[i64], valid: u64) -> Result<u64, Bail> {
-    let n = xs.len();
     let f = match op {
         ArithOp::Add => i64::overflowing_add,
         ArithOp::Sub => i64::overflowing_sub,
         ArithOp::Mul => i64::overflowing_mul,
-        ArithOp::Div | ArithOp::Rem => {
-            let zero = mask1(ys, n, |y| y == 0);
-            let valid = valid & !zero;
-            for (j, (x, y)) in xs.iter_mut().zip(ys).enumerate() {
-                let live = valid >> j & 1 == 1;
-                *x = match (op, x.checked_div(*y), x.checked_rem(*y)) {
-                    (ArithOp::Div, Some(q), _) => q,
-                    // i64::MIN / -1 overflows.
-                    (ArithOp::Div, None, _) if live => return Err(Bail),
-                    (ArithOp::Rem, _, Some(r)) => r,
-                    _ => 0,
-                };
-            }
-            return Ok(valid);
-        }
+        ArithOp::Div | ArithOp::Rem => return int_div::div_rem(op == ArithOp::Rem, xs, ys, valid),
     };
     let mut overflow = 0u64;
     for (j, (x, y)) in xs.iter_mut().zip(ys).enumerate() {
