@@ -103,36 +103,54 @@ impl SparseSet {
         }
     }
 
-    /// Removes the values of `targets` (distinct entities), dropping them. `removed(i)` is
-    /// called for each target `targets[i]` that had one, before any value goes. Returns how
-    /// many had one.
+    /// The dense rows of the targets that hold a value here, each with the target's position
+    /// in `targets`, in target order; `Err(i)` when `targets[i]` was given before.
+    ///
+    /// Every entity of a set is live (despawning takes it out of every set), so a target
+    /// found here needs no liveness check of its own.
+    pub(crate) fn held_rows(&self, targets: &[Entity]) -> Result<Vec<(u32, u32)>, usize> {
+        let mut rows = Vec::with_capacity(targets.len().min(self.len()));
+        // A bit per dense row: a row found twice is an entity given twice.
+        let mut seen = vec![0u64; self.len().div_ceil(64)];
+        for (i, &e) in targets.iter().enumerate() {
+            if let Some(r) = self.row(e) {
+                let (word, bit) = (r / 64, 1u64 << (r % 64));
+                if seen[word] & bit != 0 {
+                    return Err(i);
+                }
+                seen[word] |= bit;
+                rows.push((r as u32, i as u32));
+            }
+        }
+        Ok(rows)
+    }
+
+    /// Removes the values of the distinct dense rows `rows`, dropping them.
     ///
     /// Cheaper than [`SparseSet::remove`] on each: when every value goes (a marker taken off
     /// all its holders, the usual toggle) the set is cleared in one pass; otherwise rows are
-    /// swap-removed from the highest down, so that no target's row moves before its turn.
-    pub(crate) fn remove_entities(&mut self, targets: &[Entity], mut removed: impl FnMut(usize)) -> usize {
-        let mut rows: Vec<u32> = Vec::new();
-        for (i, &e) in targets.iter().enumerate() {
-            if let Some(r) = self.row(e) {
-                removed(i);
-                rows.push(r as u32);
-            }
-        }
-        let n = rows.len();
-        if n == self.entities.len() {
-            for e in &self.entities {
-                self.sparse[e.index() as usize] = ABSENT;
+    /// swap-removed from the highest down, so that no row to remove moves before its turn.
+    pub(crate) fn remove_rows(&mut self, mut rows: Vec<u32>) {
+        debug_assert!(rows.iter().all(|&r| (r as usize) < self.len()));
+        if rows.len() == self.entities.len() {
+            // Past one holder in sixteen slots, rewriting the whole sparse array (sequential)
+            // is cheaper than a scattered write per holder.
+            if self.entities.len() * 16 >= self.sparse.len() {
+                self.sparse.fill(ABSENT);
+            } else {
+                for e in &self.entities {
+                    self.sparse[e.index() as usize] = ABSENT;
+                }
             }
             self.entities.clear();
             self.dense.clear();
-            return n;
+            return;
         }
         rows.sort_unstable_by(|a, b| b.cmp(a));
         for r in rows {
             self.dense.swap_remove_drop(r as usize);
             self.swap_remove_entity(r as usize);
         }
-        n
     }
 
     /// Appends entity `e` (which has no value here) with the value `push` appends to the

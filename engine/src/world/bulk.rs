@@ -191,13 +191,10 @@ impl World {
     /// Fails, changing nothing, if a target is stale or repeated.
     pub fn remove_many(&mut self, targets: &[Entity], ids: &[ComponentId]) -> Result<usize> {
         let is_sparse = |c: &ComponentId| self.components.info(*c).storage() == StorageKind::Sparse;
-        let only_sparse = ids.iter().all(is_sparse);
-        let groups = if only_sparse {
-            self.check_targets(targets)?;
-            Vec::new()
-        } else {
-            self.group_targets(targets)?
-        };
+        if ids.iter().all(is_sparse) {
+            return self.remove_sparse_many(targets, ids);
+        }
+        let groups = self.group_targets(targets)?;
         let mut had = vec![false; targets.len()];
         for &id in ids {
             if !is_sparse(&id) {
@@ -205,10 +202,12 @@ impl World {
             }
             let Self { storage, indexes, .. } = self;
             if let Some(set) = storage.sparse.get_mut(id.index()).and_then(Option::as_mut) {
-                set.remove_entities(targets, |i| {
-                    indexes.note_removed(targets[i], id);
-                    had[i] = true;
-                });
+                let rows = set.held_rows(targets).expect("the targets are distinct (grouped above)");
+                for &(_, i) in &rows {
+                    indexes.note_removed(targets[i as usize], id);
+                    had[i as usize] = true;
+                }
+                set.remove_rows(rows.into_iter().map(|(r, _)| r).collect());
             }
         }
         for g in groups {
@@ -228,6 +227,39 @@ impl World {
             self.move_group(&g, to, targets);
         }
         Ok(had.into_iter().filter(|&h| h).count())
+    }
+
+    /// [`World::remove_many`] of sparse components only: no row moves, so the targets are
+    /// not grouped by table. A target a set holds is live (sets hold live entities only), so
+    /// only the targets no set holds are looked up in the entity table.
+    fn remove_sparse_many(&mut self, targets: &[Entity], ids: &[ComponentId]) -> Result<usize> {
+        let mut ids = ids.to_vec();
+        ids.sort_unstable();
+        ids.dedup();
+        let twice = |e: Entity| EngineError::Invalid(format!("entity {e} given twice"));
+        let mut held = vec![false; targets.len()];
+        let mut plans = Vec::with_capacity(ids.len());
+        for &id in &ids {
+            let Some(set) = self.storage.sparse.get(id.index()).and_then(Option::as_ref) else { continue };
+            let rows = set.held_rows(targets).map_err(|i| twice(targets[i]))?;
+            for &(_, i) in &rows {
+                held[i as usize] = true;
+            }
+            plans.push((id, rows));
+        }
+        let rest: Vec<Entity> = targets.iter().zip(&held).filter(|(_, h)| !**h).map(|(e, _)| *e).collect();
+        if !rest.is_empty() {
+            self.check_targets(&rest)?;
+        }
+        let Self { storage, indexes, .. } = self;
+        for (id, rows) in plans {
+            for &(_, i) in &rows {
+                indexes.note_removed(targets[i as usize], id);
+            }
+            let set = storage.sparse[id.index()].as_mut().expect("planned from this set");
+            set.remove_rows(rows.into_iter().map(|(r, _)| r).collect());
+        }
+        Ok(held.into_iter().filter(|&h| h).count())
     }
 
     /// Moves a group's rows to `to` (no new columns) and fixes every location.

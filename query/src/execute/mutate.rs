@@ -404,7 +404,10 @@ pub fn remove(
     scan: &ScanPlan,
     params: &[Value],
 ) -> Result<ResultSet, Error> {
-    stage_remove(world, comps, scan, params)?.apply(world)
+    // (Written at once: every target is live, so they are not checked again.)
+    let ids: Vec<ComponentId> = comps.iter().map(|(id, _)| *id).collect();
+    let (entities, _) = targets(scan, world, params, &[])?;
+    Ok(count(world.remove_many(&entities, &ids).map_err(write_failed)?))
 }
 
 /// `REMOVE …`, its targets picked but nothing removed.

@@ -11,6 +11,7 @@ use std::sync::Arc;
 use ecsdb_engine::{ComponentId, StorageKind, Value, World};
 
 use crate::error::Error;
+use crate::expr::ExprKind;
 use crate::plan::index_lookup::{IndexLookup, IndexScan};
 use crate::plan::logical::{Source, Term};
 
@@ -97,10 +98,19 @@ pub(crate) fn smallest_required_set(
     if scan_rows > 0 && !drives(len, scan_rows) {
         return Some(Err(format!("the sparse set of {name} ({}) is not small enough to drive it", entities(len))));
     }
+    // `has(C)` conjuncts of the driving component hold on every entity of its set: the set
+    // decides them, and they are not tested again row by row.
+    let exact_conjuncts = source
+        .filter
+        .iter()
+        .flat_map(|f| f.conjuncts())
+        .filter(|c| matches!(c.kind, ExprKind::Has(slot) if source.slots.get(slot).is_some_and(|s| s.id == id)))
+        .map(|c| c.span)
+        .collect();
     let scan = IndexScan {
         description: describe(name, len, true),
         estimated_rows: len,
-        exact_conjuncts: Vec::new(),
+        exact_conjuncts,
         lookup: Arc::new(SparseSetLookup { component: id }),
     };
     Some(Ok((len, scan)))

@@ -260,6 +260,8 @@ fn failing_checks_change_nothing() {
     let (ids, values) = bulk_values(&w, &["A", "S"], &[1, 2, 3, 4]);
     let es = w.spawn_many(4, &ids, values).unwrap();
     w.despawn(es[3]).unwrap();
+    let (ids, values) = bulk_values(&w, &["A"], &[5]);
+    let without_s = w.spawn_many(1, &ids, values).unwrap()[0];
     let before = dump(&w);
     // A stale target after live ones.
     let targets = [es[0], es[1], es[3]];
@@ -274,6 +276,8 @@ fn failing_checks_change_nothing() {
     assert!(w.insert_many(&[es[0], es[1], es[0]], &[s], BulkValues::Same(once)).is_err());
     assert!(w.remove_many(&targets, &[s]).is_err());
     assert!(w.remove_many(&[es[1], es[1]], &[s]).is_err());
+    assert!(w.remove_many(&[es[0], without_s, without_s], &[s]).is_err());
+    assert!(w.remove_many(&[es[0], es[3]], &[s, s]).is_err());
     // A repeated target.
     assert!(w.despawn_bulk(&[es[0], es[1], es[0]]).is_err());
     // Values that do not fit their field, or do not match the targets.
