@@ -183,3 +183,33 @@ fn a_small_sparse_set_drives_the_scan_and_a_large_one_does_not() {
         assert_eq!(got, vec![vec![Value::Int(n / every), Value::Int(expected)]], "{n} units, every {every}");
     }
 }
+
+#[test]
+fn a_sparse_set_alone_answers_remove_and_count_only_where_every_table_passes() {
+    let build = |storage: &str| {
+        let mut db = world(2000, 200);
+        run(&mut db, &format!("ALTER COMPONENT Burning SET STORAGE {storage}"));
+        // Burning entities without a Unit: in a table `FROM Unit` does not match.
+        for t in [3, 7, 9] {
+            run(&mut db, &format!("SPAWN Burning {{t: {t}}}, Stunned"));
+        }
+        db
+    };
+    let (mut sparse, mut table) = (build("SPARSE"), build("TABLE"));
+    for db in [&mut sparse, &mut table] {
+        assert_eq!(int(db, "SELECT count(*) FROM Burning"), 13);
+        assert_eq!(int(db, "SELECT count(*) FROM Unit, Burning"), 10);
+        // A residual filter, then a table the set's holders need not lie in.
+        run(db, "REMOVE Burning WHERE has(Burning) AND Burning.t = 9");
+        assert_eq!(int(db, "SELECT count(*) FROM Burning"), 12);
+        run(db, "REMOVE Burning WHERE has(Burning) AND has(Unit)");
+        assert_eq!(int(db, "SELECT count(*) FROM Burning"), 2);
+        run(db, "REMOVE Stunned WHERE has(Burning)");
+        assert_eq!(int(db, "SELECT count(*) FROM Stunned"), 287);
+        // Every holder, wherever it lies: the set alone answers it.
+        run(db, "REMOVE Burning WHERE has(Burning)");
+        assert_eq!(int(db, "SELECT count(*) FROM Burning"), 0);
+    }
+    assert_eq!(answers(&sparse), answers(&table));
+    assert!(explain(&sparse, "SELECT count(*) FROM Burning").contains("SPARSE SET Burning"));
+}

@@ -60,6 +60,36 @@ impl FieldSource {
             }
         }
     }
+
+    /// Component `j`'s one value for every target, built once, when it is the same for all
+    /// and plain (its bytes, copied, are a valid value): then each target's write is a copy
+    /// of those bytes, not a zero value and its fields written over again.
+    fn template(&self, info: &ComponentInfo, j: usize) -> Option<OwnedValue> {
+        if !info.is_plain() {
+            return None;
+        }
+        match self {
+            FieldSource::Zero => Some(OwnedValue::from_converted(info, [])),
+            FieldSource::Same(v) => Some(OwnedValue::from_converted(info, v[j].iter().cloned())),
+            FieldSource::PerTarget(..) => None,
+        }
+    }
+
+    /// Writes target `i`'s value of component `j` (`info`) to `dst`: a copy of `template`
+    /// where there is one, else the zero value with the fields over it.
+    ///
+    /// # Safety
+    /// As [`write_value`]; `template` must come from [`FieldSource::template`] for `info`
+    /// and `j`.
+    unsafe fn write(&mut self, info: &ComponentInfo, template: Option<&OwnedValue>, dst: *mut u8, i: usize, j: usize) {
+        match template {
+            // SAFETY: the template is a plain value of this component: its bytes, copied to
+            // `dst` (valid for the component's size, the caller's promise), are a value too.
+            Some(t) => unsafe { std::ptr::copy_nonoverlapping(t.ptr(), dst, info.layout().size()) },
+            // SAFETY: forwarded.
+            None => unsafe { write_value(info, dst, self.take(i, j)) },
+        }
+    }
 }
 
 /// One target's converted fields of one component, moved or cloned.
@@ -327,23 +357,31 @@ impl World {
                     (StorageKind::Table, Some(_)) if !had[j] => {
                         let col = dst.column_mut(c).expect("destination has every added component");
                         col.reserve(g.targets.len());
+                        let template = values.template(info, j);
                         for &i in &g.targets {
-                            // SAFETY: the zero value is written into the fresh row, then
-                            // fields converted for this component over it.
+                            // SAFETY: the fresh row is written whole: the template's bytes,
+                            // or the zero value with fields converted for this component.
                             unsafe {
                                 let p = col.push_uninit(tick);
-                                write_value(info, p, values.take(i, j));
+                                values.write(info, template.as_ref(), p, i, j);
                             }
                         }
                     }
                     // A component the rows had: overwritten where they are now.
                     (StorageKind::Table, _) => {
                         let col = dst.column_mut(c).expect("destination has every added component");
+                        let template = values.template(info, j);
                         for (n, &i) in g.targets.iter().enumerate() {
                             let row = match first {
                                 Some(f) => f + n,
                                 None => g.rows[n] as usize,
                             };
+                            if let Some(t) = &template {
+                                // SAFETY: a plain value of `c`: its bytes, moved in, leave the
+                                // template a valid value still.
+                                unsafe { col.replace(row, t.ptr(), tick) };
+                                continue;
+                            }
                             let v = OwnedValue::from_converted(info, values.take(i, j));
                             // SAFETY: a valid value of `c`, given up below (not dropped).
                             unsafe { col.replace(row, v.ptr.as_ptr(), tick) };
@@ -506,17 +544,22 @@ fn write_sparse(
     j: usize,
 ) {
     set.reserve(which.len());
+    let template = values.template(info, j);
     for i in which {
         let e = targets[i];
-        if set.contains(e) {
+        if let Some(t) = &template {
+            // SAFETY: a plain value of this set's component: its bytes, moved in, leave the
+            // template a valid value still.
+            unsafe { set.insert(e, t.ptr(), tick) };
+        } else if set.contains(e) {
             let v = OwnedValue::from_converted(info, values.take(i, j));
             // SAFETY: a valid value of this set's component, given up below (not dropped).
             unsafe { set.insert(e, v.ptr.as_ptr(), tick) };
             forget(v);
         } else {
-            // SAFETY: the zero value is written into the fresh row, then fields converted for
-            // this component over it.
-            unsafe { set.push_written(e, tick, |p| write_value(info, p, values.take(i, j))) };
+            // SAFETY: the fresh row is written whole, the zero value with fields converted
+            // for this component over it.
+            unsafe { set.push_written(e, tick, |p| values.write(info, None, p, i, j)) };
         }
     }
 }

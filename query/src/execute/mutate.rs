@@ -22,7 +22,7 @@ use ecsdb_engine::{
 
 use crate::error::Error;
 use crate::execute::outcome::{count, write_failed};
-use crate::execute::scan::{Sink, TableCtx, run_scan};
+use crate::execute::scan::{Sink, TableCtx, entities_answered, run_scan};
 use crate::execute::update::StagedUpdate;
 use crate::expr::{Evaluator, NoRows};
 use crate::expr::{Expr, ExprKind};
@@ -61,6 +61,15 @@ fn targets(
     let mut sink = TargetSink { exprs, params, entities: Vec::new(), values: vec![Vec::new(); exprs.len()] };
     run_scan(scan, world, params, &mut sink)?;
     Ok((sink.entities, sink.values))
+}
+
+/// The targets of a statement that needs only their set, not their order (`REMOVE`): a
+/// sparse set's entities as they are when the set answers the whole scan, else the scan's.
+fn target_set(scan: &ScanPlan, world: &World, params: &[Value]) -> Result<Vec<Entity>, Error> {
+    match entities_answered(scan, world, params)? {
+        Some(entities) => Ok(entities),
+        None => Ok(targets(scan, world, params, &[])?.0),
+    }
 }
 
 fn conversion_error(e: ecsdb_engine::EngineError, at: &Expr) -> Error {
@@ -406,7 +415,7 @@ pub fn remove(
 ) -> Result<ResultSet, Error> {
     // (Written at once: every target is live, so they are not checked again.)
     let ids: Vec<ComponentId> = comps.iter().map(|(id, _)| *id).collect();
-    let (entities, _) = targets(scan, world, params, &[])?;
+    let entities = target_set(scan, world, params)?;
     Ok(count(world.remove_many(&entities, &ids).map_err(write_failed)?))
 }
 
@@ -417,7 +426,7 @@ pub(crate) fn stage_remove(
     scan: &ScanPlan,
     params: &[Value],
 ) -> Result<Staged, Error> {
-    let (entities, _) = targets(scan, world, params, &[])?;
+    let entities = target_set(scan, world, params)?;
     Ok(Staged::Remove(entities, comps.iter().map(|(id, _)| *id).collect()))
 }
 

@@ -276,18 +276,28 @@ impl ScanPlan {
 
     fn count_by_index(&self, world: &World) -> Option<IndexCount> {
         let Access::Index(ix) = &self.access else { return None };
+        // A sparse set's answer holds its component: that presence check is decided.
+        let held = ix.lookup.holders_of();
+        let decided_check = |c: &RowCheck| matches!(c, RowCheck::Has(s) if self.slots.get(*s).map(|s| s.id) == held);
         let decided = |tp: &TablePlan| match &*tp.filter {
             TableFilter::Never => true,
             TableFilter::Steps(steps) => {
-                tp.checks.is_empty() && steps.iter().all(|s| ix.exact_conjuncts.contains(&s.expr().span))
+                tp.checks.iter().all(decided_check) && steps.iter().all(|s| ix.exact_conjuncts.contains(&s.expr().span))
             }
         };
         if !self.tables.iter().all(decided) {
             return None;
         }
         let Some(c) = ix.lookup.component() else { return Some(IndexCount::MatchedTables) };
-        let every_holder_passes = world.components().info(c).storage() == StorageKind::Table
-            && world.tables().iter().filter(|t| t.has(c)).all(|t| self.table_can_pass(t.id()));
+        // A table component's holders lie in the tables that have it; a sparse one's in any
+        // table in use (a retired table stays empty).
+        let every_holder_passes = match world.components().info(c).storage() {
+            StorageKind::Table => world.tables().iter().filter(|t| t.has(c)).all(|t| self.table_can_pass(t.id())),
+            StorageKind::Sparse => {
+                held == Some(c)
+                    && world.tables().iter().filter(|t| !world.is_retired_table(t)).all(|t| self.table_can_pass(t.id()))
+            }
+        };
         Some(if every_holder_passes { IndexCount::AnswerSize } else { IndexCount::MatchedTables })
     }
 
