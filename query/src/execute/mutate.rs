@@ -66,7 +66,7 @@ fn targets(
 /// The targets of a statement that needs only their set, not their order (`REMOVE`): a
 /// sparse set's entities as they are when the set answers the whole scan, else the scan's.
 fn target_set(scan: &ScanPlan, world: &World, params: &[Value]) -> Result<Vec<Entity>, Error> {
-    match entities_answered(scan, world, params)? {
+    match entities_answered(scan, world) {
         Some(entities) => Ok(entities),
         None => Ok(targets(scan, world, params, &[])?.0),
     }

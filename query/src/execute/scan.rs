@@ -486,19 +486,16 @@ fn counted_by_index(plan: &ScanPlan, world: &World, params: &[Value]) -> Result<
 }
 
 /// The entities a scan selects, when a sparse set's answer is the whole of it (the set
-/// decides every conjunct of every table in use, as for an index-only count): the set's
-/// entities, none located, in the set's order rather than table order. `None` when that does
-/// not hold or the set is too large to drive the scan now.
-pub fn entities_answered(plan: &ScanPlan, world: &World, params: &[Value]) -> Result<Option<Vec<Entity>>, Error> {
-    let Access::Index(ix) = &plan.access else { return Ok(None) };
-    if plan.index_count() != Some(IndexCount::AnswerSize) || ix.lookup.holders_of().is_none() {
-        return Ok(None);
+/// decides every conjunct of every table in use, as for an index-only count): a copy of the
+/// set's entities, none located, in the set's order rather than table order, however large
+/// the set (a scan would select the same). `None` when that does not hold.
+pub fn entities_answered(plan: &ScanPlan, world: &World) -> Option<Vec<Entity>> {
+    let Access::Index(ix) = &plan.access else { return None };
+    let c = ix.lookup.holders_of()?;
+    if plan.index_count() != Some(IndexCount::AnswerSize) {
+        return None;
     }
-    let entities = world.entities();
-    let mut out = Vec::new();
-    let mut visit = |ids: &[u32]| out.extend(ids.iter().filter_map(|&i| entities.resolve(i)));
-    let answered = ix.lookup.lookup(world, params, matched_rows(plan, world), &mut visit)?;
-    Ok(answered.then_some(out))
+    Some(world.sparse_set(c).map_or_else(Vec::new, |s| s.entities().to_vec()))
 }
 
 /// The pairs of `table` among `pairs` (sorted by table).

@@ -59,6 +59,33 @@ pub(crate) fn div_rem(rem: bool, xs: &mut [i64], ys: &[i64], valid: u64) -> Resu
     Ok(valid)
 }
 
+/// `xs[i] / d` (or `%` when `rem`) in place over a chunk, for a divisor `d` that is the same
+/// on every row (a literal or a parameter): [`div_rem`] without a chunk of divisors to read
+/// and compare. The same answers and the same rows valid.
+pub(crate) fn div_rem_by(rem: bool, xs: &mut [i64], d: i64, valid: u64) -> Result<u64, Bail> {
+    if d == 0 {
+        xs.fill(0);
+        return Ok(0);
+    }
+    let small_dividends = xs.iter().fold(0u64, |acc, &x| acc | x as u64) >> 32 == 0;
+    if small_dividends && (1..=u32::MAX as i64).contains(&d) {
+        by_constant_u32(rem, xs, d as u32);
+        return Ok(valid);
+    }
+    for (j, x) in xs.iter_mut().enumerate() {
+        *x = if rem {
+            x.checked_rem(d).unwrap_or(0)
+        } else {
+            match x.checked_div(d) {
+                Some(q) => q,
+                None if valid >> j & 1 == 1 => return Err(Bail),
+                None => 0,
+            }
+        };
+    }
+    Ok(valid)
+}
+
 /// Every `xs[i]` (each in `0..=u32::MAX`) divided by `d` (≥ 1), without a division per row.
 fn by_constant_u32(rem: bool, xs: &mut [i64], d: u32) {
     if d == 1 {
@@ -108,8 +135,16 @@ mod tests {
     }
 
     fn check(rem: bool, xs: &[i64], ys: &[i64], valid: u64) {
+        check_with(rem, xs, ys, valid, |xs| div_rem(rem, xs, ys, valid));
+        // A divisor the same on every row: also through the constant's own entry.
+        if ys.iter().all(|&y| y == ys[0]) {
+            check_with(rem, xs, ys, valid, |xs| div_rem_by(rem, xs, ys[0], valid));
+        }
+    }
+
+    fn check_with(rem: bool, xs: &[i64], ys: &[i64], valid: u64, run: impl FnOnce(&mut [i64]) -> Result<u64, Bail>) {
         let mut got = xs.to_vec();
-        let answer = div_rem(rem, &mut got, ys, valid);
+        let answer = run(&mut got);
         match reference(rem, xs, ys, valid) {
             Ok((want, keep)) => {
                 let keep_got = answer.expect("the reference did not give up");
@@ -143,8 +178,10 @@ mod tests {
         // i64::MIN / -1 in a valid row gives up; in a null row it does not.
         check(false, &xs, &ys, low_bits(6));
         check(false, &xs, &ys, low_bits(6) & !1);
-        // A zero divisor on an otherwise constant chunk.
+        // A zero divisor on an otherwise constant chunk, and on every row.
         check(true, &[4, 5, 6], &[3, 0, 3], 0b111);
+        check(false, &[4, 5, 6], &[0, 0, 0], 0b111);
+        check(false, &[i64::MIN, 5], &[-1, -1], 0b10);
     }
 
     proptest! {

@@ -566,6 +566,10 @@ impl IntNode<'_> {
             }
             IntNode::Arith(op, a, b) => {
                 let valid = a.eval(c, out)?;
+                // A constant right operand (`Unit.id % 10`, `x + 1`) stays in a register.
+                if let IntNode::Const(k) = **b {
+                    return int_arith_const(*op, &mut out[..n], k, valid);
+                }
                 let mut rhs = [0i64; CHUNK];
                 let valid = valid & b.eval(c, &mut rhs)?;
                 int_arith(*op, &mut out[..n], &rhs[..n], valid)?
@@ -594,18 +598,35 @@ impl IntNode<'_> {
     }
 }
 
+/// `xs[i] op k` in place over the `valid` rows, as [`int_arith`] with every `ys[i]` = `k`.
+fn int_arith_const(op: ArithOp, xs: &mut [i64], k: i64, valid: u64) -> Result<u64, Bail> {
+    match op {
+        ArithOp::Div | ArithOp::Rem => int_div::div_rem_by(op == ArithOp::Rem, xs, k, valid),
+        _ => overflowing_arith(op, xs, |_| k, valid),
+    }
+}
+
 /// `xs[i] op ys[i]` in place over the `valid` rows; returns the rows that stay valid.
 /// Overflow on a valid row gives up.
 fn int_arith(op: ArithOp, xs: &mut [i64], ys: &[i64], valid: u64) -> Result<u64, Bail> {
+    let ys = &ys[..xs.len()];
+    match op {
+        ArithOp::Div | ArithOp::Rem => int_div::div_rem(op == ArithOp::Rem, xs, ys, valid),
+        _ => overflowing_arith(op, xs, |j| ys[j], valid),
+    }
+}
+
+/// `xs[j] op y(j)` for `+ - *`, in place; gives up on overflow in a valid row.
+#[inline(always)]
+fn overflowing_arith(op: ArithOp, xs: &mut [i64], y: impl Fn(usize) -> i64, valid: u64) -> Result<u64, Bail> {
     let f = match op {
         ArithOp::Add => i64::overflowing_add,
         ArithOp::Sub => i64::overflowing_sub,
-        ArithOp::Mul => i64::overflowing_mul,
-        ArithOp::Div | ArithOp::Rem => return int_div::div_rem(op == ArithOp::Rem, xs, ys, valid),
+        _ => i64::overflowing_mul,
     };
     let mut overflow = 0u64;
-    for (j, (x, y)) in xs.iter_mut().zip(ys).enumerate() {
-        let (r, o) = f(*x, *y);
+    for (j, x) in xs.iter_mut().enumerate() {
+        let (r, o) = f(*x, y(j));
         *x = r;
         overflow |= (o as u64) << j;
     }
