@@ -334,6 +334,8 @@ fn the_demo_runs_with_a_small_world_and_saves_a_snapshot_that_query_opens() {
     assert_exit(&o, 0);
     let out = stdout(&o);
     assert!(out.contains("2 ticks run (5 in all)"), "{out}");
+    let tick_line = out.lines().find(|l| l.starts_with("tick: median ")).unwrap_or_else(|| panic!("{out}"));
+    assert!(tick_line.contains(" ms, p99 ") && tick_line.ends_with(" ms"), "{tick_line}");
     for system in ["movement", "hazard", "thaw", "respawn", "revive"] {
         assert!(out.lines().any(|l| l.starts_with(system) && l.contains(" 2 ")), "{system} ran twice:\n{out}");
     }
