@@ -5,6 +5,7 @@
 //!
 //! - `eq_bitmap`: the entities of one team (`team = ?`, 250,000 of them).
 //! - `range_btree`: `hp BETWEEN a AND a + 1` (about 1,000 entities).
+//! - `upkeep_80k`: 80,000 keys of the btree written and taken in (`index_upkeep.rs`).
 //!
 //! What each library produces:
 //! - `sqlite`: the ids stepped out of a prepared `SELECT id FROM t WHERE …` into a `Vec`, in
@@ -37,8 +38,8 @@ struct Team {
 }
 
 #[derive(Component, Clone, Copy, Debug)]
-struct Health {
-    hp: f32,
+pub(crate) struct Health {
+    pub(crate) hp: f32,
 }
 
 fn sqlite_ids(st: &mut Statement<'_>, p: impl rusqlite::Params) -> Vec<i64> {
@@ -54,7 +55,7 @@ fn scan_team(world: &World, t: u8) -> Vec<u32> {
     world.query::<(Entity, &Team)>().filter(|(_, x)| x.id == t).map(|(e, _)| e.index()).collect()
 }
 
-fn scan_hp(world: &World, lo: f64, hi: f64) -> Vec<u32> {
+pub(crate) fn scan_hp(world: &World, lo: f64, hi: f64) -> Vec<u32> {
     world
         .query::<(Entity, &Health)>()
         .filter(|(_, h)| lo <= h.hp as f64 && h.hp as f64 <= hi)
@@ -226,4 +227,7 @@ pub fn run(s: &mut Suite) {
         human_bytes((pages * page) as f64),
     ));
     s.note("answers of index, scan and SQLite were checked equal before timing");
+    drop(world);
+    drop(conn);
+    crate::index_upkeep::run(s);
 }

@@ -17,6 +17,7 @@ mod ecs_storage;
 mod expr;
 mod harness;
 mod index;
+mod index_upkeep;
 mod live;
 mod query;
 mod relations;

@@ -86,27 +86,58 @@ impl<K: KeyClass> Runs<K> {
         }
     }
 
-    fn insert(&mut self, item: Entry<K>) {
-        let Some(key) = self.block_for(&item) else {
-            self.blocks.insert(item.clone(), vec![item]);
-            self.len = 1;
-            return;
-        };
-        let Some(block) = self.blocks.get_mut(&key) else { return };
-        let pos = block.partition_point(|x| x < &item);
-        if block.get(pos) == Some(&item) {
+    /// Inserts `items` (sorted, unique), each block they fall in in one pass: many inserts
+    /// into one block merge into it once, not shifting its tail once each, and the map is
+    /// touched once per block, not once per entry. Entries already present stay once.
+    fn insert_sorted(&mut self, items: &[Entry<K>]) {
+        if items.is_empty() {
             return;
         }
-        block.insert(pos, item);
-        self.len += 1;
-        if block.len() > BLOCK {
-            let tail = block.split_off(BLOCK / 2);
-            if let Some(first) = tail.first().cloned() {
-                self.blocks.insert(first, tail);
+        if self.blocks.is_empty() {
+            *self = Runs::from_sorted(items.to_vec());
+            return;
+        }
+        let mut rest = items;
+        while let Some(first) = rest.first() {
+            let Some(key) = self.block_for(first) else { return };
+            // This block's share: the items before the next block's first entry (the first
+            // block also takes the items before it).
+            let next = self.blocks.range((Bound::Excluded(&key), Bound::Unbounded)).next().map(|(k, _)| k.clone());
+            let share = next.map_or(rest.len(), |n| rest.partition_point(|x| x < &n));
+            let (mine, later) = rest.split_at(share.max(1));
+            rest = later;
+            let Some(mut block) = self.blocks.remove(&key) else { return };
+            let before = block.len();
+            if mine.len() <= FEW_IN_A_BLOCK {
+                for item in mine {
+                    let pos = block.partition_point(|x| x < item);
+                    if block.get(pos) != Some(item) {
+                        block.insert(pos, item.clone());
+                    }
+                }
+            } else {
+                let mut merged = Vec::with_capacity(block.len() + mine.len());
+                let mut old = block.into_iter().peekable();
+                for item in mine {
+                    while let Some(x) = old.next_if(|x| x < item) {
+                        merged.push(x);
+                    }
+                    if old.peek() != Some(item) {
+                        merged.push(item.clone());
+                    }
+                }
+                merged.extend(old);
+                block = merged;
             }
-        }
-        if pos == 0 {
-            self.rekey(&key);
+            self.len += block.len() - before;
+            // Filed again under its first entry, in pieces of at most `BLOCK`.
+            if block.len() <= BLOCK {
+                self.blocks.insert(block[0].clone(), block);
+            } else {
+                for piece in block.chunks(BLOCK * 3 / 4) {
+                    self.blocks.insert(piece[0].clone(), piece.to_vec());
+                }
+            }
         }
     }
 
@@ -306,16 +337,25 @@ impl<K: Ord> Iterator for TiesAscending<'_, K> {
     }
 }
 
+/// Whether entry `(k, e)` is entity `e`'s current key.
+fn holds<K: PartialEq>(slots: &[Slot<K>], (k, e): &Entry<K>) -> bool {
+    matches!(slots.get(*e as usize), Some(Slot::Key(s)) if s == k)
+}
+
 /// An ordered index over one field.
 pub(crate) struct BtreeIndex<K: KeyClass> {
     runs: Runs<K>,
     /// Entries gathered for a bulk build (after `clear`), sorted at `flush`.
     bulk: Option<Vec<Entry<K>>>,
-    /// Entries of entities that lost the component, taken out of `runs` at the next
-    /// `flush` or insert (or once `REMOVED_AT_MOST` wait), in key order: a copy that mirrors
+    /// Entries of entities that lost the component or their key, taken out of `runs` at the
+    /// next `flush` (or once `REMOVED_AT_MOST` wait), in key order: a copy that mirrors
     /// despawns then leaves the work to its first reader, and a run of despawns walks the
     /// blocks once, in order.
     removed: Vec<Entry<K>>,
+    /// Entries of new keys, put into `runs` at the next `flush` (after `removed`), in key
+    /// order: a batch of writes (8% of a 1M-row index in a tick) merges into each block it
+    /// touches once, instead of one removal and one insert per row.
+    added: Vec<Entry<K>>,
     slots: Vec<Slot<K>>,
     present: RoaringBitmap,
     nulls: RoaringBitmap,
@@ -333,6 +373,7 @@ impl<K: KeyClass> Default for BtreeIndex<K> {
             runs: Runs::default(),
             bulk: Some(Vec::new()),
             removed: Vec::new(),
+            added: Vec::new(),
             slots: Vec::new(),
             present: RoaringBitmap::new(),
             nulls: RoaringBitmap::new(),
@@ -485,15 +526,33 @@ impl<K: KeyClass> BtreeIndex<K> {
         }
     }
 
-    /// Takes the entries of `removed` out of `runs`.
+    /// Takes the entries of `removed` out of `runs`, except those that hold again (an entity
+    /// whose key went and came back: its entry stays).
     fn take_out_removed(&mut self) {
         if self.removed.is_empty() {
             return;
         }
         self.removed.sort_unstable();
         self.removed.dedup();
+        let slots = &self.slots;
+        self.removed.retain(|x| !holds(slots, x));
         self.runs.remove_sorted(&self.removed);
         self.removed.clear();
+    }
+
+    /// Puts the entries of `added` that still hold into `runs`, after the removals (an entry
+    /// added and then removed again is dropped here).
+    fn put_in_added(&mut self) {
+        self.take_out_removed();
+        if self.added.is_empty() {
+            return;
+        }
+        self.added.sort_unstable();
+        self.added.dedup();
+        let slots = &self.slots;
+        self.added.retain(|x| holds(slots, x));
+        self.runs.insert_sorted(&self.added);
+        self.added.clear();
     }
 
     /// Unlinks entity `e`; with `bounded`, a buffer of removals that reaches its bound is
@@ -586,18 +645,16 @@ impl<K: KeyClass> SecondaryIndex for BtreeIndex<K> {
             (Slot::Null, Stored::Null) | (Slot::NaN, Stored::NaN) => return,
             _ => {}
         }
-        self.unlink(entity, true);
+        // Not bounded: a batch of updates ends with a flush, which takes the old entries
+        // out with the new ones put in, block by block.
+        self.unlink(entity, false);
         self.present.insert(entity);
         self.changes += 1;
         self.slots[i] = match v {
             Stored::Key(k) => {
                 match &mut self.bulk {
                     Some(bulk) => bulk.push((k.clone(), entity)),
-                    None => {
-                        // An entry removed and put back must not be taken out after.
-                        self.take_out_removed();
-                        self.runs.insert((k.clone(), entity));
-                    }
+                    None => self.added.push((k.clone(), entity)),
                 }
                 Slot::Key(k)
             }
@@ -625,12 +682,12 @@ impl<K: KeyClass> SecondaryIndex for BtreeIndex<K> {
     }
 
     fn flush(&mut self) {
-        self.take_out_removed();
+        self.put_in_added();
         if let Some(mut bulk) = self.bulk.take() {
             bulk.sort_unstable();
             bulk.dedup();
             let slots = &self.slots;
-            bulk.retain(|(k, e)| matches!(slots.get(*e as usize), Some(Slot::Key(s)) if s == k));
+            bulk.retain(|x| holds(slots, x));
             self.runs = Runs::from_sorted(bulk);
             self.rebuild_histogram();
         }
@@ -734,7 +791,14 @@ mod tests {
         let mut model = std::collections::BTreeMap::new();
         let mut rng = crate::test_rng::Rng::new(99);
         let entities = crate::test_size(3000, 60);
-        for step in 0..crate::test_size(20_000u32, 200) {
+        let check = |b: &BtreeIndex<i64>, model: &std::collections::BTreeMap<u32, i64>| {
+            let mut want: Vec<(i64, u32)> = model.iter().map(|(e, k)| (*k, *e)).collect();
+            want.sort_unstable();
+            let got: Vec<(i64, u32)> = b.runs.blocks.values().flatten().cloned().collect();
+            assert_eq!(got, want);
+            assert_eq!(b.runs.len, want.len());
+        };
+        for step in 1..=crate::test_size(20_000u32, 200) {
             let x = rng.next_u64();
             let e = (x % entities) as u32;
             if step % 5 == 0 {
@@ -745,8 +809,14 @@ mod tests {
                 b.update(e, &[Value::Int(k)]);
                 model.insert(e, k);
             }
+            // Batches of every size between flushes: a few entries per block, or many.
+            if u64::from(step) % (1 + (x >> 40) % 700) == 0 {
+                b.flush();
+                check(&b, &model);
+            }
         }
         b.flush();
+        check(&b, &model);
         let mut want: Vec<(i64, u32)> = model.iter().map(|(e, k)| (*k, *e)).collect();
         want.sort_unstable();
         let all =
@@ -764,6 +834,36 @@ mod tests {
         assert_eq!(b.entries(), model.len() as u64);
         assert!(b.runs.blocks.values().all(|v| !v.is_empty() && v.len() <= BLOCK));
         assert!(b.runs.blocks.iter().all(|(k, v)| *k == v[0]));
+    }
+
+    #[test]
+    fn a_batch_keeps_only_what_holds_at_its_flush() {
+        let mut b = BtreeIndex::<i64>::default();
+        for e in 0..40 {
+            b.update(e, &[Value::Int(i64::from(e))]);
+        }
+        b.flush();
+        // Away and back to the same key; away to another and back; added then removed;
+        // changed twice; removed and added again under a new key.
+        b.update(1, &[Value::Int(100)]);
+        b.update(1, &[Value::Int(1)]);
+        b.update(2, &[Value::Int(7)]);
+        b.update(2, &[Value::Int(2)]);
+        b.update(50, &[Value::Int(5)]);
+        b.remove(50);
+        b.update(3, &[Value::Int(60)]);
+        b.update(3, &[Value::Int(61)]);
+        b.remove(4);
+        b.update(4, &[Value::Int(-1)]);
+        b.flush();
+        let mut want: Vec<(i64, u32)> = (0..40).map(|e| (i64::from(e), e)).collect();
+        want.retain(|x| x.1 != 3 && x.1 != 4);
+        want.extend([(61, 3), (-1, 4)]);
+        want.sort_unstable();
+        let got: Vec<(i64, u32)> = b.runs.blocks.values().flatten().cloned().collect();
+        assert_eq!(got, want);
+        assert_eq!((b.entries(), b.runs.len), (40, 40));
+        assert!(b.added.is_empty() && b.removed.is_empty());
     }
 
     fn floats(vals: &[f64]) -> BtreeIndex<OrdF64> {
