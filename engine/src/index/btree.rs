@@ -558,9 +558,18 @@ impl<K: KeyClass> BtreeIndex<K> {
     /// Unlinks entity `e`; with `bounded`, a buffer of removals that reaches its bound is
     /// taken out at once (else it waits for [`SecondaryIndex::settle`] or a flush).
     fn unlink(&mut self, e: u32, bounded: bool) {
-        let Some(slot) = self.slots.get_mut(e as usize) else { return };
+        if self.take_slot(e, bounded) {
+            self.present.remove(e);
+            self.changes += 1;
+        }
+    }
+
+    /// Empties entity `e`'s slot, its old entry to be taken out; returns whether it held one.
+    /// (`present` is left alone: an update puts a new entry in at once.)
+    fn take_slot(&mut self, e: u32, bounded: bool) -> bool {
+        let Some(slot) = self.slots.get_mut(e as usize) else { return false };
         match std::mem::replace(slot, Slot::Absent) {
-            Slot::Absent => return,
+            Slot::Absent => return false,
             Slot::Key(k) => {
                 // In a bulk build the stale entry is dropped at `flush` (it no longer matches
                 // the entity's slot).
@@ -580,8 +589,7 @@ impl<K: KeyClass> BtreeIndex<K> {
                 self.nans.remove(e);
             }
         }
-        self.present.remove(e);
-        self.changes += 1;
+        true
     }
 }
 
@@ -647,8 +655,9 @@ impl<K: KeyClass> SecondaryIndex for BtreeIndex<K> {
         }
         // Not bounded: a batch of updates ends with a flush, which takes the old entries
         // out with the new ones put in, block by block.
-        self.unlink(entity, false);
-        self.present.insert(entity);
+        if !self.take_slot(entity, false) {
+            self.present.insert(entity);
+        }
         self.changes += 1;
         self.slots[i] = match v {
             Stored::Key(k) => {
