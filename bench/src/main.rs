@@ -32,7 +32,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use harness::{Config, Harness, SuiteFn};
+use harness::{Config, Harness, Suite, SuiteFn};
 
 /// Every allocation of every library goes through the platform allocator (glibc malloc on
 /// Linux), named here so that runs compare; no library brings its own.
@@ -51,7 +51,7 @@ const SUITES: &[(&str, SuiteFn)] = &[
     ("query", query::run),
     ("expr", expr::run),
     ("spatial", spatial::run),
-    ("index", index::run),
+    ("index", index_suite),
     ("skip", skip::run),
     ("relations", relations::run),
     ("snapshot", snapshot::run),
@@ -60,6 +60,12 @@ const SUITES: &[(&str, SuiteFn)] = &[
     ("systems", systems::run),
     ("types", types::run),
 ];
+
+/// The `index` suite: the value indexes' answers, then their upkeep.
+fn index_suite(s: &mut Suite) {
+    index::run(s);
+    index_upkeep::run(s);
+}
 
 const USAGE: &str = "usage: ecsdb-bench <suite|all> [--json FILE] [--time SECS] [--filter WORKLOAD]
   suite        one of the suites below, or `all`
