@@ -74,22 +74,6 @@ impl FieldSource {
             FieldSource::PerTarget(..) => None,
         }
     }
-
-    /// Writes target `i`'s value of component `j` (`info`) to `dst`: a copy of `template`
-    /// where there is one, else the zero value with the fields over it.
-    ///
-    /// # Safety
-    /// As [`write_value`]; `template` must come from [`FieldSource::template`] for `info`
-    /// and `j`.
-    unsafe fn write(&mut self, info: &ComponentInfo, template: Option<&OwnedValue>, dst: *mut u8, i: usize, j: usize) {
-        match template {
-            // SAFETY: the template is a plain value of this component: its bytes, copied to
-            // `dst` (valid for the component's size, the caller's promise), are a value too.
-            Some(t) => unsafe { std::ptr::copy_nonoverlapping(t.ptr(), dst, info.layout().size()) },
-            // SAFETY: forwarded.
-            None => unsafe { write_value(info, dst, self.take(i, j)) },
-        }
-    }
 }
 
 /// One target's converted fields of one component, moved or cloned.
@@ -133,7 +117,7 @@ impl World {
         let mut groups: Vec<TableTargets> = Vec::new();
         for (k, &(table, row, i)) in located.iter().enumerate() {
             if k > 0 && located[k - 1].0 == table && located[k - 1].1 == row {
-                return Err(EngineError::Invalid(format!("entity {} given twice", targets[i])));
+                return Err(given_twice(targets[i]));
             }
             match groups.last_mut() {
                 Some(g) if g.table.0 == table => {
@@ -150,7 +134,6 @@ impl World {
     /// does, for operations that move no rows and so need no grouping.
     fn check_targets(&self, targets: &[Entity]) -> Result<()> {
         let slots = self.entities.capacity_used();
-        let twice = |e: Entity| EngineError::Invalid(format!("entity {e} given twice"));
         // A row holds one entity: targets in strictly rising table and row order (as scans
         // hand them over) are distinct, and the pass that finds them live says so.
         let mut last: Option<(u32, u32)> = None;
@@ -170,7 +153,7 @@ impl World {
             for &e in targets {
                 let (word, bit) = (e.index() as usize / 64, 1u64 << (e.index() % 64));
                 if seen[word] & bit != 0 {
-                    return Err(twice(e));
+                    return Err(given_twice(e));
                 }
                 seen[word] |= bit;
             }
@@ -178,7 +161,7 @@ impl World {
             let mut order: Vec<Entity> = targets.to_vec();
             order.sort_unstable_by_key(|e| e.index());
             if let Some(w) = order.windows(2).find(|w| w[0] == w[1]) {
-                return Err(twice(w[0]));
+                return Err(given_twice(w[0]));
             }
         }
         Ok(())
@@ -274,12 +257,11 @@ impl World {
         let mut ids = ids.to_vec();
         ids.sort_unstable();
         ids.dedup();
-        let twice = |e: Entity| EngineError::Invalid(format!("entity {e} given twice"));
         let mut held = vec![false; targets.len()];
         let mut plans = Vec::with_capacity(ids.len());
         for &id in &ids {
             let Some(set) = self.storage.sparse.get(id.index()).and_then(Option::as_ref) else { continue };
-            let rows = set.held_rows(targets).map_err(|i| twice(targets[i]))?;
+            let rows = set.held_rows(targets).map_err(|i| given_twice(targets[i]))?;
             for &(_, i) in &rows {
                 held[i as usize] = true;
             }
@@ -367,11 +349,16 @@ impl World {
                         col.reserve(g.targets.len());
                         let template = values.template(info, j);
                         for &i in &g.targets {
-                            // SAFETY: the fresh row is written whole: the template's bytes,
-                            // or the zero value with fields converted for this component.
-                            unsafe {
-                                let p = col.push_uninit(tick);
-                                values.write(info, template.as_ref(), p, i, j);
+                            match &template {
+                                // SAFETY: a plain value of `c`: its bytes, moved in, leave the
+                                // template a valid value still.
+                                Some(t) => unsafe { col.push_from(t.ptr(), tick) },
+                                // SAFETY: the zero value is written into the fresh row, then
+                                // fields converted for this component over it.
+                                None => unsafe {
+                                    let p = col.push_uninit(tick);
+                                    write_value(info, p, values.take(i, j));
+                                },
                             }
                         }
                     }
@@ -565,11 +552,16 @@ fn write_sparse(
             unsafe { set.insert(e, v.ptr.as_ptr(), tick) };
             forget(v);
         } else {
-            // SAFETY: the fresh row is written whole, the zero value with fields converted
-            // for this component over it.
-            unsafe { set.push_written(e, tick, |p| values.write(info, None, p, i, j)) };
+            // SAFETY: the zero value is written into the fresh row, then fields converted for
+            // this component over it.
+            unsafe { set.push_written(e, tick, |p| write_value(info, p, values.take(i, j))) };
         }
     }
+}
+
+/// The error for a target listed more than once.
+fn given_twice(e: Entity) -> EngineError {
+    EngineError::Invalid(format!("entity {e} given twice"))
 }
 
 /// A converted value must have been converted for its field: the right kind and size, each

@@ -43,20 +43,24 @@ pub(crate) fn div_rem(rem: bool, xs: &mut [i64], ys: &[i64], valid: u64) -> Resu
         return Ok(valid);
     }
     for (j, (x, &y)) in xs.iter_mut().zip(ys).enumerate() {
-        let live = valid >> j & 1 == 1;
-        *x = if y == 0 {
-            0
-        } else if rem {
-            x.checked_rem(y).unwrap_or(0)
-        } else {
-            match x.checked_div(y) {
-                Some(q) => q,
-                None if live => return Err(Bail),
-                None => 0,
-            }
-        };
+        *x = if y == 0 { 0 } else { one_row(rem, *x, y, valid >> j & 1 == 1)? };
     }
     Ok(valid)
+}
+
+/// `x / y` (or `%` when `rem`) for a divisor that is not zero, by Rust's rules; gives up on
+/// `i64::MIN / -1` in a `live` row (in a null row it is 0), and `i64::MIN % -1` is 0.
+#[inline(always)]
+fn one_row(rem: bool, x: i64, y: i64, live: bool) -> Result<i64, Bail> {
+    Ok(if rem {
+        x.checked_rem(y).unwrap_or(0)
+    } else {
+        match x.checked_div(y) {
+            Some(q) => q,
+            None if live => return Err(Bail),
+            None => 0,
+        }
+    })
 }
 
 /// `xs[i] / d` (or `%` when `rem`) in place over a chunk, for a divisor `d` that is the same
@@ -73,15 +77,7 @@ pub(crate) fn div_rem_by(rem: bool, xs: &mut [i64], d: i64, valid: u64) -> Resul
         return Ok(valid);
     }
     for (j, x) in xs.iter_mut().enumerate() {
-        *x = if rem {
-            x.checked_rem(d).unwrap_or(0)
-        } else {
-            match x.checked_div(d) {
-                Some(q) => q,
-                None if valid >> j & 1 == 1 => return Err(Bail),
-                None => 0,
-            }
-        };
+        *x = one_row(rem, *x, d, valid >> j & 1 == 1)?;
     }
     Ok(valid)
 }
